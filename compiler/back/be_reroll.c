@@ -1062,9 +1062,8 @@ static isa_insn *room(rr_out *o, int op)
     return in;
 }
 
-/* commit_checked's internal error: apart, with its message's buffer (a
- * frame with it for every instruction rolled cost BERT-base's
- * compile 0.5%). */
+/* commit's internal error: apart, with its message's buffer (a frame
+ * with it for every instruction rolled cost BERT-base's compile 0.5%). */
 static __attribute__((noinline, cold)) void commit_failed(const rr_out *o)
 {
     char msg[256];
@@ -1073,24 +1072,40 @@ static __attribute__((noinline, cold)) void commit_failed(const rr_out *o)
     abort();
 }
 
-static inline void commit_checked(rr_out *o, int (*check)(const isa_insn *, char *, size_t))
+static void commit(rr_out *o)
 {
-    if (check(&o->s->insns[o->s->n], NULL, 0))
+    if (isa_check(&o->s->insns[o->s->n], NULL, 0))
         commit_failed(o);
     o->s->n++;
 }
 
-static void commit(rr_out *o)
+/* Instruction in's address operand q (of its op's, f) := register reg
+ * (0..15: the pass's own) and offset off, stored straight: the offset's
+ * bits returned for the caller's check, or'ed over the instruction's
+ * operands, as addrs_failed takes them (isa_addr_at's checked stores and
+ * a call of isa_check_addrs per instruction were 1% of BERT-base's
+ * compile). */
+static inline uint64_t addr_store(isa_insn *in, const rr_opfields *f, int q, int reg, int64_t off)
 {
-    commit_checked(o, isa_check);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wconversion" /* checked: the caller, by the bits returned */
+    *(isa_addr *)((char *)in + f->aoff[q]) = (isa_addr){.reg = reg, .off = off};
+#pragma GCC diagnostic pop
+    return (uint64_t)off;
 }
 
-/* commit of a copy of an instruction of the stream rolled (checked when
- * it was emitted) with its addresses set: only they can be out of field
- * (every operand checked again was 2.5% of BERT-base's compile). */
-static void commit_copy(rr_out *o)
+/* The next instruction, a copy of one of the stream rolled (checked when
+ * it was emitted: only its addresses can be out of field), with an offset
+ * addr_store stored out of [0, 2^ISA_ADDR_OFF_BITS) (the offsets or'ed
+ * set a bit from there up; so does its bad, shifted there, as
+ * isa_check_addrs refused it): its offsets off[] stored again through
+ * isa_addr_at, for commit_failed's message. */
+static __attribute__((noinline, cold)) void addrs_failed(const rr_out *o, const rr_opfields *f, const int *reg,
+                                                         const int64_t *off)
 {
-    commit_checked(o, isa_check_addrs);
+    for (int q = 0; q < f->naddr; q++)
+        *addr_at(&o->s->insns[o->s->n], f->addr[q]) = isa_addr_at(reg[q], off[q]);
+    commit_failed(o);
 }
 
 static void push(rr_out *o, const isa_insn *in)
@@ -1157,13 +1172,15 @@ static void walk_nest(rr_out *o, const rr_ent *e, long n, const rr_regs *R, cons
             }
         } else {
             isa_insn *in = copy_in(o, x);
-            const isa_operand *const *ao;
-            int na = addr_ops(in, &ao);
-            for (int k = 0; k < na; k++) {
-                const int r = R->assign[j * RR_NADDR + k];
-                *addr_at(in, ao[k]) = isa_addr_at(r, x->off[k] - (r ? K[r - 1] : 0));
-            }
-            commit_copy(o);
+            const rr_opfields *f = fields_of(x->op);
+            const int *reg = &R->assign[j * RR_NADDR];
+            int64_t off[RR_NADDR];
+            uint64_t wide = (uint64_t)in->bad << ISA_ADDR_OFF_BITS; /* (isa_check_addrs refuses it too) */
+            for (int k = 0; k < f->naddr; k++)
+                wide |= addr_store(in, f, k, reg[k], off[k] = x->off[k] - (reg[k] ? K[reg[k] - 1] : 0));
+            if (wide >> ISA_ADDR_OFF_BITS)
+                addrs_failed(o, f, reg, off);
+            o->s->n++;
         }
     }
 }
@@ -1196,12 +1213,15 @@ static void emit_list(rr_out *o, const rr_ent *e, long n)
             emit_nest(o, &e[j], e[j].len);
             j += e[j].len;
         } else {
-            isa_insn *in = copy_in(o, &e[j]); /* its first iteration's addresses: unroll_one moves them */
-            const isa_operand *const *ao;
-            int na = addr_ops(in, &ao);
-            for (int k = 0; k < na; k++)
-                isa_set_off(addr_at(in, ao[k]), e[j].off[k]);
-            commit_copy(o);
+            static const int none[RR_NADDR]; /* (make_entries: no register) */
+            isa_insn *in = copy_in(o, &e[j]);
+            const rr_opfields *f = fields_of(e[j].op);
+            uint64_t wide = (uint64_t)in->bad << ISA_ADDR_OFF_BITS; /* (isa_check_addrs refuses it too) */
+            for (int k = 0; k < f->naddr; k++) /* its first iteration's addresses: unroll_one moves them */
+                wide |= addr_store(in, f, k, 0, e[j].off[k]);
+            if (wide >> ISA_ADDR_OFF_BITS)
+                addrs_failed(o, f, none, e[j].off);
+            o->s->n++;
             j++;
         }
     }
@@ -1415,14 +1435,16 @@ static void emit_as_code(rr_out *o, rr_tmpl *t, const isa_insn *s)
             isa_insn *in = &o->s->insns[o->s->n]; /* (room made: stream_ahead) */
             isa_insn_copy(in, &s[k->idx]);
             const rr_opfields *f = fields_of(k->op);
-            int fits = 1; /* (commit_copy's check, of the addresses as they are set: a call and a walk of the op's operands fewer) */
-            for (int q = 0; q < k->na; q++) {
-                isa_addr *a = addr_at(in, f->addr[q]);
-                *a = isa_addr_at(k->areg[q], k->aoff[q] + t->delta[k->shape][q] - moved[k->areg[q]]);
-                fits &= isa_addr_fits(a);
+            const int64_t *delta = t->delta[k->shape];
+            uint64_t wide = 0; /* (its addresses only: the copy's other fields are the kernel's, as emitted) */
+            for (int q = 0; q < k->na; q++)
+                wide |= addr_store(in, f, q, k->areg[q], k->aoff[q] + delta[q] - moved[k->areg[q]]);
+            if (wide >> ISA_ADDR_OFF_BITS) { /* (the offsets again, for the message) */
+                int64_t off[RR_NADDR];
+                for (int q = 0; q < k->na; q++)
+                    off[q] = k->aoff[q] + delta[q] - moved[k->areg[q]];
+                addrs_failed(o, f, k->areg, off);
             }
-            if (!fits)
-                commit_failed(o);
             o->s->n++;
         } else if (k->op == ISA_OP_LI) {
             moved[k->reg] = t->li[m] - k->val;
