@@ -299,16 +299,6 @@ static void buf_give(rr_pool *pl, rr_buf b)
 
 /* ---- instruction fields, from the ISA's operand table ---- */
 
-static isa_addr *addr_at(isa_insn *in, const isa_operand *o)
-{
-    return (isa_addr *)((char *)in + o->offset);
-}
-
-static const isa_addr *caddr_at(const isa_insn *in, const isa_operand *o)
-{
-    return (const isa_addr *)((const char *)in + o->offset);
-}
-
 /* Per op, looked up in the ISA table once per process (the pass asks for
  * every instruction, several times): its address operands in format order
  * (k indexes st), and its other fields as the 8-byte words of isa_insn
@@ -433,9 +423,16 @@ static inline int op_addrs(int op, const isa_operand *const **out)
     return f->naddr;
 }
 
-static inline int addr_ops(const isa_insn *in, const isa_operand *const **out)
+/* Address operand q of instruction in, of f's op (its offset in f: an
+ * operand's own in the ISA table was a load more per address). */
+static inline isa_addr *addr_at(isa_insn *in, const rr_opfields *f, int q)
 {
-    return op_addrs(in->op, out);
+    return (isa_addr *)((char *)in + f->aoff[q]);
+}
+
+static inline const isa_addr *caddr_at(const isa_insn *in, const rr_opfields *f, int q)
+{
+    return (const isa_addr *)((const char *)in + f->aoff[q]);
 }
 
 /* Word i of an instruction's fields (rr_opfields), its other bytes 0. */
@@ -1089,7 +1086,7 @@ static inline uint64_t addr_store(isa_insn *in, const rr_opfields *f, int q, int
 {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wconversion" /* checked: the caller, by the bits returned */
-    *(isa_addr *)((char *)in + f->aoff[q]) = (isa_addr){.reg = reg, .off = off};
+    *addr_at(in, f, q) = (isa_addr){.reg = reg, .off = off};
 #pragma GCC diagnostic pop
     return (uint64_t)off;
 }
@@ -1104,7 +1101,7 @@ static __attribute__((noinline, cold)) void addrs_failed(const rr_out *o, const 
                                                          const int64_t *off)
 {
     for (int q = 0; q < f->naddr; q++)
-        *addr_at(&o->s->insns[o->s->n], f->addr[q]) = isa_addr_at(reg[q], off[q]);
+        *addr_at(&o->s->insns[o->s->n], f, q) = isa_addr_at(reg[q], off[q]);
     commit_failed(o);
 }
 
@@ -1240,10 +1237,9 @@ static int issues(const isa_insn *in, const int64_t *reg, const isa_insn *s, lon
         return 0;
     if (*seen < 0)
         *seen = k;
-    const isa_operand *const *ao;
-    int na = addr_ops(in, &ao);
-    for (int q = 0; q < na; q++) {
-        const isa_addr *a = caddr_at(in, ao[q]);
+    const rr_opfields *f = fields_of(in->op);
+    for (int q = 0; q < f->naddr; q++) {
+        const isa_addr *a = caddr_at(in, f, q);
         if (a->off + reg[a->reg] != soff[q])
             return 0;
     }
@@ -1367,8 +1363,8 @@ static void code_keep(rr_scratch *sc, rr_tmpl *t, const isa_insn *c, long n, con
             direct = 0;
         }
         for (int q = 0; q < f->naddr; q++) {
-            const int r = k->areg[q] = caddr_at(&c[pc], f->addr[q])->reg;
-            k->aoff[q] = caddr_at(&c[pc], f->addr[q])->off;
+            const int r = k->areg[q] = caddr_at(&c[pc], f, q)->reg;
+            k->aoff[q] = caddr_at(&c[pc], f, q)->off;
             if (copied && r)
                 direct &= r > 0 && r < ISA_NREGS && nest[r] == at;
         }
@@ -1513,14 +1509,14 @@ static int make_entries(rr_scratch *sc, const isa_insn *s, long n)
     sh->mask = cap - 1;
     /* one pass over the kernel's instructions (they are large: each is read once) */
     for (long j = 0; j < n; j++) {
-        const isa_operand *const *ao;
-        int na = addr_ops(&s[j], &ao);
+        const rr_opfields *f = fields_of(s[j].op);
         int plain = s[j].op != ISA_OP_LOOP && s[j].op != ISA_OP_ENDL && s[j].op != ISA_OP_LI && s[j].op != ISA_OP_ADDI;
         rr_ent *x = &ev->v[j];
         memset(x->off, 0, sizeof x->off);
-        for (int k = 0; k < na; k++) {
-            plain &= caddr_at(&s[j], ao[k])->reg == 0;
-            x->off[k] = sc->soff[j][k] = caddr_at(&s[j], ao[k])->off;
+        for (int k = 0; k < f->naddr; k++) {
+            const isa_addr *a = caddr_at(&s[j], f, k);
+            plain &= a->reg == 0;
+            x->off[k] = sc->soff[j][k] = a->off;
         }
         if (!plain)
             return 0;
@@ -1529,7 +1525,7 @@ static int make_entries(rr_scratch *sc, const isa_insn *s, long n)
         x->in = &s[j];
         x->op = s[j].op;
         shape_guess(sh, x, j ? ev->v[j - 1].shape : -1);
-        x->fixed = fields_of(s[j].op)->fixed;
+        x->fixed = f->fixed;
         x->depth = 0;
         x->h = x->key; /* (ent_hash without strides) */
         x->n = 0;
