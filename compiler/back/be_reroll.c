@@ -408,6 +408,9 @@ static void fields_init(void)
         }
         fields_words(f, oi);
     }
+    /* (commit_as's checks of the pass's own li, addi, loop and endl) */
+    assert(isa_info(ISA_OP_LI)->format == ISA_FMT_ID_REG && isa_info(ISA_OP_ADDI)->format == ISA_FMT_ID_REG);
+    assert(isa_info(ISA_OP_LOOP)->format == ISA_FMT_ID_LOOP && isa_info(ISA_OP_ENDL)->format == ISA_FMT_ID_NONE);
     op_fields_made = 1;
 }
 
@@ -1050,7 +1053,7 @@ static isa_insn *copy_in(rr_out *o, const rr_ent *x)
 
 /* The next instruction of the new stream, built in place (an
  * instruction is 288 bytes: no copy made aside), then counted in by
- * commit: an operand out of its field (an offset or a register value the
+ * commit_as: an operand out of its field (an offset or a register value the
  * pass got wrong) is an internal error. */
 static isa_insn *room(rr_out *o, int op)
 {
@@ -1059,7 +1062,7 @@ static isa_insn *room(rr_out *o, int op)
     return in;
 }
 
-/* commit's internal error: apart, with its message's buffer (a frame
+/* commit_as's internal error: apart, with its message's buffer (a frame
  * with it for every instruction rolled cost BERT-base's compile 0.5%). */
 static __attribute__((noinline, cold)) void commit_failed(const rr_out *o)
 {
@@ -1069,9 +1072,13 @@ static __attribute__((noinline, cold)) void commit_failed(const rr_out *o)
     abort();
 }
 
-static void commit(rr_out *o)
+/* Count in the next instruction, its every operand checked by fits: its
+ * format's isa_fits_FMT where the op is known (li, addi, loop, endl:
+ * isa_check's look-up of the format, a switch, was dearer than the check),
+ * else isa_fits. */
+static inline __attribute__((always_inline)) void commit_as(rr_out *o, int (*fits)(const isa_insn *))
 {
-    if (isa_check(&o->s->insns[o->s->n], NULL, 0))
+    if (!fits(&o->s->insns[o->s->n]))
         commit_failed(o);
     o->s->n++;
 }
@@ -1108,7 +1115,7 @@ static __attribute__((noinline, cold)) void addrs_failed(const rr_out *o, const 
 static void push(rr_out *o, const isa_insn *in)
 {
     isa_insn_copy(isa_stream_room(o->s), in);
-    commit(o);
+    commit_as(o, isa_fits);
 }
 
 static void push_reg(rr_out *o, int op, int reg, int64_t v)
@@ -1116,7 +1123,7 @@ static void push_reg(rr_out *o, int op, int reg, int64_t v)
     isa_insn *in = room(o, op);
     isa_set(in, reg, reg);
     in->val = v;
-    commit(o);
+    commit_as(o, isa_fits_REG); /* (li and addi) */
 }
 
 static void emit_list(rr_out *o, const rr_ent *e, long n);
@@ -1142,7 +1149,7 @@ static void walk_nest(rr_out *o, const rr_ent *e, long n, const rr_regs *R, cons
             if (!emit)
                 continue;
             room(o, ISA_OP_LOOP)->val = x->n;
-            commit(o);
+            commit_as(o, isa_fits_LOOP);
             o->ks->loops++;
             if (d > o->ks->depth)
                 o->ks->depth = d;
@@ -1158,7 +1165,7 @@ static void walk_nest(rr_out *o, const rr_ent *e, long n, const rr_regs *R, cons
             if (!emit)
                 continue;
             room(o, ISA_OP_ENDL);
-            commit(o);
+            commit_as(o, isa_fits_NONE);
         } else if (!emit) {
             const int na = fields_of(x->op)->naddr;
             for (int k = 0; k < na; k++) {
@@ -1449,13 +1456,13 @@ static void emit_as_code(rr_out *o, rr_tmpl *t, const isa_insn *s)
             push_reg(o, ISA_OP_ADDI, k->reg, k->val);
         } else if (k->op == ISA_OP_LOOP) {
             room(o, ISA_OP_LOOP)->val = k->val;
-            commit(o);
+            commit_as(o, isa_fits_LOOP);
             o->ks->loops++;
             if (++d > o->ks->depth)
                 o->ks->depth = d;
         } else {
             room(o, ISA_OP_ENDL);
-            commit(o);
+            commit_as(o, isa_fits_NONE);
             d--;
         }
     }
