@@ -221,6 +221,9 @@ struct be_reroll {
     rr_kstat *k;        /* per kernel position */
     long *core_before, *core_after;
     size_t *done;       /* per core: its stream is rolled up to here */
+    size_t *looked;     /* per core: the program's kernel records roll_tail has looked through (each of
+                         * the core's among them starts before done: a look at every record per tail was
+                         * 0.5% of BERT-base's compile) */
     int ncores;
     char cfgname[ISA_NAME_MAX];
 };
@@ -295,16 +298,6 @@ static void buf_give(rr_pool *pl, rr_buf b)
 }
 
 /* ---- instruction fields, from the ISA's operand table ---- */
-
-static isa_addr *addr_at(isa_insn *in, const isa_operand *o)
-{
-    return (isa_addr *)((char *)in + o->offset);
-}
-
-static const isa_addr *caddr_at(const isa_insn *in, const isa_operand *o)
-{
-    return (const isa_addr *)((const char *)in + o->offset);
-}
 
 /* Per op, looked up in the ISA table once per process (the pass asks for
  * every instruction, several times): its address operands in format order
@@ -415,6 +408,9 @@ static void fields_init(void)
         }
         fields_words(f, oi);
     }
+    /* (commit_as's checks of the pass's own li, addi, loop and endl) */
+    assert(isa_info(ISA_OP_LI)->format == ISA_FMT_ID_REG && isa_info(ISA_OP_ADDI)->format == ISA_FMT_ID_REG);
+    assert(isa_info(ISA_OP_LOOP)->format == ISA_FMT_ID_LOOP && isa_info(ISA_OP_ENDL)->format == ISA_FMT_ID_NONE);
     op_fields_made = 1;
 }
 
@@ -430,9 +426,16 @@ static inline int op_addrs(int op, const isa_operand *const **out)
     return f->naddr;
 }
 
-static inline int addr_ops(const isa_insn *in, const isa_operand *const **out)
+/* Address operand q of instruction in, of f's op (its offset in f: an
+ * operand's own in the ISA table was a load more per address). */
+static inline isa_addr *addr_at(isa_insn *in, const rr_opfields *f, int q)
 {
-    return op_addrs(in->op, out);
+    return (isa_addr *)((char *)in + f->aoff[q]);
+}
+
+static inline const isa_addr *caddr_at(const isa_insn *in, const rr_opfields *f, int q)
+{
+    return (const isa_addr *)((const char *)in + f->aoff[q]);
 }
 
 /* Word i of an instruction's fields (rr_opfields), its other bytes 0. */
@@ -1050,7 +1053,7 @@ static isa_insn *copy_in(rr_out *o, const rr_ent *x)
 
 /* The next instruction of the new stream, built in place (an
  * instruction is 288 bytes: no copy made aside), then counted in by
- * commit: an operand out of its field (an offset or a register value the
+ * commit_as: an operand out of its field (an offset or a register value the
  * pass got wrong) is an internal error. */
 static isa_insn *room(rr_out *o, int op)
 {
@@ -1059,9 +1062,8 @@ static isa_insn *room(rr_out *o, int op)
     return in;
 }
 
-/* commit_checked's internal error: apart, with its message's buffer (a
- * frame with it for every instruction rolled cost BERT-base's
- * compile 0.5%). */
+/* commit_as's internal error: apart, with its message's buffer (a frame
+ * with it for every instruction rolled cost BERT-base's compile 0.5%). */
 static __attribute__((noinline, cold)) void commit_failed(const rr_out *o)
 {
     char msg[256];
@@ -1070,30 +1072,50 @@ static __attribute__((noinline, cold)) void commit_failed(const rr_out *o)
     abort();
 }
 
-static inline void commit_checked(rr_out *o, int (*check)(const isa_insn *, char *, size_t))
+/* Count in the next instruction, its every operand checked by fits: its
+ * format's isa_fits_FMT where the op is known (li, addi, loop, endl:
+ * isa_check's look-up of the format, a switch, was dearer than the check),
+ * else isa_fits. */
+static inline __attribute__((always_inline)) void commit_as(rr_out *o, int (*fits)(const isa_insn *))
 {
-    if (check(&o->s->insns[o->s->n], NULL, 0))
+    if (!fits(&o->s->insns[o->s->n]))
         commit_failed(o);
     o->s->n++;
 }
 
-static void commit(rr_out *o)
+/* Instruction in's address operand q (of its op's, f) := register reg
+ * (0..15: the pass's own) and offset off, stored straight: the offset's
+ * bits returned for the caller's check, or'ed over the instruction's
+ * operands, as addrs_failed takes them (isa_addr_at's checked stores and
+ * a call of isa_check_addrs per instruction were 1% of BERT-base's
+ * compile). */
+static inline uint64_t addr_store(isa_insn *in, const rr_opfields *f, int q, int reg, int64_t off)
 {
-    commit_checked(o, isa_check);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wconversion" /* checked: the caller, by the bits returned */
+    *addr_at(in, f, q) = (isa_addr){.reg = reg, .off = off};
+#pragma GCC diagnostic pop
+    return (uint64_t)off;
 }
 
-/* commit of a copy of an instruction of the stream rolled (checked when
- * it was emitted) with its addresses set: only they can be out of field
- * (every operand checked again was 2.5% of BERT-base's compile). */
-static void commit_copy(rr_out *o)
+/* The next instruction, a copy of one of the stream rolled (checked when
+ * it was emitted: only its addresses can be out of field), with an offset
+ * addr_store stored out of [0, 2^ISA_ADDR_OFF_BITS) (the offsets or'ed
+ * set a bit from there up; so does its bad, shifted there, as
+ * isa_check_addrs refused it): its offsets off[] stored again through
+ * isa_addr_at, for commit_failed's message. */
+static __attribute__((noinline, cold)) void addrs_failed(const rr_out *o, const rr_opfields *f, const int *reg,
+                                                         const int64_t *off)
 {
-    commit_checked(o, isa_check_addrs);
+    for (int q = 0; q < f->naddr; q++)
+        *addr_at(&o->s->insns[o->s->n], f, q) = isa_addr_at(reg[q], off[q]);
+    commit_failed(o);
 }
 
 static void push(rr_out *o, const isa_insn *in)
 {
     isa_insn_copy(isa_stream_room(o->s), in);
-    commit(o);
+    commit_as(o, isa_fits);
 }
 
 static void push_reg(rr_out *o, int op, int reg, int64_t v)
@@ -1101,7 +1123,7 @@ static void push_reg(rr_out *o, int op, int reg, int64_t v)
     isa_insn *in = room(o, op);
     isa_set(in, reg, reg);
     in->val = v;
-    commit(o);
+    commit_as(o, isa_fits_REG); /* (li and addi) */
 }
 
 static void emit_list(rr_out *o, const rr_ent *e, long n);
@@ -1127,7 +1149,7 @@ static void walk_nest(rr_out *o, const rr_ent *e, long n, const rr_regs *R, cons
             if (!emit)
                 continue;
             room(o, ISA_OP_LOOP)->val = x->n;
-            commit(o);
+            commit_as(o, isa_fits_LOOP);
             o->ks->loops++;
             if (d > o->ks->depth)
                 o->ks->depth = d;
@@ -1143,7 +1165,7 @@ static void walk_nest(rr_out *o, const rr_ent *e, long n, const rr_regs *R, cons
             if (!emit)
                 continue;
             room(o, ISA_OP_ENDL);
-            commit(o);
+            commit_as(o, isa_fits_NONE);
         } else if (!emit) {
             const int na = fields_of(x->op)->naddr;
             for (int k = 0; k < na; k++) {
@@ -1154,13 +1176,15 @@ static void walk_nest(rr_out *o, const rr_ent *e, long n, const rr_regs *R, cons
             }
         } else {
             isa_insn *in = copy_in(o, x);
-            const isa_operand *const *ao;
-            int na = addr_ops(in, &ao);
-            for (int k = 0; k < na; k++) {
-                const int r = R->assign[j * RR_NADDR + k];
-                *addr_at(in, ao[k]) = isa_addr_at(r, x->off[k] - (r ? K[r - 1] : 0));
-            }
-            commit_copy(o);
+            const rr_opfields *f = fields_of(x->op);
+            const int *reg = &R->assign[j * RR_NADDR];
+            int64_t off[RR_NADDR];
+            uint64_t wide = (uint64_t)in->bad << ISA_ADDR_OFF_BITS; /* (isa_check_addrs refuses it too) */
+            for (int k = 0; k < f->naddr; k++)
+                wide |= addr_store(in, f, k, reg[k], off[k] = x->off[k] - (reg[k] ? K[reg[k] - 1] : 0));
+            if (wide >> ISA_ADDR_OFF_BITS)
+                addrs_failed(o, f, reg, off);
+            o->s->n++;
         }
     }
 }
@@ -1193,12 +1217,15 @@ static void emit_list(rr_out *o, const rr_ent *e, long n)
             emit_nest(o, &e[j], e[j].len);
             j += e[j].len;
         } else {
-            isa_insn *in = copy_in(o, &e[j]); /* its first iteration's addresses: unroll_one moves them */
-            const isa_operand *const *ao;
-            int na = addr_ops(in, &ao);
-            for (int k = 0; k < na; k++)
-                isa_set_off(addr_at(in, ao[k]), e[j].off[k]);
-            commit_copy(o);
+            static const int none[RR_NADDR]; /* (make_entries: no register) */
+            isa_insn *in = copy_in(o, &e[j]);
+            const rr_opfields *f = fields_of(e[j].op);
+            uint64_t wide = (uint64_t)in->bad << ISA_ADDR_OFF_BITS; /* (isa_check_addrs refuses it too) */
+            for (int k = 0; k < f->naddr; k++) /* its first iteration's addresses: unroll_one moves them */
+                wide |= addr_store(in, f, k, 0, e[j].off[k]);
+            if (wide >> ISA_ADDR_OFF_BITS)
+                addrs_failed(o, f, none, e[j].off);
+            o->s->n++;
             j++;
         }
     }
@@ -1217,10 +1244,9 @@ static int issues(const isa_insn *in, const int64_t *reg, const isa_insn *s, lon
         return 0;
     if (*seen < 0)
         *seen = k;
-    const isa_operand *const *ao;
-    int na = addr_ops(in, &ao);
-    for (int q = 0; q < na; q++) {
-        const isa_addr *a = caddr_at(in, ao[q]);
+    const rr_opfields *f = fields_of(in->op);
+    for (int q = 0; q < f->naddr; q++) {
+        const isa_addr *a = caddr_at(in, f, q);
         if (a->off + reg[a->reg] != soff[q])
             return 0;
     }
@@ -1282,31 +1308,7 @@ static inline int seq_op(int op)
     return op == ISA_OP_LI || op == ISA_OP_ADDI || op == ISA_OP_LOOP || op == ISA_OP_ENDL;
 }
 
-/* Can a kernel that fits template t be emitted from its code (every
- * instruction copied from one of the template's shape, every register an
- * operand uses set by a li of its nest: a nest's li's lead it)? */
-static int code_direct(const rr_tmpl *t)
-{
-    int nest[ISA_NREGS] = {0}, at = 0;
-    for (long pc = 0; pc < t->ncode; pc++) {
-        const rr_code *k = &t->code[pc];
-        if (k->op == ISA_OP_LI) {
-            if (k->reg <= 0 || k->reg >= ISA_NREGS)
-                return 0;
-            at += !pc || t->code[pc - 1].op != ISA_OP_LI;
-            nest[k->reg] = at;
-        } else if (!seq_op(k->op)) {
-            if (k->shape < 0 || k->idx < 0 || t->shape[k->idx] != k->shape)
-                return 0;
-            for (int q = 0; q < fields_of(k->op)->naddr; q++)
-                if (k->areg[q] && (k->areg[q] < 0 || k->areg[q] >= ISA_NREGS || nest[k->areg[q]] != at))
-                    return 0;
-        }
-    }
-    return 1;
-}
-
-/* Template t's code's operands with a register as rr_low's (code_direct
+/* Template t's code's operands with a register as rr_low's (code_keep
  * passed: each register an operand uses is its nest's li's). */
 static void code_lows(rr_scratch *sc, rr_tmpl *t)
 {
@@ -1342,27 +1344,41 @@ static void code_lows(rr_scratch *sc, rr_tmpl *t)
 /* Keep code c[0..n), just emitted for template t and checked against its
  * kernel (check_same: sc->seen; from[pc], pc < nfrom: the instruction
  * each copied), for emit_as_code; a code it cannot copy leaves no
- * template (its kernels roll from scratch, alike). */
+ * template (its kernels roll from scratch, alike).  It can copy a code
+ * whose every instruction is copied from one of the template's shape and
+ * whose every register an operand uses is set by a li of its nest (a
+ * nest's li's lead it): checked as the code is kept (a pass of its own
+ * over the code was 0.5% of BERT-base's compile). */
 static void code_keep(rr_scratch *sc, rr_tmpl *t, const isa_insn *c, long n, const int *from, long nfrom)
 {
     t->code = scratch_array(sc, &t->codem, n, sizeof *t->code);
+    int nest[ISA_NREGS] = {0}, at = 0, direct = 1;
     for (long pc = 0; pc < n; pc++) {
         rr_code *k = &t->code[pc];
         const rr_opfields *f = fields_of(c[pc].op);
         *k = (rr_code){.op = c[pc].op, .reg = c[pc].reg, .val = c[pc].val, .shape = -1, .idx = -1};
-        if (!seq_op(k->op)) {
+        const int copied = !seq_op(k->op);
+        if (copied) {
             k->shape = sc->seen[pc] >= 0 ? t->shape[sc->seen[pc]] : -2; /* -2: never issued, never alike */
             k->idx = pc < nfrom ? from[pc] : -1;
             k->na = (uint16_t)f->naddr;
+            direct &= k->shape >= 0 && k->idx >= 0 && t->shape[k->idx] == k->shape;
+        } else if (k->op == ISA_OP_LI && k->reg > 0 && k->reg < ISA_NREGS) {
+            at += !pc || c[pc - 1].op != ISA_OP_LI;
+            nest[k->reg] = at;
+        } else if (k->op == ISA_OP_LI) {
+            direct = 0;
         }
         for (int q = 0; q < f->naddr; q++) {
-            k->areg[q] = caddr_at(&c[pc], f->addr[q])->reg;
-            k->aoff[q] = caddr_at(&c[pc], f->addr[q])->off;
+            const int r = k->areg[q] = caddr_at(&c[pc], f, q)->reg;
+            k->aoff[q] = caddr_at(&c[pc], f, q)->off;
+            if (copied && r)
+                direct &= r > 0 && r < ISA_NREGS && nest[r] == at;
         }
     }
     t->ncode = n;
     t->nlow = -1; /* (code_lows: made when a kernel fits, as most templates serve none) */
-    if (!code_direct(t))
+    if (!direct)
         t->n = 0;
 }
 
@@ -1418,18 +1434,20 @@ static void emit_as_code(rr_out *o, rr_tmpl *t, const isa_insn *s)
     int d = 0, m = 0;
     for (long pc = 0; pc < n; pc++) {
         const rr_code *k = &t->code[pc];
-        if (k->shape >= 0) { /* an instruction copied (code_direct: li, addi, loop and endl have none) */
+        if (k->shape >= 0) { /* an instruction copied (code_keep: li, addi, loop and endl have none) */
             isa_insn *in = &o->s->insns[o->s->n]; /* (room made: stream_ahead) */
             isa_insn_copy(in, &s[k->idx]);
             const rr_opfields *f = fields_of(k->op);
-            int fits = 1; /* (commit_copy's check, of the addresses as they are set: a call and a walk of the op's operands fewer) */
-            for (int q = 0; q < k->na; q++) {
-                isa_addr *a = addr_at(in, f->addr[q]);
-                *a = isa_addr_at(k->areg[q], k->aoff[q] + t->delta[k->shape][q] - moved[k->areg[q]]);
-                fits &= isa_addr_fits(a);
+            const int64_t *delta = t->delta[k->shape];
+            uint64_t wide = 0; /* (its addresses only: the copy's other fields are the kernel's, as emitted) */
+            for (int q = 0; q < k->na; q++)
+                wide |= addr_store(in, f, q, k->areg[q], k->aoff[q] + delta[q] - moved[k->areg[q]]);
+            if (wide >> ISA_ADDR_OFF_BITS) { /* (the offsets again, for the message) */
+                int64_t off[RR_NADDR];
+                for (int q = 0; q < k->na; q++)
+                    off[q] = k->aoff[q] + delta[q] - moved[k->areg[q]];
+                addrs_failed(o, f, k->areg, off);
             }
-            if (!fits)
-                commit_failed(o);
             o->s->n++;
         } else if (k->op == ISA_OP_LI) {
             moved[k->reg] = t->li[m] - k->val;
@@ -1438,13 +1456,13 @@ static void emit_as_code(rr_out *o, rr_tmpl *t, const isa_insn *s)
             push_reg(o, ISA_OP_ADDI, k->reg, k->val);
         } else if (k->op == ISA_OP_LOOP) {
             room(o, ISA_OP_LOOP)->val = k->val;
-            commit(o);
+            commit_as(o, isa_fits_LOOP);
             o->ks->loops++;
             if (++d > o->ks->depth)
                 o->ks->depth = d;
         } else {
             room(o, ISA_OP_ENDL);
-            commit(o);
+            commit_as(o, isa_fits_NONE);
             d--;
         }
     }
@@ -1498,14 +1516,14 @@ static int make_entries(rr_scratch *sc, const isa_insn *s, long n)
     sh->mask = cap - 1;
     /* one pass over the kernel's instructions (they are large: each is read once) */
     for (long j = 0; j < n; j++) {
-        const isa_operand *const *ao;
-        int na = addr_ops(&s[j], &ao);
+        const rr_opfields *f = fields_of(s[j].op);
         int plain = s[j].op != ISA_OP_LOOP && s[j].op != ISA_OP_ENDL && s[j].op != ISA_OP_LI && s[j].op != ISA_OP_ADDI;
         rr_ent *x = &ev->v[j];
         memset(x->off, 0, sizeof x->off);
-        for (int k = 0; k < na; k++) {
-            plain &= caddr_at(&s[j], ao[k])->reg == 0;
-            x->off[k] = sc->soff[j][k] = caddr_at(&s[j], ao[k])->off;
+        for (int k = 0; k < f->naddr; k++) {
+            const isa_addr *a = caddr_at(&s[j], f, k);
+            plain &= a->reg == 0;
+            x->off[k] = sc->soff[j][k] = a->off;
         }
         if (!plain)
             return 0;
@@ -1514,7 +1532,7 @@ static int make_entries(rr_scratch *sc, const isa_insn *s, long n)
         x->in = &s[j];
         x->op = s[j].op;
         shape_guess(sh, x, j ? ev->v[j - 1].shape : -1);
-        x->fixed = fields_of(s[j].op)->fixed;
+        x->fixed = f->fixed;
         x->depth = 0;
         x->h = x->key; /* (ent_hash without strides) */
         x->n = 0;
@@ -1866,6 +1884,7 @@ static struct be_reroll *rr_state(be_ctx *c)
     rr->core_before = ir_xalloc((size_t)rr->ncores * sizeof *rr->core_before);
     rr->core_after = ir_xalloc((size_t)rr->ncores * sizeof *rr->core_after);
     rr->done = ir_xalloc((size_t)rr->ncores * sizeof *rr->done);
+    rr->looked = ir_xalloc((size_t)rr->ncores * sizeof *rr->looked);
     return rr;
 }
 
@@ -1903,11 +1922,14 @@ static void roll_tail(be_ctx *c, struct be_reroll *rr, struct be_rrlane *l, int 
             abort();
     }
     neu->n = 0;
-    isa_kernel **ks = ir_xmalloc((prog->nkernels + 1) * sizeof *ks);
+    /* records are only appended, and one starts where it is rolled to
+     * (below done, which only grows): the core's looked through stay before from */
+    isa_kernel **ks = ir_xmalloc((prog->nkernels - rr->looked[core] + 1) * sizeof *ks);
     int nk = 0;
-    for (size_t q = 0; q < prog->nkernels; q++)
+    for (size_t q = rr->looked[core]; q < prog->nkernels; q++)
         if (prog->kernels[q].core == core && prog->kernels[q].first >= from)
             ks[nk++] = &prog->kernels[q];
+    rr->looked[core] = prog->nkernels;
     qsort(ks, (size_t)nk, sizeof *ks, by_first);
     rr->core_before[core] += (long)old->n - from;
     long at = from;
@@ -2070,6 +2092,7 @@ void be_reroll_free(be_ctx *c)
     free(c->rr->core_before);
     free(c->rr->core_after);
     free(c->rr->done);
+    free(c->rr->looked);
     free(c->rr);
     c->rr = NULL;
 }
