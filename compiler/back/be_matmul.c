@@ -1689,17 +1689,17 @@ static double mm_grid_cost(mm_plan *m, int64_t gm, int64_t gn, mm_tiling *tl)
     return e;
 }
 
-static void mm_plan_search(be_ctx *c, int pos, mm_plan *m, double *best)
+/* Every gb x gk x gm x gn grid not skipped, priced (mm_plan_search);
+ * whole: bit gm set when gm parts keep the staged results' sticks whole. */
+static void mm_grid_search(be_ctx *c, int pos, mm_plan *m, uint64_t whole, double *best)
 {
     be_work *w = &c->work[pos];
     const int64_t cores = c->cfg->cores;
-    w->gk = w->gb = 1;
-    mm_gmemo_begin(m, cores);
     const int64_t most_gb = cc_min(cores, m->nbatch);
     for (int64_t gb = 1; gb <= most_gb; gb++)
         for (int64_t gk = 1; gk <= (m->nbatch > 1 ? 1 : cc_min(cores, m->KG)); gk++)
             for (int64_t gm = 1; gm <= cc_min(cores / (gb * gk), m->M); gm++)
-                for (int64_t gn = 1; gn <= cc_min(cores / (gb * gm * gk), m->GN) && mm_rows_whole(c, m, gm); gn++) {
+                for (int64_t gn = 1; gn <= cc_min(cores / (gb * gm * gk), m->GN) && (whole >> gm & 1); gn++) {
                     mm_set_gk(m, gk);
                     m->gb = gb;
                     double floor = -1; /* (mm_search_skips's, when it made it) */
@@ -1718,6 +1718,93 @@ static void mm_plan_search(be_ctx *c, int pos, mm_plan *m, double *best)
                         w->gb = gb;
                     }
                 }
+}
+
+/* Bit gm set for each gm parts of M that keep the staged results'
+ * sticks whole (mm_rows_whole), gm up to the cores and M. */
+static uint64_t mm_whole_rows(const be_ctx *c, const mm_plan *m)
+{
+    uint64_t whole = 0;
+    for (int64_t gm = 1; gm <= cc_min(c->cfg->cores, m->M); gm++)
+        whole |= (uint64_t)mm_rows_whole(c, m, gm) << gm;
+    return whole;
+}
+
+/* m's key for its grid search: the plan's (mm_plan_key_of), which with a
+ * grid and tile gives mm_grid_of's parts, so the tiling search's key, and
+ * the floors, given what mm_whole_share reads of an operand staged whole:
+ * for a product of a PT pass of rows or more its buffer's bytes, kept in
+ * the key's G (the search's key has no grid), else more (no key); whole
+ * (mm_whole_rows, read from the program) as gm; mt and ns -2, which no
+ * tile's key has.  The results' lxonly flags are read only for a batch
+ * (mm_keeps_rows): without one they are left out, as mm_block_key_of
+ * leaves them.  -1: no key. */
+static int mm_search_key_of(const be_ctx *c, const mm_plan *m, uint64_t whole, mm_block_key *k)
+{
+    if (((m->aw || m->bw) && m->M < c->cfg->pt_rows) || c->cfg->cores > 62 || mm_plan_key_of(m, k))
+        return -1;
+    if (m->nbatch == 1) {
+        k->lxonly = 0;
+        memset(k->lxo, 0, sizeof k->lxo);
+    }
+    k->G.a_bytes = m->aw ? (double)be_buf_bytes(c, m->mm->a) : 0;
+    k->G.b_bytes = m->bw ? (double)be_buf_bytes(c, m->mm->b) : 0;
+    k->gm = (int64_t)whole;
+    k->mt = k->ns = -2;
+    return 0;
+}
+
+/* The grid memo's entries the search priced, in r (their arrays from
+ * ir_xmalloc, which be_mmsearch_keep copies). */
+static void mm_search_entries(const mm_plan *m, mm_search_result *r)
+{
+    const int64_t cores = m->c->cfg->cores, n = (cores + 1) * (cores + 1);
+    r->n = 0;
+    r->at = ir_xmalloc((size_t)n * sizeof *r->at);
+    r->e = ir_xmalloc((size_t)n * sizeof *r->e);
+    r->waited = ir_xmalloc((size_t)n * sizeof *r->waited);
+    for (int64_t i = 0; i < n; i++)
+        if (m->gmemo.e[i] >= 0) {
+            r->at[r->n] = (int32_t)i;
+            r->e[r->n] = m->gmemo.e[i];
+            r->waited[r->n++] = m->gmemo.waited[i];
+        }
+}
+
+/* The cheapest grid by the cost model (mm_grid_search), remembered for
+ * the compile by everything the search reads (mm_search_key_of): the
+ * products fused and apart, and the projections of one shape and
+ * epilogue (BERT-base's q, k, v and output projections apart), search
+ * the same grids.  A search recalled puts back its grid, its estimate
+ * and the grid memo's entries as it left them. */
+static void mm_plan_search(be_ctx *c, int pos, mm_plan *m, double *best)
+{
+    be_work *w = &c->work[pos];
+    w->gk = w->gb = 1;
+    mm_gmemo_begin(m, c->cfg->cores);
+    mm_block_key k;
+    const uint64_t whole = mm_whole_rows(c, m);
+    const int keyed = !mm_search_key_of(c, m, whole, &k);
+    const uint64_t h = keyed ? mm_block_hash(&k) : 0;
+    const mm_search_result *r = keyed ? be_mmsearch_find(c, &k, sizeof k, h) : NULL;
+    if (r) {
+        w->gm = r->gm, w->gn = r->gn, w->gk = r->gk, w->gb = r->gb;
+        *best = r->best;
+        for (int i = 0; i < r->n; i++) {
+            m->gmemo.e[r->at[i]] = r->e[i];
+            m->gmemo.waited[r->at[i]] = r->waited[i];
+        }
+    } else {
+        mm_grid_search(c, pos, m, whole, best);
+        if (keyed) {
+            mm_search_result got = {.gm = w->gm, .gn = w->gn, .gk = w->gk, .gb = w->gb, .best = *best};
+            mm_search_entries(m, &got);
+            be_mmsearch_keep(c, &k, sizeof k, h, &got);
+            free(got.at);
+            free(got.e);
+            free(got.waited);
+        }
+    }
     mm_set_gk(m, w->gk);
     m->gb = w->gb;
 }
