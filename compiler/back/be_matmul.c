@@ -1640,7 +1640,11 @@ static double *mm_gmemo_at(const mm_plan *m, int64_t gm, int64_t gn)
  * blocks read A or B again: mm_in_bytes grows with nbm and nbn), without
  * the epilogue's operands; 0 with the ends priced (their serial bytes
  * leave the DRAM term).  Less a relative 1e-9, far above the rounding of
- * either sum. */
+ * either sum.  With no operand staged whole it never falls as gn grows
+ * (gm, gk, gb the same): no staging, A's bytes over the grid grow with
+ * gn, B's stay, and A from LX and results kept in LX (G's a_lx, kept)
+ * take bytes off at gn 1 only; each sum's addends never falling, nor do
+ * their rounded sums. */
 static double mm_grid_floor(const mm_plan *m, int64_t gm, int64_t gn)
 {
     const cc_target *t = &m->c->t;
@@ -1703,8 +1707,11 @@ static void mm_grid_search(be_ctx *c, int pos, mm_plan *m, uint64_t whole, doubl
                     mm_set_gk(m, gk);
                     m->gb = gb;
                     double floor = -1; /* (mm_search_skips's, when it made it) */
-                    if (mm_search_skips(w, m, gm, gn, *best, &floor))
+                    if (mm_search_skips(w, m, gm, gn, *best, &floor)) {
+                        if (!m->aw && !m->bw) /* then so is every later gn (mm_grid_floor) */
+                            break;
                         continue;
+                    }
                     mm_tiling tl;
                     const double e = mm_grid_cost(m, gm, gn, &tl);
                     assert(e >= (floor >= 0 ? floor : mm_grid_floor(m, gm, gn))); /* a floor under every grid */
