@@ -1693,8 +1693,18 @@ static double mm_grid_cost(mm_plan *m, int64_t gm, int64_t gn, mm_tiling *tl)
     return e;
 }
 
+/* Bit gm set when gm parts of M keep the staged results' sticks whole
+ * (mm_rows_whole), for gm up to the cores, M and 63. */
+static uint64_t mm_whole_rows(const be_ctx *c, const mm_plan *m)
+{
+    uint64_t whole = 0;
+    for (int64_t gm = 1; gm <= cc_min(cc_min(c->cfg->cores, m->M), 63); gm++)
+        whole |= (uint64_t)mm_rows_whole(c, m, gm) << gm;
+    return whole;
+}
+
 /* Every gb x gk x gm x gn grid not skipped, priced (mm_plan_search);
- * whole: bit gm set when gm parts keep the staged results' sticks whole. */
+ * whole: mm_whole_rows. */
 static void mm_grid_search(be_ctx *c, int pos, mm_plan *m, uint64_t whole, double *best)
 {
     be_work *w = &c->work[pos];
@@ -1702,8 +1712,10 @@ static void mm_grid_search(be_ctx *c, int pos, mm_plan *m, uint64_t whole, doubl
     const int64_t most_gb = cc_min(cores, m->nbatch);
     for (int64_t gb = 1; gb <= most_gb; gb++)
         for (int64_t gk = 1; gk <= (m->nbatch > 1 ? 1 : cc_min(cores, m->KG)); gk++)
-            for (int64_t gm = 1; gm <= cc_min(cores / (gb * gk), m->M); gm++)
-                for (int64_t gn = 1; gn <= cc_min(cores / (gb * gm * gk), m->GN) && (whole >> gm & 1); gn++) {
+            for (int64_t gm = 1; gm <= cc_min(cores / (gb * gk), m->M); gm++) {
+                if (gm < 64 ? !(whole >> gm & 1) : !mm_rows_whole(c, m, gm))
+                    continue;
+                for (int64_t gn = 1; gn <= cc_min(cores / (gb * gm * gk), m->GN); gn++) {
                     mm_set_gk(m, gk);
                     m->gb = gb;
                     double floor = -1; /* (mm_search_skips's, when it made it) */
@@ -1725,16 +1737,7 @@ static void mm_grid_search(be_ctx *c, int pos, mm_plan *m, uint64_t whole, doubl
                         w->gb = gb;
                     }
                 }
-}
-
-/* Bit gm set for each gm parts of M that keep the staged results'
- * sticks whole (mm_rows_whole), gm up to the cores and M. */
-static uint64_t mm_whole_rows(const be_ctx *c, const mm_plan *m)
-{
-    uint64_t whole = 0;
-    for (int64_t gm = 1; gm <= cc_min(c->cfg->cores, m->M); gm++)
-        whole |= (uint64_t)mm_rows_whole(c, m, gm) << gm;
-    return whole;
+            }
 }
 
 /* m's key for its grid search: the plan's (mm_plan_key_of), which with a
@@ -1742,13 +1745,13 @@ static uint64_t mm_whole_rows(const be_ctx *c, const mm_plan *m)
  * the floors, given what mm_whole_share reads of an operand staged whole:
  * for a product of a PT pass of rows or more its buffer's bytes, kept in
  * the key's G (the search's key has no grid), else more (no key); whole
- * (mm_whole_rows, read from the program) as gm; mt and ns -2, which no
- * tile's key has.  The results' lxonly flags are read only for a batch
+ * (mm_whole_rows, read from the program; up to 63 cores, else no key) as
+ * gm; mt and ns -2, which no tile's key has.  The results' lxonly flags are read only for a batch
  * (mm_keeps_rows): without one they are left out, as mm_block_key_of
  * leaves them.  -1: no key. */
 static int mm_search_key_of(const be_ctx *c, const mm_plan *m, uint64_t whole, mm_block_key *k)
 {
-    if (((m->aw || m->bw) && m->M < c->cfg->pt_rows) || c->cfg->cores > 62 || mm_plan_key_of(m, k))
+    if (((m->aw || m->bw) && m->M < c->cfg->pt_rows) || c->cfg->cores > 63 || mm_plan_key_of(m, k))
         return -1;
     if (m->nbatch == 1) {
         k->lxonly = 0;
