@@ -2154,6 +2154,17 @@ static double mm_cost_waits_k1(be_ctx *c, mm_plan *m, int64_t gm, int64_t gn)
     return w >= 0 ? w : mm_cost_waits(c, m, gm, gn, 1);
 }
 
+/* mm_grid_floor of gm x gn x gk with the DRAM's waits priced: under
+ * mm_cost_waits's estimate, as the search's assert checks in that state. */
+static double mm_waits_floor(be_ctx *c, mm_plan *m, int64_t gm, int64_t gn, int64_t gk)
+{
+    mm_set_gk(m, gk);
+    c->waits = 1;
+    const double low = mm_grid_floor(m, gm, gn);
+    c->waits = 0;
+    return low;
+}
+
 static void mm_plan_ties(be_ctx *c, int pos, mm_plan *m, double best)
 {
     be_work *w = &c->work[pos];
@@ -2163,6 +2174,8 @@ static void mm_plan_ties(be_ctx *c, int pos, mm_plan *m, double best)
     double pick = mm_cost_waits_k1(c, m, w->gm, w->gn), tie = pick, split = DBL_MAX;
     int64_t g[3] = {w->gm, w->gn, 1};
     for (int64_t gk = 2; m->M >= c->cfg->pt_rows && gk <= cc_min(cores / (w->gm * w->gn), m->KG); gk++) {
+        if (mm_waits_floor(c, m, w->gm, w->gn, gk) >= pick * (1 - MM_SPLITK_WAIT_GAIN))
+            continue; /* (its estimate could neither be taken nor hide one taken) */
         const double e = mm_cost_waits(c, m, w->gm, w->gn, gk);
         if (e < split) {
             split = e;
