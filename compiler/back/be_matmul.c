@@ -1131,6 +1131,26 @@ int mm_rg_tiling(const mm_plan *m, int64_t gm, int64_t gn, mm_tiling *out)
     return rc;
 }
 
+/* mm_bc_tiling (B broadcast over the ring on gm cores), remembered as
+ * mm_rg_tiling's searches are: it reads the plan's sizes, staging flags,
+ * the epilogue's loads and expressions, the forced tiling and the LX
+ * budget, all in the plan's key; with the grid gm x 1 and mt and ns -3.
+ * Both attempts and the second round plan the same products. */
+static int mm_bc_kept(const mm_plan *m, int64_t gm, mm_tiling *out)
+{
+    mm_block_key k;
+    if (mm_plan_key_of(m, &k))
+        return mm_bc_tiling(m, gm, out);
+    k.gm = gm, k.gn = 1, k.mt = k.ns = -3;
+    const uint64_t h = mm_block_hash(&k);
+    const int found = be_mmblock_find(m->c, &k, sizeof k, h, out);
+    if (found >= 0)
+        return found ? -1 : 0;
+    const int rc = mm_bc_tiling(m, gm, out);
+    be_mmblock_keep(m->c, &k, sizeof k, h, rc ? NULL : out);
+    return rc;
+}
+
 /* The batch loops' values at batch index b (row-major over them). */
 static void batch_vals(const mm_plan *m, int64_t b, int64_t *val)
 {
@@ -2009,7 +2029,7 @@ static void mm_plan_ring_search(be_ctx *c, int pos, mm_plan *m, double *best)
     double cmp = *best;
     const int lat = !mm_one_block_waits(c, m, &cmp); /* compared without the ring's way-in wait */
     mm_tiling tl;
-    if (cores <= m->M && !mm_bc_tiling(m, cores, &tl) && tl.cycles - lat * tl.wait < cmp * (1 - MM_SLACK)) {
+    if (cores <= m->M && !mm_bc_kept(m, cores, &tl) && tl.cycles - lat * tl.wait < cmp * (1 - MM_SLACK)) {
         *best = tl.cycles;
         cmp = tl.cycles - lat * tl.wait;
         w->gm = cores;
