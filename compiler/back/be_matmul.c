@@ -1766,9 +1766,9 @@ static void mm_grid_search(be_ctx *c, int pos, mm_plan *m, uint64_t whole, doubl
  * for a product of a PT pass of rows or more its buffer's bytes, kept in
  * the key's G (the search's key has no grid), else more (no key); whole
  * (mm_whole_rows, read from the program; up to 63 cores, else no key) as
- * gm; mt and ns -2, which no tile's key has.  The results' lxonly flags are read only for a batch
- * (mm_keeps_rows): without one they are left out, as mm_block_key_of
- * leaves them.  -1: no key. */
+ * gm; mt and ns -2, which no tile's key has.  The results' lxonly flags
+ * are read only for a batch (mm_keeps_rows): without one they are left
+ * out, as mm_block_key_of leaves them.  -1: no key. */
 static int mm_search_key_of(const be_ctx *c, const mm_plan *m, uint64_t whole, mm_block_key *k)
 {
     if (((m->aw || m->bw) && m->M < c->cfg->pt_rows) || c->cfg->cores > 63 || mm_plan_key_of(m, k))
@@ -1803,10 +1803,11 @@ static void mm_search_entries(const mm_plan *m, mm_search_result *r)
 
 /* The cheapest grid by the cost model (mm_grid_search), remembered for
  * the compile by everything the search reads (mm_search_key_of): the
- * products fused and apart, and the projections of one shape and
- * epilogue (BERT-base's q, k, v and output projections apart), search
- * the same grids.  A search recalled puts back its grid, its estimate
- * and the grid memo's entries as it left them. */
+ * products apart search the fused attempt's grids again (BERT-base's
+ * output projection, FFN pair, QK^T and PV), and projections of one
+ * shape and epilogue each other's (its k and v apart, q's).  A search
+ * recalled puts back its grid, its estimate and the grid memo's entries
+ * as it left them. */
 static void mm_plan_search(be_ctx *c, int pos, mm_plan *m, double *best)
 {
     be_work *w = &c->work[pos];
