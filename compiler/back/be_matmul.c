@@ -1114,14 +1114,18 @@ static int mm_block(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_
  * the plan's (it reads the plan's sizes, staging, A's tiles and LX, the
  * epilogue's loads and expressions, the forced tiling and the LX budget,
  * all in it) with the grid, and no tile (mt and ns -1, which no block
- * key has).  Planning asks it for the same grids in the kernel ahead,
- * both workdiv rounds and both attempts, and codegen once more. */
+ * key has); without the results' lxonly flags, which neither be_ring.c
+ * nor be_mmblock.c reads (a second workdiv round's plans differ in
+ * them).  Planning asks it for the same grids in the kernel ahead, both
+ * workdiv rounds and both attempts, and codegen once more. */
 int mm_rg_tiling(const mm_plan *m, int64_t gm, int64_t gn, mm_tiling *out)
 {
     mm_block_key k;
     if (mm_plan_key_of(m, &k))
         return mm_rg_search(m, gm, gn, out);
     k.gm = gm, k.gn = gn, k.mt = k.ns = -1;
+    k.lxonly = 0;
+    memset(k.lxo, 0, sizeof k.lxo);
     const uint64_t h = mm_block_hash(&k);
     const int found = be_mmblock_find(m->c, &k, sizeof k, h, out);
     if (found >= 0)
@@ -1134,14 +1138,17 @@ int mm_rg_tiling(const mm_plan *m, int64_t gm, int64_t gn, mm_tiling *out)
 /* mm_bc_tiling (B broadcast over the ring on gm cores), remembered as
  * mm_rg_tiling's searches are: it reads the plan's sizes, staging flags,
  * the epilogue's loads and expressions, the forced tiling and the LX
- * budget, all in the plan's key; with the grid gm x 1 and mt and ns -3.
- * Both attempts and the second round plan the same products. */
+ * budget, all in the plan's key; with the grid gm x 1 and mt and ns -3,
+ * without the lxonly flags (as mm_rg_tiling).  Both attempts and the
+ * second round plan the same products. */
 static int mm_bc_kept(const mm_plan *m, int64_t gm, mm_tiling *out)
 {
     mm_block_key k;
     if (mm_plan_key_of(m, &k))
         return mm_bc_tiling(m, gm, out);
     k.gm = gm, k.gn = 1, k.mt = k.ns = -3;
+    k.lxonly = 0;
+    memset(k.lxo, 0, sizeof k.lxo);
     const uint64_t h = mm_block_hash(&k);
     const int found = be_mmblock_find(m->c, &k, sizeof k, h, out);
     if (found >= 0)
