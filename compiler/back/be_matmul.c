@@ -1114,19 +1114,46 @@ static int mm_block(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_
  * the plan's (it reads the plan's sizes, staging, A's tiles and LX, the
  * epilogue's loads and expressions, the forced tiling and the LX budget,
  * all in it) with the grid, and no tile (mt and ns -1, which no block
- * key has).  Planning asks it for the same grids in the kernel ahead,
- * both workdiv rounds and both attempts, and codegen once more. */
+ * key has); without the results' lxonly flags, which neither be_ring.c
+ * nor be_mmblock.c reads (a second workdiv round's plans differ in
+ * them).  Planning asks it for the same grids in the kernel ahead, both
+ * workdiv rounds and both attempts, and codegen once more. */
 int mm_rg_tiling(const mm_plan *m, int64_t gm, int64_t gn, mm_tiling *out)
 {
     mm_block_key k;
     if (mm_plan_key_of(m, &k))
         return mm_rg_search(m, gm, gn, out);
     k.gm = gm, k.gn = gn, k.mt = k.ns = -1;
+    k.lxonly = 0;
+    memset(k.lxo, 0, sizeof k.lxo);
     const uint64_t h = mm_block_hash(&k);
     const int found = be_mmblock_find(m->c, &k, sizeof k, h, out);
     if (found >= 0)
         return found ? -1 : 0;
     const int rc = mm_rg_search(m, gm, gn, out);
+    be_mmblock_keep(m->c, &k, sizeof k, h, rc ? NULL : out);
+    return rc;
+}
+
+/* mm_bc_tiling (B broadcast over the ring on gm cores), remembered as
+ * mm_rg_tiling's searches are: it reads the plan's sizes, staging flags,
+ * the epilogue's loads and expressions, the forced tiling and the LX
+ * budget, all in the plan's key; with the grid gm x 1 and mt and ns -3,
+ * without the lxonly flags (as mm_rg_tiling).  Both attempts and the
+ * second round plan the same products. */
+static int mm_bc_kept(const mm_plan *m, int64_t gm, mm_tiling *out)
+{
+    mm_block_key k;
+    if (mm_plan_key_of(m, &k))
+        return mm_bc_tiling(m, gm, out);
+    k.gm = gm, k.gn = 1, k.mt = k.ns = -3;
+    k.lxonly = 0;
+    memset(k.lxo, 0, sizeof k.lxo);
+    const uint64_t h = mm_block_hash(&k);
+    const int found = be_mmblock_find(m->c, &k, sizeof k, h, out);
+    if (found >= 0)
+        return found ? -1 : 0;
+    const int rc = mm_bc_tiling(m, gm, out);
     be_mmblock_keep(m->c, &k, sizeof k, h, rc ? NULL : out);
     return rc;
 }
@@ -1640,7 +1667,11 @@ static double *mm_gmemo_at(const mm_plan *m, int64_t gm, int64_t gn)
  * blocks read A or B again: mm_in_bytes grows with nbm and nbn), without
  * the epilogue's operands; 0 with the ends priced (their serial bytes
  * leave the DRAM term).  Less a relative 1e-9, far above the rounding of
- * either sum. */
+ * either sum.  With no operand staged whole it never falls as gn grows
+ * (gm, gk, gb the same): no staging, A's bytes over the grid grow with
+ * gn, B's stay, and A from LX and results kept in LX (G's a_lx, kept)
+ * take bytes off at gn 1 only; each sum's addends never falling, nor do
+ * their rounded sums. */
 static double mm_grid_floor(const mm_plan *m, int64_t gm, int64_t gn)
 {
     const cc_target *t = &m->c->t;
@@ -1689,22 +1720,37 @@ static double mm_grid_cost(mm_plan *m, int64_t gm, int64_t gn, mm_tiling *tl)
     return e;
 }
 
-static void mm_plan_search(be_ctx *c, int pos, mm_plan *m, double *best)
+/* Bit gm set when gm parts of M keep the staged results' sticks whole
+ * (mm_rows_whole), for gm up to the cores, M and 63. */
+static uint64_t mm_whole_rows(const be_ctx *c, const mm_plan *m)
+{
+    uint64_t whole = 0;
+    for (int64_t gm = 1; gm <= cc_min(cc_min(c->cfg->cores, m->M), 63); gm++)
+        whole |= (uint64_t)mm_rows_whole(c, m, gm) << gm;
+    return whole;
+}
+
+/* Every gb x gk x gm x gn grid not skipped, priced (mm_plan_search);
+ * whole: mm_whole_rows. */
+static void mm_grid_search(be_ctx *c, int pos, mm_plan *m, uint64_t whole, double *best)
 {
     be_work *w = &c->work[pos];
     const int64_t cores = c->cfg->cores;
-    w->gk = w->gb = 1;
-    mm_gmemo_begin(m, cores);
     const int64_t most_gb = cc_min(cores, m->nbatch);
     for (int64_t gb = 1; gb <= most_gb; gb++)
         for (int64_t gk = 1; gk <= (m->nbatch > 1 ? 1 : cc_min(cores, m->KG)); gk++)
-            for (int64_t gm = 1; gm <= cc_min(cores / (gb * gk), m->M); gm++)
-                for (int64_t gn = 1; gn <= cc_min(cores / (gb * gm * gk), m->GN) && mm_rows_whole(c, m, gm); gn++) {
+            for (int64_t gm = 1; gm <= cc_min(cores / (gb * gk), m->M); gm++) {
+                if (gm < 64 ? !(whole >> gm & 1) : !mm_rows_whole(c, m, gm))
+                    continue;
+                for (int64_t gn = 1; gn <= cc_min(cores / (gb * gm * gk), m->GN); gn++) {
                     mm_set_gk(m, gk);
                     m->gb = gb;
                     double floor = -1; /* (mm_search_skips's, when it made it) */
-                    if (mm_search_skips(w, m, gm, gn, *best, &floor))
+                    if (mm_search_skips(w, m, gm, gn, *best, &floor)) {
+                        if (!m->aw && !m->bw) /* then so is every later gn (mm_grid_floor) */
+                            break;
                         continue;
+                    }
                     mm_tiling tl;
                     const double e = mm_grid_cost(m, gm, gn, &tl);
                     assert(e >= (floor >= 0 ? floor : mm_grid_floor(m, gm, gn))); /* a floor under every grid */
@@ -1718,6 +1764,85 @@ static void mm_plan_search(be_ctx *c, int pos, mm_plan *m, double *best)
                         w->gb = gb;
                     }
                 }
+            }
+}
+
+/* m's key for its grid search: the plan's (mm_plan_key_of), which with a
+ * grid and tile gives mm_grid_of's parts, so the tiling search's key, and
+ * the floors, given what mm_whole_share reads of an operand staged whole:
+ * for a product of a PT pass of rows or more its buffer's bytes, kept in
+ * the key's G (the search's key has no grid), else more (no key); whole
+ * (mm_whole_rows, read from the program; up to 63 cores, else no key) as
+ * gm; mt and ns -2, which no tile's key has.  The results' lxonly flags
+ * are read only for a batch (mm_keeps_rows): without one they are left
+ * out, as mm_block_key_of leaves them.  -1: no key. */
+static int mm_search_key_of(const be_ctx *c, const mm_plan *m, uint64_t whole, mm_block_key *k)
+{
+    if (((m->aw || m->bw) && m->M < c->cfg->pt_rows) || c->cfg->cores > 63 || mm_plan_key_of(m, k))
+        return -1;
+    if (m->nbatch == 1) {
+        k->lxonly = 0;
+        memset(k->lxo, 0, sizeof k->lxo);
+    }
+    k->G.a_bytes = m->aw ? (double)be_buf_bytes(c, m->mm->a) : 0;
+    k->G.b_bytes = m->bw ? (double)be_buf_bytes(c, m->mm->b) : 0;
+    k->gm = (int64_t)whole;
+    k->mt = k->ns = -2;
+    return 0;
+}
+
+/* The grid memo's entries the search priced, in r (their arrays from
+ * ir_xmalloc, which be_mmsearch_keep copies). */
+static void mm_search_entries(const mm_plan *m, mm_search_result *r)
+{
+    const int64_t cores = m->c->cfg->cores, n = (cores + 1) * (cores + 1);
+    r->n = 0;
+    r->at = ir_xmalloc((size_t)n * sizeof *r->at);
+    r->e = ir_xmalloc((size_t)n * sizeof *r->e);
+    r->waited = ir_xmalloc((size_t)n * sizeof *r->waited);
+    for (int64_t i = 0; i < n; i++)
+        if (m->gmemo.e[i] >= 0) {
+            r->at[r->n] = (int32_t)i;
+            r->e[r->n] = m->gmemo.e[i];
+            r->waited[r->n++] = m->gmemo.waited[i];
+        }
+}
+
+/* The cheapest grid by the cost model (mm_grid_search), remembered for
+ * the compile by everything the search reads (mm_search_key_of): the
+ * products apart search the fused attempt's grids again (BERT-base's
+ * output projection, FFN pair, QK^T and PV), and projections of one
+ * shape and epilogue each other's (its k and v apart, q's).  A search
+ * recalled puts back its grid, its estimate and the grid memo's entries
+ * as it left them. */
+static void mm_plan_search(be_ctx *c, int pos, mm_plan *m, double *best)
+{
+    be_work *w = &c->work[pos];
+    w->gk = w->gb = 1;
+    mm_gmemo_begin(m, c->cfg->cores);
+    mm_block_key k;
+    const uint64_t whole = mm_whole_rows(c, m);
+    const int keyed = !mm_search_key_of(c, m, whole, &k);
+    const uint64_t h = keyed ? mm_block_hash(&k) : 0;
+    const mm_search_result *r = keyed ? be_mmsearch_find(c, &k, sizeof k, h) : NULL;
+    if (r) {
+        w->gm = r->gm, w->gn = r->gn, w->gk = r->gk, w->gb = r->gb;
+        *best = r->best;
+        for (int i = 0; i < r->n; i++) {
+            m->gmemo.e[r->at[i]] = r->e[i];
+            m->gmemo.waited[r->at[i]] = r->waited[i];
+        }
+    } else {
+        mm_grid_search(c, pos, m, whole, best);
+        if (keyed) {
+            mm_search_result got = {.gm = w->gm, .gn = w->gn, .gk = w->gk, .gb = w->gb, .best = *best};
+            mm_search_entries(m, &got);
+            be_mmsearch_keep(c, &k, sizeof k, h, &got);
+            free(got.at);
+            free(got.e);
+            free(got.waited);
+        }
+    }
     mm_set_gk(m, w->gk);
     m->gb = w->gb;
 }
@@ -1912,7 +2037,7 @@ static void mm_plan_ring_search(be_ctx *c, int pos, mm_plan *m, double *best)
     double cmp = *best;
     const int lat = !mm_one_block_waits(c, m, &cmp); /* compared without the ring's way-in wait */
     mm_tiling tl;
-    if (cores <= m->M && !mm_bc_tiling(m, cores, &tl) && tl.cycles - lat * tl.wait < cmp * (1 - MM_SLACK)) {
+    if (cores <= m->M && !mm_bc_kept(m, cores, &tl) && tl.cycles - lat * tl.wait < cmp * (1 - MM_SLACK)) {
         *best = tl.cycles;
         cmp = tl.cycles - lat * tl.wait;
         w->gm = cores;
@@ -2057,6 +2182,17 @@ static double mm_cost_waits_k1(be_ctx *c, mm_plan *m, int64_t gm, int64_t gn)
     return w >= 0 ? w : mm_cost_waits(c, m, gm, gn, 1);
 }
 
+/* mm_grid_floor of gm x gn x gk with the DRAM's waits priced: under
+ * mm_cost_waits's estimate, as the search's assert checks in that state. */
+static double mm_waits_floor(be_ctx *c, mm_plan *m, int64_t gm, int64_t gn, int64_t gk)
+{
+    mm_set_gk(m, gk);
+    c->waits = 1;
+    const double low = mm_grid_floor(m, gm, gn);
+    c->waits = 0;
+    return low;
+}
+
 static void mm_plan_ties(be_ctx *c, int pos, mm_plan *m, double best)
 {
     be_work *w = &c->work[pos];
@@ -2066,6 +2202,8 @@ static void mm_plan_ties(be_ctx *c, int pos, mm_plan *m, double best)
     double pick = mm_cost_waits_k1(c, m, w->gm, w->gn), tie = pick, split = DBL_MAX;
     int64_t g[3] = {w->gm, w->gn, 1};
     for (int64_t gk = 2; m->M >= c->cfg->pt_rows && gk <= cc_min(cores / (w->gm * w->gn), m->KG); gk++) {
+        if (mm_waits_floor(c, m, w->gm, w->gn, gk) >= pick * (1 - MM_SPLITK_WAIT_GAIN))
+            continue; /* (its estimate could neither be taken nor hide one taken) */
         const double e = mm_cost_waits(c, m, w->gm, w->gn, gk);
         if (e < split) {
             split = e;

@@ -269,6 +269,23 @@ int be_mmblock_find(be_ctx *c, const void *key, size_t n, uint64_t h, mm_tiling 
 /* Remember tiling tl for key (NULL: none fits). */
 void be_mmblock_keep(be_ctx *c, const void *key, size_t n, uint64_t h, const mm_tiling *tl);
 
+/* A grid search's outcome (mm_plan_search): the grid, its estimate and
+ * the grid memo's entries it priced (n of them: index into
+ * mm_grid_memo.e, estimate, estimate with the waits). */
+typedef struct {
+    int64_t gm, gn, gk, gb;
+    double best;
+    int n;
+    int32_t *at;
+    double *e, *waited;
+} mm_search_result;
+
+/* The compile's memo of grid searches (by everything one reads: key, n
+ * bytes, hashed h): the search found before, or NULL. */
+const mm_search_result *be_mmsearch_find(be_ctx *c, const void *key, size_t n, uint64_t h);
+/* Remember search r for key (its arrays copied). */
+void be_mmsearch_keep(be_ctx *c, const void *key, size_t n, uint64_t h, const mm_search_result *r);
+
 /* ---- The schemes over the ring (be_ring.c) ---- */
 
 /* Tilings: B broadcast to every core (gm x 1r), a grid over the ring

@@ -174,6 +174,12 @@ typedef struct {
     mm_tiling tl;
 } mm_block_entry;
 
+typedef struct {
+    uint64_t h;
+    unsigned char *key;
+    mm_search_result r;
+} mm_search_entry;
+
 struct be_blockmemo {
     const chip_config *cfg;
     cc_target t;
@@ -183,6 +189,8 @@ struct be_blockmemo {
     int32_t *slot;         /* cap of them, -1 empty, else an entry */
     int ne, ecap, cap;
     isa_buf eb, kb, sb;    /* e's, keys' and slot's memory */
+    mm_search_entry *s;    /* the grid searches (a few dozen: a list) */
+    int ns, scap;
 };
 
 void be_blockmemo_free(struct be_blockmemo *b)
@@ -191,6 +199,13 @@ void be_blockmemo_free(struct be_blockmemo *b)
         isa_buf_free(&b->eb);
         isa_buf_free(&b->kb);
         isa_buf_free(&b->sb);
+        for (int i = 0; i < b->ns; i++) {
+            free(b->s[i].key);
+            free(b->s[i].r.at);
+            free(b->s[i].r.e);
+            free(b->s[i].r.waited);
+        }
+        free(b->s);
     }
     free(b);
 }
@@ -255,4 +270,43 @@ void be_mmblock_keep(be_ctx *c, const void *key, size_t n, uint64_t h, const mm_
     memcpy(b->keys + (size_t)b->ne * n, key, n);
     b->e[b->ne] = (mm_block_entry){h, !tl, tl ? *tl : (mm_tiling){0}};
     *block_slot(b, key, h) = b->ne++;
+}
+
+/* ---- mm_plan_search's grids, for the compile ----
+ * Keyed as mm_block's tilings are (by everything the search reads, built
+ * by be_matmul.c's mm_search_key_of), in the same memo: the same target. */
+const mm_search_result *be_mmsearch_find(be_ctx *c, const void *key, size_t n, uint64_t h)
+{
+    const struct be_blockmemo *b = blocks_of(c, n);
+    for (int i = 0; b && i < b->ns; i++)
+        if (b->s[i].h == h && !memcmp(b->s[i].key, key, n))
+            return &b->s[i].r;
+    return NULL;
+}
+
+static void *copy_of(const void *from, size_t n)
+{
+    void *to = ir_xmalloc(n + 1);
+    memcpy(to, from, n);
+    return to;
+}
+
+void be_mmsearch_keep(be_ctx *c, const void *key, size_t n, uint64_t h, const mm_search_result *r)
+{
+    struct be_blockmemo *b = blocks_of(c, n);
+    if (!b)
+        return;
+    if (b->ns == b->scap) {
+        b->scap = b->scap ? 2 * b->scap : 32;
+        b->s = realloc(b->s, (size_t)b->scap * sizeof *b->s);
+        if (!b->s)
+            abort();
+    }
+    mm_search_entry *x = &b->s[b->ns++];
+    x->h = h;
+    x->key = copy_of(key, n);
+    x->r = *r;
+    x->r.at = copy_of(r->at, (size_t)r->n * sizeof *r->at);
+    x->r.e = copy_of(r->e, (size_t)r->n * sizeof *r->e);
+    x->r.waited = copy_of(r->waited, (size_t)r->n * sizeof *r->waited);
 }
