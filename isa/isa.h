@@ -102,13 +102,20 @@ typedef enum { ISA_BM_VEC, ISA_BM_ELEM, ISA_BM_IMM } isa_bmode;
  * encoding's range (a register 16 or -1, a negative offset) stays out of
  * it for isa_check to refuse.  A computed offset is stored through
  * isa_set_off or isa_addr_at, never straight: 56 bits would wrap a wild
- * one. */
+ * one (the reroll's addr_store is the one exception: it stores copies'
+ * offsets straight and checks their bits together after). */
 typedef struct {
     int64_t reg : 8;  /* 0..15, r0 reads as zero */
     int64_t off : 56; /* byte offset */
 } isa_addr;
-/* a's offset := off, or -1 when the 56-bit field cannot hold off (-1,
- * which isa_addr_fits refuses: a wrapped offset could pass). */
+/* The offset an unfit one is stored as: the field's least, so that code
+ * reading .off back for arithmetic (offset + some delta, as the
+ * restickify's runs and the KTIR emitters do) still gets a negative
+ * offset, which isa_addr_fits refuses; -1 plus a delta had become a
+ * small legal offset. */
+#define ISA_OFF_UNFIT (-((int64_t)1 << 55))
+/* a's offset := off, or ISA_OFF_UNFIT when the 56-bit field cannot hold
+ * off (a wrapped offset could pass). */
 static inline void isa_set_off(isa_addr *a, int64_t off)
 {
 #pragma GCC diagnostic push
@@ -116,10 +123,11 @@ static inline void isa_set_off(isa_addr *a, int64_t off)
     a->off = off;
 #pragma GCC diagnostic pop
     if (a->off != off)
-        a->off = -1;
+        a->off = ISA_OFF_UNFIT;
 }
-/* reg + off as an address operand, each field -1 when it cannot hold its
- * value (isa_addr_fits refuses either). */
+/* reg + off as an address operand, the register -1 and the offset
+ * ISA_OFF_UNFIT when its field cannot hold its value (isa_addr_fits
+ * refuses either). */
 static inline isa_addr isa_addr_at(int reg, int64_t off)
 {
     isa_addr a = {0, 0};
@@ -649,8 +657,7 @@ void isa_arena_free(isa_arena *a);
 /* The memory of a's free slots given back to the system (first touched
  * again when taken): what a compile's tables gave back to its program's
  * arena does not stay resident with the program.  Runs of free slots
- * under 1 MB give back only the 2 MB pages they hold whole (program.c
- * trim_run).  NULL-safe. */
+ * under 1 MB stay resident (program.c trim_run).  NULL-safe. */
 void isa_arena_trim(isa_arena *a);
 /* A buffer of bytes that grows in an arena's slots (on huge pages, memory
  * given back and taken again not first touched anew), or on the heap

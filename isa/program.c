@@ -198,22 +198,16 @@ static int by_from(const void *x, const void *y)
     return (a->from > b->from) - (a->from < b->from);
 }
 
-/* Free memory [from, to) of a's given back: a run of 1 MB or more whole
- * (the prefill layer's scratch: its resident set after the compile as
- * before the arenas were one), a shorter one only the 2 MB pages inside
- * it, if any: giving back part of a huge page splits it, some 7 us each,
- * and BERT-base's runs are many and short (splitting them all cost 0.1
- * ms of its 5 ms compile, for 2 MB). */
+/* Free memory [from, to) of a's given back when it is 1 MB or more: a
+ * shorter run stays resident (giving back part of a huge page splits it,
+ * some 7 us each, and BERT-base's runs are many and short: splitting them
+ * all cost 0.1 ms of its 5 ms compile, for 2 MB); the prefill layer's
+ * scratch, in long runs, leaves as before the arenas were one. */
 static void trim_run(const isa_arena *a, uint32_t from, uint32_t to)
 {
-    const uintptr_t huge = (uintptr_t)2 << 20; /* (a transparent huge page) */
-    uintptr_t lo = (uintptr_t)a->base + (uintptr_t)from * ARENA_UNIT, hi = (uintptr_t)a->base + (uintptr_t)to * ARENA_UNIT;
-    if (hi - lo < ((uintptr_t)1 << 20)) {
-        lo = (lo + huge - 1) & ~(huge - 1);
-        hi &= ~(huge - 1);
-    }
-    if (hi > lo)
-        madvise((void *)lo, hi - lo, MADV_DONTNEED);
+    const size_t bytes = (size_t)(to - from) * ARENA_UNIT;
+    if (bytes >= ((size_t)1 << 20))
+        madvise(a->base + (size_t)from * ARENA_UNIT, bytes, MADV_DONTNEED);
 }
 
 void isa_arena_trim(isa_arena *a)

@@ -104,8 +104,8 @@ static void mask_runs(kt_ctx *c, const ml_op *op, const kv *cond, const kv *b, u
                 isa_insn_init(&in, ISA_OP_SFP_RST);
                 isa_set(&in, t, kt_dtype(b)), isa_set(&in, vl, hi[i] - lo[i]), isa_set(&in, bs[1], eb), isa_set(&in, n[0], k),
                     isa_set(&in, ds[0], sb);
-                isa_set_off(&in.d, (int64_t)lx + at), isa_set_off(&in.a, (int64_t)src);
-                if (!b->splat) isa_set_off(&in.a, in.a.off + at), isa_set(&in, as[0], sb), isa_set(&in, bs[0], eb);
+                isa_set_off(&in.d, (int64_t)lx + at), isa_set_off(&in.a, (int64_t)src + (b->splat ? 0 : at));
+                if (!b->splat) isa_set(&in, as[0], sb), isa_set(&in, bs[0], eb);
                 kt_emit(c, &in);
             }
         }

@@ -428,6 +428,13 @@ static void test_an_address_past_its_fields_is_refused(void)
     CU_ASSERT_TRUE(isa_addr_fits(&a));
     CU_ASSERT_EQUAL(a.reg, ISA_NREGS - 1);
     CU_ASSERT_EQUAL(a.off, ((int64_t)1 << ISA_ADDR_OFF_BITS) - 1);
+    /* an unfit offset read back and moved (code adds a run's offset to
+     * .off) stays refused: it was -1, and -1 + 4096 passed */
+    a = isa_addr_at(0, ((int64_t)1 << 58) + 4096);
+    isa_set_off(&a, a.off + 4096);
+    CU_ASSERT_FALSE(isa_addr_fits(&a));
+    isa_set_off(&a, a.off + ((int64_t)1 << 40));
+    CU_ASSERT_FALSE(isa_addr_fits(&a));
 }
 
 /* The strides are 32-bit fields and the counts 16-bit: a computed value
@@ -657,6 +664,8 @@ static void test_buffers_sharing_an_arena_keep_their_bytes_at_random(void)
             slots += q->b.slot;
             spills += q->b.arena && !q->b.slot && bytes > had && bytes >= 8192 && bytes <= 300000;
         }
+        if (step % 37 == 0) /* giving back free slots' memory must spare every slot in use */
+            isa_arena_trim(a);
         for (int i = 0; i < NB; i++)
             bad += m[i].n && memcmp(m[i].b.p, m[i].want, m[i].n);
         bad += stream_bad(&st[0], 0) + stream_bad(&st[1], 1);
@@ -669,6 +678,26 @@ static void test_buffers_sharing_an_arena_keep_their_bytes_at_random(void)
     }
     isa_stream_free(&st[0]);
     isa_stream_free(&st[1]);
+    isa_arena_free(a);
+}
+
+/* An arena another holder keeps stays mapped when the first lets go:
+ * the program's code and the compile's tables share one. */
+static void test_an_arena_lives_until_its_last_holder_lets_go(void)
+{
+    isa_arena *a = isa_arena_new((size_t)2 << 20);
+    if (!a)
+        return; /* (no arena under AddressSanitizer) */
+    CU_ASSERT_PTR_EQUAL(isa_arena_keep(a), a);
+    isa_buf b = {.arena = a};
+    unsigned char *p = isa_buf_reserve(&b, 100000, 0);
+    CU_ASSERT_EQUAL_FATAL(b.slot, 1);
+    memset(p, 0x5a, 100000);
+    isa_arena_free(a); /* one holder left */
+    isa_arena_trim(a);
+    CU_ASSERT_EQUAL(p[0], 0x5a);
+    CU_ASSERT_EQUAL(p[99999], 0x5a);
+    isa_buf_free(&b);
     isa_arena_free(a);
 }
 
@@ -1223,6 +1252,7 @@ int main(void)
         {"streams growing in an arena keep their instructions", test_streams_growing_in_an_arena_keep_their_instructions},
         {"buffers in an arena keep their bytes", test_buffers_in_an_arena_keep_their_bytes},
         {"buffers sharing an arena keep their bytes at random", test_buffers_sharing_an_arena_keep_their_bytes_at_random},
+        {"an arena lives until its last holder lets go", test_an_arena_lives_until_its_last_holder_lets_go},
         {"parse reads addresses, flags and enums", test_parse_reads_addresses_flags_and_enums},
         {"DL16: every pattern round-trips through fp32", test_dl16_every_pattern_round_trips_through_f32},
         {"DL16: bulk rounding matches the scalar rule", test_dl16_bulk_rounding_matches_the_scalar_rule},

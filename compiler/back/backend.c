@@ -883,7 +883,7 @@ static be_kinfo *lane_ki(const cg_lane *l)
 
 /* bd_collect and measure of a kernel's code on core, in one walk while
  * it is in cache (each walk read the code back from memory: a core's
- * kernel is up to some 14,000 instructions of 288 bytes); the rest from
+ * kernel is up to some 14,000 instructions, 288 bytes each when measured); the rest from
  * the first sequencer control on (none as generated) as they run it. */
 static void walk_kernel(cg_lane *l, int core, const isa_stream *s)
 {

@@ -192,7 +192,7 @@ typedef struct rr_low {
 /* Buffers reused from kernel to kernel: a kernel's entries, its shape
  * table and its rolled instructions; fresh ones per kernel were memory
  * touched anew, page fault by page fault (a kernel is up to some 14,000
- * instructions per core of 288 bytes each). */
+ * instructions per core, 128 bytes each (288 then)). */
 typedef struct {
     rr_vec e;           /* the kernel's entries */
     rr_pool pool;       /* roll_in_place's lists */
@@ -1052,7 +1052,7 @@ static isa_insn *copy_in(rr_out *o, const rr_ent *x)
 }
 
 /* The next instruction of the new stream, built in place (an
- * instruction is 288 bytes: no copy made aside), then counted in by
+ * instruction is 128 bytes, 288 when this was written: no copy made aside), then counted in by
  * commit_as: an operand out of its field (an offset or a register value the
  * pass got wrong) is an internal error. */
 static isa_insn *room(rr_out *o, int op)
