@@ -626,25 +626,27 @@ static int rk_to_lx_only(const rk_plan *k, int i)
  * per-row result's store moves R sticks, not R x G, in both; that
  * changed no trace's program.) */
 
-/* A chunk's DMAs of R rows and ng groups through view v, as be_dma_rows
- * emits them (the first chunk of the first core's part): each its issue,
- * the sticks at LX's rate.  A view whose rows do not follow one another
- * in DRAM takes an instruction per run (transformer_small's transposes of
- * 8 rows of 2 sticks: four loads, 264 cycles of issue, where one was
- * counted). */
-static double rk_dma_view(const be_ctx *c, const rk_plan *k, int op, const be_view *v, int64_t R, int64_t ng)
+/* The DMAs of a chunk of R rows and ng groups through view v, as
+ * be_dma_rows emits them (the first chunk of the first core's part).  A
+ * view whose rows do not follow one another in DRAM takes an instruction
+ * per run (transformer_small's transposes of 8 rows of 2 sticks: four
+ * loads, 264 cycles of issue, where one was counted). */
+static int64_t rk_dma_count(const be_ctx *c, const rk_plan *k, int op, const be_view *v, int64_t R, int64_t ng)
 {
-    const double n = (double)be_dma_rows(c, NULL, op, 0, R * c->t.stick, v, &k->rsp, 0, R, ng);
-    return n * c->t.dma_insn_cycles + (double)(R * ng) * c->t.stick / c->cfg->lx_bytes_per_cycle;
+    return be_dma_rows(c, NULL, op, 0, R * c->t.stick, v, &k->rsp, 0, R, ng);
 }
 
-/* Whether a chunk of R rows of load L is one DMA (not staged, not a
- * gather, its rows one run in DRAM). */
-static int rk_one_dma(const be_ctx *c, const rk_plan *k, const rk_load *L, int64_t R)
+/* The cycles of n DMAs moving a chunk of R rows of ng groups: each its
+ * issue, the sticks at LX's rate. */
+static double rk_dma_cycles(const be_ctx *c, int64_t n, int64_t R, int64_t ng)
 {
-    const int64_t ng = L->cls == BE_V_TILE ? k->G : 1;
-    return !L->staged && !L->gather &&
-           be_dma_rows(c, NULL, ISA_OP_DMA_LD, 0, R * c->t.stick, &L->v, &k->rsp, 0, R, ng) == 1;
+    return (double)n * c->t.dma_insn_cycles + (double)(R * ng) * c->t.stick / c->cfg->lx_bytes_per_cycle;
+}
+
+/* The cycles of a chunk's DMAs through view v. */
+static double rk_dma_view(const be_ctx *c, const rk_plan *k, int op, const be_view *v, int64_t R, int64_t ng)
+{
+    return rk_dma_cycles(c, rk_dma_count(c, k, op, v, R, ng), R, ng);
 }
 
 /* rk_stage_span's lo and hi over layout B's groups: in `small` (2 x
@@ -681,26 +683,29 @@ static double rk_stage_dma(const rk_plan *k, int i, int64_t R, double *sticks)
 /* What a chunk's load i costs a core (*in: its DMAs) and moves (*bytes
  * over the part; *first in the first chunk, *first_all on every core
  * together: the staged sticks every core reads alike count once, and a
- * tensor an earlier kernel could keep in LX not at all).  A buffer's
+ * tensor an earlier kernel could keep in LX not at all); returns whether
+ * the chunk is one DMA from DRAM (not staged, not a gather, not from LX,
+ * its rows one run: the DMA count asked once, as the LX question).  A buffer's
  * staged loads are staged once, its bytes counted once (serve_tiny's
  * prefill RoPE reads its q three times through one staging: counted
  * three times, its 100 KB of DRAM traffic were priced as 200 KB). */
-static void rk_load_cost(const be_ctx *c, const rk_plan *k, int i, int64_t cores, int64_t rt, int64_t R, double *in,
-                         double *bytes, double *first, double *first_all)
+static int rk_load_cost(const be_ctx *c, const rk_plan *k, int i, int64_t cores, int64_t rt, int64_t R, double *in,
+                        double *bytes, double *first, double *first_all)
 {
     const rk_load *L = &k->loads[i];
     const double sb = (double)c->t.stick, nch = (double)cc_ceil_div(rt, R);
-    const int tile = L->cls == BE_V_TILE || L->gather;
+    const int tile = L->cls == BE_V_TILE || L->gather, from_lx = rk_from_lx(k, L);
     /* a tensor kept in LX by an earlier kernel comes from there (a dma.lx) */
-    const int lx = c->waits && rk_from_lx(k, L);
+    const int lx = c->waits && from_lx;
     const double b = lx ? 0 : (tile ? (double)rt * k->G : (double)rt) * sb;
     const int leader = !L->staged || rk_stage_leader(k, i) == i; /* a buffer's staged loads share its staging */
     *bytes += leader ? b : 0;
     if (!L->staged) {
-        *in += L->gather ? rk_dma(c, (double)(R * k->G)) : rk_dma_view(c, k, ISA_OP_DMA_LD, &L->v, R, tile ? k->G : 1);
+        const int64_t ng = tile ? k->G : 1, n = L->gather ? 0 : rk_dma_count(c, k, ISA_OP_DMA_LD, &L->v, R, ng);
+        *in += L->gather ? rk_dma(c, (double)(R * k->G)) : rk_dma_cycles(c, n, R, ng);
         *first += b / nch;
-        *first_all += rk_from_lx(k, L) ? 0 : b / nch * (double)cores;
-        return;
+        *first_all += from_lx ? 0 : b / nch * (double)cores;
+        return !L->gather && n == 1 && !from_lx;
     }
     /* what the cores' first chunks stage beyond what is priced below
      * (rk_stage_parts): the slowest core's extra sticks its DMAs move, and
@@ -724,6 +729,7 @@ static void rk_load_cost(const be_ctx *c, const rk_plan *k, int i, int64_t cores
         *first += sticks * sb;
         *first_all += cc_min(sticks * sb * (double)cores, whole);
     }
+    return 0;
 }
 
 static double rk_col_tree_cycles(const rk_plan *k, int64_t cores);
@@ -776,9 +782,8 @@ static double rows_cost_as(const be_ctx *c, rk_plan *k, int64_t cores, double *t
             bytes += part * sb / (double)cores;
         } else {
             const double before = first;
-            rk_load_cost(c, k, i, cores, rt, R, &in, &bytes, &first, &first_all);
+            plain &= rk_load_cost(c, k, i, cores, rt, R, &in, &bytes, &first, &first_all);
             lag = first - before;
-            plain &= rk_one_dma(c, k, L, R) && !rk_from_lx(k, L);
             continue;
         }
         plain = 0;
@@ -1068,17 +1073,25 @@ static int rk_stage_leader(const rk_plan *k, int i)
 static void rk_spans_put(be_rowspans *s, const be_layout *B, int64_t gmin, int64_t gmax, be_gspan **e, int64_t *n,
                          int64_t *cap, isa_buf *mem)
 {
+    /* in locals: the entries' stores may alias *n, *e, lo and hi for all
+     * the compiler knows, which it read again per group (131,072 rows of
+     * the Llama-8B prefill layer's rotary embedding) */
+    int64_t *lo = s->lo, *hi = s->hi, m = *n;
+    const int64_t empty = B->rows;
+    be_gspan *v = *e;
     for (int64_t g = gmin; g <= gmax; g++) {
-        if (s->lo[g] > s->hi[g])
+        const int64_t l = lo[g], h = hi[g];
+        if (l > h)
             continue;
-        if (*n == *cap) {
+        if (m == *cap) {
             *cap = *cap ? 2 * *cap : 256;
-            *e = isa_buf_reserve(mem, (size_t)*cap * sizeof **e, (size_t)*n * sizeof **e);
+            v = *e = isa_buf_reserve(mem, (size_t)*cap * sizeof *v, (size_t)m * sizeof *v);
         }
-        (*e)[(*n)++] = (be_gspan){(int32_t)g, (int32_t)s->lo[g], (int32_t)s->hi[g]};
-        s->lo[g] = B->rows;
-        s->hi[g] = -1;
+        v[m++] = (be_gspan){(int32_t)g, (int32_t)l, (int32_t)h};
+        lo[g] = empty;
+        hi[g] = -1;
     }
+    *n = m;
 }
 
 /* Row `row`'s spans gathered in s->lo/hi over groups [gmin, gmax] become
@@ -1138,14 +1151,15 @@ static void rk_span_row(const rk_plan *k, const rk_load *L, be_rowspans *s, be_w
     const be_ctx *c = k->c;
     const ir_expr *x = &c->p->A.e[L->e];
     const be_layout *B = &c->lay[x->buf];
-    const int64_t nel = rk_numel(c, x->buf);
     const int nv = k->rsp.nv;
-    int64_t flat;
+    /* the buffer's elements, asked only when walking (the Llama-8B prefill
+     * layer's 98,304 rows, nearly all moved, asked it: 0.2% of its compile) */
+    int64_t flat, nel = -1;
     if (row > 0 && s->last == row - 1 && nv > 0 && row % k->rsp.ext[nv - 1]) {
         flat = s->flat + x->idx.coef[k->rsp.var[nv - 1]]; /* the innermost row variable one on (no carry) */
     } else {
         int64_t val[IR_MAX_VARS] = {0};
-        rk_stage_flat(k, x, nel, row, 0, val);
+        rk_stage_flat(k, x, nel = rk_numel(c, x->buf), row, 0, val);
         flat = be_index_at(&x->idx, k->nvars, val);
     }
     if (row > 0 && s->last == row - 1 && s->flat == flat) {
@@ -1153,6 +1167,7 @@ static void rk_span_row(const rk_plan *k, const rk_load *L, be_rowspans *s, be_w
         s->len[row] = s->len[row - 1];
         s->walked++;
     } else if (!rk_span_moved(s, B, w, row, flat)) {
+        nel = nel < 0 ? rk_numel(c, x->buf) : nel;
         const int run = be_walk_run(w, B, flat, x->idx.coef[k->colvar], k->cols, nel, s->lo, s->hi);
         rk_spans_close(s, B, row, w->gmin, w->gmax);
         s->base = run ? row : -1;
@@ -1183,6 +1198,11 @@ static void rk_rowspans_init(be_rowspans *s, int64_t rows, const be_layout *B, i
     memset(s->at, -1, (size_t)rows * sizeof *s->at);
     be_span_init(B, s->lo, s->hi);
     memset(s->bat, -1, blocks * sizeof *s->bat);
+    /* room for an entry a row, untouched till used: the Llama-8B prefill
+     * layer's rotary embedding grew its four lists of 32,768 rows by
+     * doubling from 256, copying each time */
+    s->cap = cc_max(256, rows);
+    s->e = isa_buf_reserve(&s->eb, (size_t)s->cap * sizeof *s->e, 0);
     s->last = -1;
     s->base = -1;
     s->walked = 0;
