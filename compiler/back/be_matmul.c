@@ -1109,6 +1109,26 @@ static int mm_block(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_
     return rc;
 }
 
+/* search's answer for grid gm x gn, remembered under the plan's key with
+ * the grid and tag as its tile (mm_rg_tiling, mm_bc_kept). */
+static int tiling_kept(const mm_plan *m, int64_t gm, int64_t gn, int64_t tag,
+                       int (*search)(const mm_plan *, int64_t, int64_t, mm_tiling *), mm_tiling *out)
+{
+    mm_block_key k;
+    if (mm_plan_key_of(m, &k))
+        return search(m, gm, gn, out);
+    k.gm = gm, k.gn = gn, k.mt = k.ns = tag;
+    k.lxonly = 0;
+    memset(k.lxo, 0, sizeof k.lxo);
+    const uint64_t h = mm_block_hash(&k);
+    const int found = be_mmblock_find(m->c, &k, sizeof k, h, out);
+    if (found >= 0)
+        return found ? -1 : 0;
+    const int rc = search(m, gm, gn, out);
+    be_mmblock_keep(m->c, &k, sizeof k, h, rc ? NULL : out);
+    return rc;
+}
+
 /* mm_rg_search (the tiling of the grid over the ring), remembered for
  * the compile as mm_block's searches are, in the same memo: its key is
  * the plan's (it reads the plan's sizes, staging, A's tiles and LX, the
@@ -1120,19 +1140,13 @@ static int mm_block(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_
  * workdiv rounds and both attempts, and codegen once more. */
 int mm_rg_tiling(const mm_plan *m, int64_t gm, int64_t gn, mm_tiling *out)
 {
-    mm_block_key k;
-    if (mm_plan_key_of(m, &k))
-        return mm_rg_search(m, gm, gn, out);
-    k.gm = gm, k.gn = gn, k.mt = k.ns = -1;
-    k.lxonly = 0;
-    memset(k.lxo, 0, sizeof k.lxo);
-    const uint64_t h = mm_block_hash(&k);
-    const int found = be_mmblock_find(m->c, &k, sizeof k, h, out);
-    if (found >= 0)
-        return found ? -1 : 0;
-    const int rc = mm_rg_search(m, gm, gn, out);
-    be_mmblock_keep(m->c, &k, sizeof k, h, rc ? NULL : out);
-    return rc;
+    return tiling_kept(m, gm, gn, -1, mm_rg_search, out);
+}
+
+static int bc_search(const mm_plan *m, int64_t gm, int64_t gn, mm_tiling *out)
+{
+    (void)gn; /* (always 1) */
+    return mm_bc_tiling(m, gm, out);
 }
 
 /* mm_bc_tiling (B broadcast over the ring on gm cores), remembered as
@@ -1143,19 +1157,7 @@ int mm_rg_tiling(const mm_plan *m, int64_t gm, int64_t gn, mm_tiling *out)
  * second round plan the same products. */
 static int mm_bc_kept(const mm_plan *m, int64_t gm, mm_tiling *out)
 {
-    mm_block_key k;
-    if (mm_plan_key_of(m, &k))
-        return mm_bc_tiling(m, gm, out);
-    k.gm = gm, k.gn = 1, k.mt = k.ns = -3;
-    k.lxonly = 0;
-    memset(k.lxo, 0, sizeof k.lxo);
-    const uint64_t h = mm_block_hash(&k);
-    const int found = be_mmblock_find(m->c, &k, sizeof k, h, out);
-    if (found >= 0)
-        return found ? -1 : 0;
-    const int rc = mm_bc_tiling(m, gm, out);
-    be_mmblock_keep(m->c, &k, sizeof k, h, rc ? NULL : out);
-    return rc;
+    return tiling_kept(m, gm, 1, -3, bc_search, out);
 }
 
 /* The batch loops' values at batch index b (row-major over them). */
