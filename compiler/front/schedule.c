@@ -152,7 +152,7 @@ static void add_to(int **list, int *n, int *cap, int x)
     for (int i = 0; i < *n; i++)
         if ((*list)[i] == x)
             return;
-    if (*n == *cap) /* kept room mostly suffices: no call to grow (5,081 adds on BERT-base) */
+    if (*n == *cap) /* the room mostly suffices: no call to grow */
         *list = ir_xgrow(*list, cap, *n + 1, sizeof **list);
     (*list)[(*n)++] = x;
 }
@@ -172,26 +172,18 @@ static void kgraph_free(kgraph *G)
     *G = (kgraph){0};
 }
 
-/* p's kernel graph into G (zeroed, or built before): fuse builds it
- * again after every fusion (46 builds on BERT-base), and a list
- * allocated and freed each time was most of it, so a build of as many
- * kernels and buffers empties the lists before and keeps their room. */
+/* p's kernel graph into G (zeroed): fuse builds it once and keeps it
+ * up to date after each fusion (kgraph_merge). */
 static void kgraph_build(const ir_prog *p, kgraph *G)
 {
-    if (G->succ && (G->nk != p->nkernels || G->nb != p->nbufs))
-        kgraph_free(G);
-    if (!G->succ) {
-        G->nk = p->nkernels;
-        G->nb = p->nbufs;
-        G->succ = ir_xalloc((size_t)(G->nk + 1) * sizeof *G->succ);
-        G->nsucc = ir_xalloc((size_t)(G->nk + 1) * sizeof *G->nsucc);
-        G->csucc = ir_xalloc((size_t)(G->nk + 1) * sizeof *G->csucc);
-        G->touch = ir_xalloc((size_t)(G->nb + 1) * sizeof *G->touch);
-        G->ntouch = ir_xalloc((size_t)(G->nb + 1) * sizeof *G->ntouch);
-        G->ctouch = ir_xalloc((size_t)(G->nb + 1) * sizeof *G->ctouch);
-    }
-    memset(G->nsucc, 0, (size_t)G->nk * sizeof *G->nsucc);
-    memset(G->ntouch, 0, (size_t)G->nb * sizeof *G->ntouch);
+    G->nk = p->nkernels;
+    G->nb = p->nbufs;
+    G->succ = ir_xalloc((size_t)(G->nk + 1) * sizeof *G->succ);
+    G->nsucc = ir_xalloc((size_t)(G->nk + 1) * sizeof *G->nsucc);
+    G->csucc = ir_xalloc((size_t)(G->nk + 1) * sizeof *G->csucc);
+    G->touch = ir_xalloc((size_t)(G->nb + 1) * sizeof *G->touch);
+    G->ntouch = ir_xalloc((size_t)(G->nb + 1) * sizeof *G->ntouch);
+    G->ctouch = ir_xalloc((size_t)(G->nb + 1) * sizeof *G->ctouch);
     for (int i = 0; i < p->nnodes; i++) {
         const ir_node *n = &p->nodes[i];
         if (n->dead)
@@ -206,6 +198,50 @@ static void kgraph_build(const ir_prog *p, kgraph *G)
             }
         }
     }
+}
+
+/* In list l (of n), k2 as k1, held once. */
+static void rename_in(int **l, int *n, int *cap, int k1, int k2)
+{
+    for (int i = 0; i < *n; i++)
+        if ((*l)[i] == k2) {
+            (*l)[i] = (*l)[--*n];
+            add_to(l, n, cap, k1);
+            return;
+        }
+}
+
+/* G after merge took kernel k2 into k1: the lists hold the same sets as a
+ * build would (their order differs, which no user of G sees: has_edge and
+ * indirect_path ask sets, and candidates' heap pops in its total order
+ * whatever the order of the pairs), at a fraction of a build. Every list
+ * holding k2 is found through k1's nodes: they touch its buffers, and
+ * their reads' writers are its predecessors. */
+static void kgraph_merge(const ir_prog *p, kgraph *G, int k1, int k2)
+{
+    const ir_kernel *A = &p->kernels[k1];
+    for (int i = 0; i < A->nnodes; i++) {
+        const ir_node *n = &p->nodes[A->nodes[i]];
+        if (n->dead)
+            continue;
+        rename_in(&G->touch[n->out], &G->ntouch[n->out], &G->ctouch[n->out], k1, k2);
+        for (int r = 0; r < n->nreads; r++) {
+            int b = n->reads[r].buf, w = p->bufs[b].node;
+            rename_in(&G->touch[b], &G->ntouch[b], &G->ctouch[b], k1, k2);
+            if (w >= 0 && p->nodes[w].kernel != k1) {
+                const int k = p->nodes[w].kernel;
+                rename_in(&G->succ[k], &G->nsucc[k], &G->csucc[k], k1, k2);
+            }
+        }
+    }
+    for (int i = 0; i < G->nsucc[k2]; i++)
+        add_to(&G->succ[k1], &G->nsucc[k1], &G->csucc[k1], G->succ[k2][i]);
+    G->nsucc[k2] = 0;
+    int m = 0;
+    for (int i = 0; i < G->nsucc[k1]; i++)
+        if (G->succ[k1][i] != k1 && G->succ[k1][i] != k2)
+            G->succ[k1][m++] = G->succ[k1][i];
+    G->nsucc[k1] = m;
 }
 
 static int has_edge(const kgraph *G, int a, int b)
@@ -528,8 +564,8 @@ static void merge(ir_prog *p, int k1, int k2, const ir_sig *s)
 static int fuse(ir_prog *p, fusion_rule rule)
 {
     kgraph G = {0};
+    kgraph_build(p, &G);
     for (int fused = 1; fused;) {
-        kgraph_build(p, &G);
         int nc;
         cand *cs = candidates(p, &G, &nc);
         fused = 0;
@@ -560,6 +596,7 @@ static int fuse(ir_prog *p, fusion_rule rule)
             if ((dir != DEP_21 && indirect_path(p, &G, k1, k2)) || (dir != DEP_12 && indirect_path(p, &G, k2, k1)))
                 continue;
             merge(p, k1, k2, &s);
+            kgraph_merge(p, &G, k1, k2);
             fused = 1;
         }
         free(cs);
