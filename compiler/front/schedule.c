@@ -323,20 +323,20 @@ static void cand_sift(cand *h, int n, int i)
     }
 }
 
-/* Pair (ka, kb) sharing buffer b into cs[0..*m), its bytes added to the
+/* Pair (ka, kb) sharing a buffer of bytes into cs[0..*m), added to the
  * pair's entry when it has one (found by slot, a hash of the pairs
  * holding index + 1, of size a power of two). */
-static void cand_add(const ir_prog *p, cand *cs, int *m, int *slot, int size, int ka, int kb, int b)
+static void cand_add(const ir_prog *p, cand *cs, int *m, int *slot, int size, int ka, int kb, int64_t bytes)
 {
     unsigned h = ((unsigned)ka * 2654435761u ^ (unsigned)kb * 40503u) & (unsigned)(size - 1);
     while (slot[h] && (cs[slot[h] - 1].a != ka || cs[slot[h] - 1].b != kb))
         h = (h + 1) & (unsigned)(size - 1);
     if (slot[h]) {
-        cs[slot[h] - 1].score += ir_buf_bytes(&p->bufs[b]);
+        cs[slot[h] - 1].score += bytes;
         return;
     }
     slot[h] = *m + 1;
-    cs[*m] = (cand){ka, kb, ir_buf_bytes(&p->bufs[b]), abs(p->kernels[ka].nodes[0] - p->kernels[kb].nodes[0])};
+    cs[*m] = (cand){ka, kb, bytes, abs(p->kernels[ka].nodes[0] - p->kernels[kb].nodes[0])};
     (*m)++;
 }
 
@@ -354,11 +354,13 @@ static cand *candidates(const ir_prog *p, const kgraph *G, int *ncand)
         size *= 2;
     int *slot = ir_xalloc((size_t)size * sizeof *slot);
     cand *cs = ir_xalloc((size_t)(most ? most : 1) * sizeof *cs);
-    for (int b = 0; b < p->nbufs; b++)
+    for (int b = 0; b < p->nbufs; b++) {
+        const int64_t bytes = G->ntouch[b] > 1 ? ir_buf_bytes(&p->bufs[b]) : 0;
         for (int i = 0; i < G->ntouch[b]; i++)
             for (int j = 0; j < G->ntouch[b]; j++)
                 if (G->touch[b][i] < G->touch[b][j])
-                    cand_add(p, cs, &m, slot, size, G->touch[b][i], G->touch[b][j], b);
+                    cand_add(p, cs, &m, slot, size, G->touch[b][i], G->touch[b][j], bytes);
+    }
     free(slot);
     for (int i = m / 2 - 1; i >= 0; i--)
         cand_sift(cs, m, i);
