@@ -199,8 +199,9 @@ static uint64_t expr_hash(const ir_expr *x)
     memcpy(&bits, &x->value, sizeof bits);
     h = mix(h, bits);
     h = mix(h, (uint64_t)x->idx.offset);
-    for (int v = 0; v < IR_MAX_VARS; v++)
-        h = mix(h, (uint64_t)x->idx.coef[v]);
+    for (int v = 0; v < IR_MAX_VARS; v++) /* most are 0: mixed in are the others, with their place */
+        if (x->idx.coef[v])
+            h = mix(h, (uint64_t)x->idx.coef[v] * 31 + (uint64_t)v);
     return h;
 }
 

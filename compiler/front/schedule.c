@@ -152,7 +152,8 @@ static void add_to(int **list, int *n, int *cap, int x)
     for (int i = 0; i < *n; i++)
         if ((*list)[i] == x)
             return;
-    *list = ir_xgrow(*list, cap, *n + 1, sizeof **list);
+    if (*n == *cap) /* the room mostly suffices: no call to grow */
+        *list = ir_xgrow(*list, cap, *n + 1, sizeof **list);
     (*list)[(*n)++] = x;
 }
 
@@ -171,26 +172,18 @@ static void kgraph_free(kgraph *G)
     *G = (kgraph){0};
 }
 
-/* p's kernel graph into G (zeroed, or built before): fuse builds it
- * again after every fusion (46 builds on BERT-base), and a list
- * allocated and freed each time was most of it, so a build of as many
- * kernels and buffers empties the lists before and keeps their room. */
+/* p's kernel graph into G (zeroed): fuse builds it once and keeps it
+ * up to date after each fusion (kgraph_merge). */
 static void kgraph_build(const ir_prog *p, kgraph *G)
 {
-    if (G->succ && (G->nk != p->nkernels || G->nb != p->nbufs))
-        kgraph_free(G);
-    if (!G->succ) {
-        G->nk = p->nkernels;
-        G->nb = p->nbufs;
-        G->succ = ir_xalloc((size_t)(G->nk + 1) * sizeof *G->succ);
-        G->nsucc = ir_xalloc((size_t)(G->nk + 1) * sizeof *G->nsucc);
-        G->csucc = ir_xalloc((size_t)(G->nk + 1) * sizeof *G->csucc);
-        G->touch = ir_xalloc((size_t)(G->nb + 1) * sizeof *G->touch);
-        G->ntouch = ir_xalloc((size_t)(G->nb + 1) * sizeof *G->ntouch);
-        G->ctouch = ir_xalloc((size_t)(G->nb + 1) * sizeof *G->ctouch);
-    }
-    memset(G->nsucc, 0, (size_t)G->nk * sizeof *G->nsucc);
-    memset(G->ntouch, 0, (size_t)G->nb * sizeof *G->ntouch);
+    G->nk = p->nkernels;
+    G->nb = p->nbufs;
+    G->succ = ir_xalloc((size_t)(G->nk + 1) * sizeof *G->succ);
+    G->nsucc = ir_xalloc((size_t)(G->nk + 1) * sizeof *G->nsucc);
+    G->csucc = ir_xalloc((size_t)(G->nk + 1) * sizeof *G->csucc);
+    G->touch = ir_xalloc((size_t)(G->nb + 1) * sizeof *G->touch);
+    G->ntouch = ir_xalloc((size_t)(G->nb + 1) * sizeof *G->ntouch);
+    G->ctouch = ir_xalloc((size_t)(G->nb + 1) * sizeof *G->ctouch);
     for (int i = 0; i < p->nnodes; i++) {
         const ir_node *n = &p->nodes[i];
         if (n->dead)
@@ -205,6 +198,50 @@ static void kgraph_build(const ir_prog *p, kgraph *G)
             }
         }
     }
+}
+
+/* In list l (of n), k2 as k1, held once. */
+static void rename_in(int **l, int *n, int *cap, int k1, int k2)
+{
+    for (int i = 0; i < *n; i++)
+        if ((*l)[i] == k2) {
+            (*l)[i] = (*l)[--*n];
+            add_to(l, n, cap, k1);
+            return;
+        }
+}
+
+/* G after merge took kernel k2 into k1: the lists hold the same sets as a
+ * build would (their order differs, which no user of G sees: has_edge and
+ * indirect_path ask sets, and candidates' heap pops in its total order
+ * whatever the order of the pairs), at a fraction of a build. Every list
+ * holding k2 is found through k1's nodes: they touch its buffers, and
+ * their reads' writers are its predecessors. */
+static void kgraph_merge(const ir_prog *p, kgraph *G, int k1, int k2)
+{
+    const ir_kernel *A = &p->kernels[k1];
+    for (int i = 0; i < A->nnodes; i++) {
+        const ir_node *n = &p->nodes[A->nodes[i]];
+        if (n->dead)
+            continue;
+        rename_in(&G->touch[n->out], &G->ntouch[n->out], &G->ctouch[n->out], k1, k2);
+        for (int r = 0; r < n->nreads; r++) {
+            int b = n->reads[r].buf, w = p->bufs[b].node;
+            rename_in(&G->touch[b], &G->ntouch[b], &G->ctouch[b], k1, k2);
+            if (w >= 0 && p->nodes[w].kernel != k1) {
+                const int k = p->nodes[w].kernel;
+                rename_in(&G->succ[k], &G->nsucc[k], &G->csucc[k], k1, k2);
+            }
+        }
+    }
+    for (int i = 0; i < G->nsucc[k2]; i++)
+        add_to(&G->succ[k1], &G->nsucc[k1], &G->csucc[k1], G->succ[k2][i]);
+    G->nsucc[k2] = 0;
+    int m = 0;
+    for (int i = 0; i < G->nsucc[k1]; i++)
+        if (G->succ[k1][i] != k1 && G->succ[k1][i] != k2)
+            G->succ[k1][m++] = G->succ[k1][i];
+    G->nsucc[k1] = m;
 }
 
 static int has_edge(const kgraph *G, int a, int b)
@@ -286,20 +323,20 @@ static void cand_sift(cand *h, int n, int i)
     }
 }
 
-/* Pair (ka, kb) sharing buffer b into cs[0..*m), its bytes added to the
+/* Pair (ka, kb) sharing a buffer of bytes into cs[0..*m), added to the
  * pair's entry when it has one (found by slot, a hash of the pairs
  * holding index + 1, of size a power of two). */
-static void cand_add(const ir_prog *p, cand *cs, int *m, int *slot, int size, int ka, int kb, int b)
+static void cand_add(const ir_prog *p, cand *cs, int *m, int *slot, int size, int ka, int kb, int64_t bytes)
 {
     unsigned h = ((unsigned)ka * 2654435761u ^ (unsigned)kb * 40503u) & (unsigned)(size - 1);
     while (slot[h] && (cs[slot[h] - 1].a != ka || cs[slot[h] - 1].b != kb))
         h = (h + 1) & (unsigned)(size - 1);
     if (slot[h]) {
-        cs[slot[h] - 1].score += ir_buf_bytes(&p->bufs[b]);
+        cs[slot[h] - 1].score += bytes;
         return;
     }
     slot[h] = *m + 1;
-    cs[*m] = (cand){ka, kb, ir_buf_bytes(&p->bufs[b]), abs(p->kernels[ka].nodes[0] - p->kernels[kb].nodes[0])};
+    cs[*m] = (cand){ka, kb, bytes, abs(p->kernels[ka].nodes[0] - p->kernels[kb].nodes[0])};
     (*m)++;
 }
 
@@ -317,11 +354,13 @@ static cand *candidates(const ir_prog *p, const kgraph *G, int *ncand)
         size *= 2;
     int *slot = ir_xalloc((size_t)size * sizeof *slot);
     cand *cs = ir_xalloc((size_t)(most ? most : 1) * sizeof *cs);
-    for (int b = 0; b < p->nbufs; b++)
+    for (int b = 0; b < p->nbufs; b++) {
+        const int64_t bytes = G->ntouch[b] > 1 ? ir_buf_bytes(&p->bufs[b]) : 0;
         for (int i = 0; i < G->ntouch[b]; i++)
             for (int j = 0; j < G->ntouch[b]; j++)
                 if (G->touch[b][i] < G->touch[b][j])
-                    cand_add(p, cs, &m, slot, size, G->touch[b][i], G->touch[b][j], b);
+                    cand_add(p, cs, &m, slot, size, G->touch[b][i], G->touch[b][j], bytes);
+    }
     free(slot);
     for (int i = m / 2 - 1; i >= 0; i--)
         cand_sift(cs, m, i);
@@ -527,8 +566,8 @@ static void merge(ir_prog *p, int k1, int k2, const ir_sig *s)
 static int fuse(ir_prog *p, fusion_rule rule)
 {
     kgraph G = {0};
+    kgraph_build(p, &G);
     for (int fused = 1; fused;) {
-        kgraph_build(p, &G);
         int nc;
         cand *cs = candidates(p, &G, &nc);
         fused = 0;
@@ -559,6 +598,7 @@ static int fuse(ir_prog *p, fusion_rule rule)
             if ((dir != DEP_21 && indirect_path(p, &G, k1, k2)) || (dir != DEP_12 && indirect_path(p, &G, k2, k1)))
                 continue;
             merge(p, k1, k2, &s);
+            kgraph_merge(p, &G, k1, k2);
             fused = 1;
         }
         free(cs);
