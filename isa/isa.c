@@ -226,19 +226,27 @@ static int check_value(const isa_operand *o, int64_t v, char *err, size_t len)
 
 #define ADDR_REG_BITS 4
 
+/* Register reg and offset off in the encoding's range?  0, or -1 with
+ * the message naming operand o (isa_check's, and the assembler's before
+ * it stores them in the narrower fields). */
+static int addr_in_range(const isa_operand *o, int64_t reg, int64_t off, char *err, size_t len)
+{
+    if (reg < 0 || reg >= ISA_NREGS) {
+        isa_errf(err, len, "operand %s: no register r%" PRId64, o->name, reg);
+        return -1;
+    }
+    if (off < 0 || (uint64_t)off >= (1ull << ISA_ADDR_OFF_BITS)) {
+        isa_errf(err, len, "operand %s: offset 0x%" PRIx64 " out of range", o->name, off);
+        return -1;
+    }
+    return 0;
+}
+
 static int check_operand(const isa_insn *in, const isa_operand *o, char *err, size_t len)
 {
     if (o->kind == ISA_K_ADDR) {
         const isa_addr *a = (const isa_addr *)((const char *)in + o->offset);
-        if (a->reg < 0 || a->reg >= ISA_NREGS) {
-            isa_errf(err, len, "operand %s: no register r%" PRId64, o->name, (int64_t)a->reg);
-            return -1;
-        }
-        if (a->off < 0 || (uint64_t)a->off >= (1ull << ISA_ADDR_OFF_BITS)) {
-            isa_errf(err, len, "operand %s: offset 0x%" PRIx64 " out of range", o->name, (int64_t)a->off);
-            return -1;
-        }
-        return 0;
+        return addr_in_range(o, a->reg, a->off, err, len);
     }
     if (o->kind == ISA_K_F32)
         return 0;
@@ -528,15 +536,8 @@ static int parse_value(const isa_operand *o, const char *s, isa_insn *out, char 
             isa_errf(err, len, "operand %s: '%s' is not an address", o->name, s);
             return -1;
         }
-        /* the narrow fields would wrap a wild value: refuse it here */
-        if (r >= ISA_NREGS) {
-            isa_errf(err, len, "operand %s: no register r%ld", o->name, r);
+        if (addr_in_range(o, r, off, err, len)) /* the narrow fields would wrap a wild value */
             return -1;
-        }
-        if (off < 0 || (uint64_t)off >= (1ull << ISA_ADDR_OFF_BITS)) {
-            isa_errf(err, len, "operand %s: offset 0x%" PRIx64 " out of range", o->name, off);
-            return -1;
-        }
         *(isa_addr *)((char *)out + o->offset) = isa_addr_at((int)r, off);
         break;
     }

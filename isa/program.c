@@ -470,16 +470,6 @@ uint64_t isa_tensor_device_bytes(const isa_tensor *t, uint32_t stick_bytes)
     return (uint64_t)isa_tensor_groups(t, stick_bytes) * (uint64_t)isa_tensor_rows(t) * stick_bytes;
 }
 
-/* name into dst (ISA_NAME_MAX bytes), cut as snprintf would cut it: a
- * compile names some 300 kernels and tensors, and "%s" through printf was
- * 0.3 M of BERT-base's 54 M instructions. */
-static void name_copy(char *dst, const char *name)
-{
-    const size_t n = strnlen(name, ISA_NAME_MAX - 1);
-    memcpy(dst, name, n);
-    dst[n] = 0;
-}
-
 int isa_program_add_tensor(isa_program *p, const char *name, isa_role role,
                            isa_host_dtype hdt, isa_dtype_dev ddt, int rank,
                            const int64_t *shape, uint64_t dram_off)
@@ -491,7 +481,7 @@ int isa_program_add_tensor(isa_program *p, const char *name, isa_role role,
     }
     isa_tensor *t = &p->tensors[p->ntensors];
     memset(t, 0, sizeof *t);
-    name_copy(t->name, name);
+    isa_name_copy(t->name, name);
     t->role = role;
     t->host_dtype = hdt;
     t->dev_dtype = ddt;
@@ -564,10 +554,17 @@ void isa_program_add_kernel(isa_program *p, const char *name, int core, long fir
 {
     p->kernels = xrealloc(p->kernels, (p->nkernels + 1) * sizeof *p->kernels);
     isa_kernel *k = &p->kernels[p->nkernels++];
-    name_copy(k->name, name);
+    isa_name_copy(k->name, name);
     k->core = core;
     k->first = first;
     k->last = last;
+}
+
+void isa_name_copy(char *dst, const char *name)
+{
+    const size_t n = strnlen(name, ISA_NAME_MAX - 1);
+    memcpy(dst, name, n);
+    dst[n] = 0;
 }
 
 int isa_name_printable(const char *name)

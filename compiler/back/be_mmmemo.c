@@ -296,12 +296,7 @@ void be_mmsearch_keep(be_ctx *c, const void *key, size_t n, uint64_t h, const mm
     struct be_blockmemo *b = blocks_of(c, n);
     if (!b)
         return;
-    if (b->ns == b->scap) {
-        b->scap = b->scap ? 2 * b->scap : 32;
-        b->s = realloc(b->s, (size_t)b->scap * sizeof *b->s);
-        if (!b->s)
-            abort();
-    }
+    b->s = ir_xgrow(b->s, &b->scap, b->ns + 1, sizeof *b->s);
     mm_search_entry *x = &b->s[b->ns++];
     x->h = h;
     x->key = copy_of(key, n);

@@ -1112,6 +1112,20 @@ static __attribute__((noinline, cold)) void addrs_failed(const rr_out *o, const 
     commit_failed(o);
 }
 
+/* Count in in, the next instruction, a copy of one of the stream rolled
+ * with its address operands (its op's, f) set to reg[q] + off[q]: only
+ * they can be out of field (checked when it was emitted), checked
+ * together, and its bad as isa_check_addrs refused it. */
+static inline void commit_copy(rr_out *o, isa_insn *in, const rr_opfields *f, const int *reg, const int64_t *off)
+{
+    uint64_t wide = (uint64_t)in->bad << ISA_ADDR_OFF_BITS;
+    for (int q = 0; q < f->naddr; q++)
+        wide |= addr_store(in, f, q, reg[q], off[q]);
+    if (wide >> ISA_ADDR_OFF_BITS)
+        addrs_failed(o, f, reg, off);
+    o->s->n++;
+}
+
 static void push(rr_out *o, const isa_insn *in)
 {
     isa_insn_copy(isa_stream_room(o->s), in);
@@ -1179,12 +1193,9 @@ static void walk_nest(rr_out *o, const rr_ent *e, long n, const rr_regs *R, cons
             const rr_opfields *f = fields_of(x->op);
             const int *reg = &R->assign[j * RR_NADDR];
             int64_t off[RR_NADDR];
-            uint64_t wide = (uint64_t)in->bad << ISA_ADDR_OFF_BITS; /* (isa_check_addrs refuses it too) */
             for (int k = 0; k < f->naddr; k++)
-                wide |= addr_store(in, f, k, reg[k], off[k] = x->off[k] - (reg[k] ? K[reg[k] - 1] : 0));
-            if (wide >> ISA_ADDR_OFF_BITS)
-                addrs_failed(o, f, reg, off);
-            o->s->n++;
+                off[k] = x->off[k] - (reg[k] ? K[reg[k] - 1] : 0);
+            commit_copy(o, in, f, reg, off);
         }
     }
 }
@@ -1218,14 +1229,8 @@ static void emit_list(rr_out *o, const rr_ent *e, long n)
             j += e[j].len;
         } else {
             static const int none[RR_NADDR]; /* (make_entries: no register) */
-            isa_insn *in = copy_in(o, &e[j]);
-            const rr_opfields *f = fields_of(e[j].op);
-            uint64_t wide = (uint64_t)in->bad << ISA_ADDR_OFF_BITS; /* (isa_check_addrs refuses it too) */
-            for (int k = 0; k < f->naddr; k++) /* its first iteration's addresses: unroll_one moves them */
-                wide |= addr_store(in, f, k, 0, e[j].off[k]);
-            if (wide >> ISA_ADDR_OFF_BITS)
-                addrs_failed(o, f, none, e[j].off);
-            o->s->n++;
+            isa_insn *in = copy_in(o, &e[j]); /* its first iteration's addresses: unroll_one moves them */
+            commit_copy(o, in, fields_of(e[j].op), none, e[j].off);
             j++;
         }
     }
@@ -1986,9 +1991,7 @@ void be_reroll_append(be_ctx *c, struct be_rrlane *l, int core, const char *name
         l->rec = ir_xgrow(l->rec, &l->cap, l->nrec + 1, sizeof *l->rec);
         isa_kernel *k = &l->rec[l->nrec++];
         *k = (isa_kernel){.core = core, .first = first, .last = (long)home->n - 1};
-        const size_t len = strnlen(name, sizeof k->name - 1); /* (a plain copy: snprintf's was 1,500 instructions) */
-        memcpy(k->name, name, len);
-        k->name[len] = '\0';
+        isa_name_copy(k->name, name);
     } else {
         isa_program_add_kernel(c->prog, name, core, first, (long)home->n - 1);
     }
