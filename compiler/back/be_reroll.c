@@ -1060,7 +1060,7 @@ static void unroll_one(const rr_ent *e, long n, rr_vec *out)
 
 /* Where emission writes, and (from set) where it notes which of the
  * kernel's instructions each it writes copies: from[pc], pc = s->n - first
- * < nfrom, -1 none (code_keep keeps them for emit_as_code). */
+ * < nfrom, set for copies only (code_keep keeps them for emit_as_code). */
 typedef struct {
     isa_stream *s;    /* the new stream */
     rr_kstat *ks;
@@ -1835,12 +1835,12 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
     }
     /* emitted from the entries' list, where it rolled, noting what each
      * instruction copies (a rolled kernel is rarely longer than 2n + 64:
-     * a longer one leaves no template) */
+     * a longer one leaves no template; from is not filled with -1 first:
+     * copy_in sets it for every instruction copied, and code_keep reads
+     * no other) */
     rr_out to = *o;
     to.nfrom = 2 * n + 64;
     sc->from = scratch_array(sc, &sc->fromm, to.nfrom, sizeof *sc->from);
-    for (long pc = 0; pc < to.nfrom; pc++)
-        sc->from[pc] = -1;
     to.from = sc->from;
     to.first = (long)o->s->n;
     const long unrolled = o->ks->unrolled;
