@@ -1391,7 +1391,13 @@ static void code_keep(rr_scratch *sc, rr_tmpl *t, const isa_insn *c, long n, con
     for (long pc = 0; pc < n; pc++) {
         rr_code *k = &t->code[pc];
         const rr_opfields *f = fields_of(c[pc].op);
-        *k = (rr_code){.op = c[pc].op, .reg = c[pc].reg, .val = c[pc].val, .shape = -1, .idx = -1};
+        /* (field by field: areg and aoff past na are never read) */
+        k->op = c[pc].op;
+        k->na = 0;
+        k->reg = c[pc].reg;
+        k->val = c[pc].val;
+        k->shape = -1;
+        k->idx = -1;
         const int copied = !seq_op(k->op);
         if (copied) {
             k->shape = sc->seen[pc] >= 0 ? t->shape[sc->seen[pc]] : -2; /* -2: never issued, never alike */
