@@ -129,6 +129,7 @@ typedef struct {
     uint64_t *rkey; /* per shape: its key (insn_key) */
     int *succ;     /* per shape: the shape of the instruction after its last one so far, -1 none */
     long rcap;
+    int clash;     /* two of this kernel's shapes have one key (shape_of) */
 } rr_shapes;
 
 /* The last kernel rolled from scratch, as a template for the next: a
@@ -502,8 +503,11 @@ static int shape_of(rr_shapes *t, const isa_insn *in, uint64_t key)
     long slot = (long)(key & (uint64_t)t->mask);
     while (t->tab[slot].gen == t->gen) {
         const rr_slot *q = &t->tab[slot];
-        if (q->key == key && insn_same(&t->rep[q->shape], in))
-            return q->shape;
+        if (q->key == key) {
+            if (insn_same(&t->rep[q->shape], in))
+                return q->shape;
+            t->clash = 1;
+        }
         slot = (slot + 1) & t->mask;
     }
     if (t->next == t->rcap) {
@@ -716,7 +720,7 @@ static long save_bound(const rr_scan *s, long i, long L, long end)
     return (reps - 1) * span(s, i, L) - 2;
 }
 
-static void roll_in_place(rr_pool *pl, rr_vec *v, long at);
+static void roll_in_place(rr_pool *pl, rr_vec *v, long at, int nsh);
 
 /* Append to out the loop of candidate c at item i: its first repetition
  * with the strides s->stride as a new loop level, rolled in turn (written
@@ -755,17 +759,65 @@ static void emit_loop(rr_pool *pl, rr_scan *s, const rr_ent *e, long i, const rr
         if (body[j].kind == RR_LOOP)
             loop_hash(&body[j]);
     out->n += len;
-    roll_in_place(pl, out, at + 1);
+    roll_in_place(pl, out, at + 1, 0);
     vec_push(out, &el);
     out->v[at].len = out->n - at;
     loop_hash(&out->v[at]);
 }
 
-/* One left-to-right scan of list e (n entries); when it finds loops,
- * the list with them into out.  Returns the number of loops (0: out
- * untouched, the list stays as it is: most scans find none, and entries
- * are large to copy). */
-static long roll_once(rr_pool *pl, const rr_ent *e, long n, rr_vec *out)
+/* The scan's items of list e (n entries): s->start, s->h and s->next;
+ * returns their number.  nsh > 0: e is a kernel's entries as make_entries
+ * made them (each an item, its shape below nsh) and no two of its shapes
+ * have one key, so equal shapes are equal hashes (item_hash is one-to-one
+ * in the key) and an item's hash can be its shape: the next of each found
+ * through a table by shape instead of the open-addressed one. */
+static long scan_items(rr_pool *pl, rr_scan *s, rr_buf *tabm, const rr_ent *e, long n, int nsh)
+{
+    long it = 0;
+    if (nsh) {
+        *tabm = buf_take(pl, (size_t)nsh * sizeof(int));
+        int *last = tabm->p;
+        memset(last, 0xff, (size_t)nsh * sizeof(int)); /* -1 */
+        for (it = 0; it < n; it++)
+            s->start[it] = (int)it;
+        for (long q = n - 1; q >= 0; q--) {
+            s->h[q] = (uint64_t)e[q].shape;
+            s->next[q] = last[e[q].shape];
+            last[e[q].shape] = (int)q;
+        }
+        s->start[n] = (int)n;
+        return n;
+    }
+    for (long j = 0; j < n; it++) {
+        s->start[it] = (int)j;
+        s->h[it] = item_hash(&e[j]);
+        j += e[j].kind == RR_LOOP ? e[j].len : 1;
+    }
+    const long nitems = it;
+    s->start[nitems] = (int)n;
+    /* next item of the same hash: an open-addressed table of the last seen */
+    long cap = 16;
+    while (cap < 2 * nitems)
+        cap *= 2;
+    *tabm = buf_take(pl, (size_t)cap * sizeof(int));
+    int *tab = tabm->p;
+    for (long q = 0; q < cap; q++)
+        tab[q] = -1;
+    for (long q = nitems - 1; q >= 0; q--) {
+        long slot = (long)(s->h[q] & (uint64_t)(cap - 1));
+        while (tab[slot] >= 0 && s->h[tab[slot]] != s->h[q])
+            slot = (slot + 1) & (cap - 1);
+        s->next[q] = tab[slot];
+        tab[slot] = (int)q;
+    }
+    return nitems;
+}
+
+/* One left-to-right scan of list e (n entries; nsh: scan_items'); when it
+ * finds loops, the list with them into out.  Returns the number of loops
+ * (0: out untouched, the list stays as it is: most scans find none, and
+ * entries are large to copy). */
+static long roll_once(rr_pool *pl, const rr_ent *e, long n, int nsh, rr_vec *out)
 {
     rr_scan s = {0};
     /* per item, sized per entry (at most as many): a pass less to count them */
@@ -775,29 +827,7 @@ static long roll_once(rr_pool *pl, const rr_ent *e, long n, rr_vec *out)
     s.start = mem[0].p;
     s.h = mem[1].p;
     s.next = mem[2].p;
-    long it = 0;
-    for (long j = 0; j < n; it++) {
-        s.start[it] = (int)j;
-        s.h[it] = item_hash(&e[j]);
-        j += e[j].kind == RR_LOOP ? e[j].len : 1;
-    }
-    const long nitems = it;
-    s.start[nitems] = (int)n;
-    /* next item of the same hash: an open-addressed table of the last seen */
-    long cap = 16;
-    while (cap < 2 * nitems)
-        cap *= 2;
-    mem[3] = buf_take(pl, (size_t)cap * sizeof(int));
-    int *tab = mem[3].p;
-    for (long q = 0; q < cap; q++)
-        tab[q] = -1;
-    for (long q = nitems - 1; q >= 0; q--) {
-        long slot = (long)(s.h[q] & (uint64_t)(cap - 1));
-        while (tab[slot] >= 0 && s.h[tab[slot]] != s.h[q])
-            slot = (slot + 1) & (cap - 1);
-        s.next[q] = tab[slot];
-        tab[slot] = (int)q;
-    }
+    const long nitems = scan_items(pl, &s, &mem[3], e, n, nsh);
     /* choose: the loop starting at each item that saves the most */
     mem[4] = buf_take(pl, (size_t)(nitems + 1) * sizeof *s.end);
     s.end = mem[4].p;
@@ -856,7 +886,7 @@ static long roll_once(rr_pool *pl, const rr_ent *e, long n, rr_vec *out)
  * list is copied back (it is shorter); a whole list (at 0: a kernel's)
  * trades buffers with it instead (copying it back was 2.4 M instructions
  * of BERT-base's compile). */
-static void roll_in_place(rr_pool *pl, rr_vec *v, long at)
+static void roll_in_place(rr_pool *pl, rr_vec *v, long at, int nsh)
 {
     rr_vec buf[2] = {pool_take(pl), pool_take(pl)};
     const rr_ent *cur = v->v + at;
@@ -865,7 +895,7 @@ static void roll_in_place(rr_pool *pl, rr_vec *v, long at)
     for (int pass = 0; pass < ISA_MAX_LOOPS; pass++) {
         rr_vec *dst = &buf[pass & 1];
         dst->n = 0;
-        if (!roll_once(pl, cur, ncur, dst))
+        if (!roll_once(pl, cur, ncur, pass ? 0 : nsh, dst))
             break;
         cur = dst->v;
         ncur = dst->n;
@@ -1030,7 +1060,7 @@ static void unroll_one(const rr_ent *e, long n, rr_vec *out)
 
 /* Where emission writes, and (from set) where it notes which of the
  * kernel's instructions each it writes copies: from[pc], pc = s->n - first
- * < nfrom, -1 none (code_keep keeps them for emit_as_code). */
+ * < nfrom, set for copies only (code_keep keeps them for emit_as_code). */
 typedef struct {
     isa_stream *s;    /* the new stream */
     rr_kstat *ks;
@@ -1361,7 +1391,13 @@ static void code_keep(rr_scratch *sc, rr_tmpl *t, const isa_insn *c, long n, con
     for (long pc = 0; pc < n; pc++) {
         rr_code *k = &t->code[pc];
         const rr_opfields *f = fields_of(c[pc].op);
-        *k = (rr_code){.op = c[pc].op, .reg = c[pc].reg, .val = c[pc].val, .shape = -1, .idx = -1};
+        /* (field by field: areg and aoff past na are never read) */
+        k->op = c[pc].op;
+        k->na = 0;
+        k->reg = c[pc].reg;
+        k->val = c[pc].val;
+        k->shape = -1;
+        k->idx = -1;
         const int copied = !seq_op(k->op);
         if (copied) {
             k->shape = sc->seen[pc] >= 0 ? t->shape[sc->seen[pc]] : -2; /* -2: never issued, never alike */
@@ -1513,6 +1549,7 @@ static int make_entries(rr_scratch *sc, const isa_insn *s, long n)
     }
     sh->gen = slots_gen(sh->tab, sh->cap, grown, sh->gen);
     sh->next = 0;
+    sh->clash = 0;
     if (n + 1 > ev->cap) {
         ev->mem.arena = sc->arena;
         ev->v = isa_buf_reserve(&ev->mem, (size_t)(n + 1) * sizeof *ev->v, 0);
@@ -1589,7 +1626,7 @@ static int roll_fresh(rr_scratch *sc, rr_tmpl *t, const isa_insn *s, long n)
      * template keeps the code (code_keep), not the list (copying each
      * fresh roll's list, up to 100 KB of entries, was a sixth of
      * BERT-base's page faults) */
-    roll_in_place(&sc->pool, &sc->e, 0);
+    roll_in_place(&sc->pool, &sc->e, 0, sc->shapes.clash ? 0 : t->nsh);
     t->n = (size_t)n * sizeof(isa_insn) <= UINT32_MAX ? n : 0; /* (pos) */
     return 1;
 }
@@ -1804,12 +1841,12 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
     }
     /* emitted from the entries' list, where it rolled, noting what each
      * instruction copies (a rolled kernel is rarely longer than 2n + 64:
-     * a longer one leaves no template) */
+     * a longer one leaves no template; from is not filled with -1 first:
+     * copy_in sets it for every instruction copied, and code_keep reads
+     * no other) */
     rr_out to = *o;
     to.nfrom = 2 * n + 64;
     sc->from = scratch_array(sc, &sc->fromm, to.nfrom, sizeof *sc->from);
-    for (long pc = 0; pc < to.nfrom; pc++)
-        sc->from[pc] = -1;
     to.from = sc->from;
     to.first = (long)o->s->n;
     const long unrolled = o->ks->unrolled;
