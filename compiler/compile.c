@@ -48,7 +48,7 @@ static void *dup_array(const void *a, size_t n, size_t elem)
 {
     if (!a)
         return NULL;
-    void *d = ir_xalloc(n * elem);
+    void *d = ir_xmalloc(n * elem); /* (every byte copied) */
     memcpy(d, a, n * elem);
     return d;
 }
