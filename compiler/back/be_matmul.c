@@ -2099,13 +2099,14 @@ static int mm_note_tiles(be_ctx *c, int pos, mm_plan *m, double best)
         return 0;
     if (w->bcast && w->gn > 1) /* a grid over the ring: its largest grid row */
         mt = tl.MB;
-    char kb[96], sp[96], rg[224], slots[48] = "";
+    char kb[96], sp[96], rg[224] = "", slots[48] = "";
     if (tl.slots)
         snprintf(slots, sizeof slots, "; B in K chunks through %" PRId64 " slots", tl.slots);
-    snprintf(rg, sizeof rg,
-             ", A shared in rows of the grid and B passed down its columns over the ring (each read from DRAM "
-             "once%s), results to the cores keeping their rows",
-             slots);
+    if (w->bcast && w->gn > 1) /* (formatted only where the note says it) */
+        snprintf(rg, sizeof rg,
+                 ", A shared in rows of the grid and B passed down its columns over the ring (each read from DRAM "
+                 "once%s), results to the cores keeping their rows",
+                 slots);
     if (w->gk > 1)
         snprintf(kb, sizeof kb, "k %" PRId64 " in %" PRId64 " parts of up to %" PRId64 " in chunks of %" PRId64
                  " (fp32 partial sums)", m->Kd, w->gk, m->Kc, tl.KC);
