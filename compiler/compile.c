@@ -48,7 +48,7 @@ static void *dup_array(const void *a, size_t n, size_t elem)
 {
     if (!a)
         return NULL;
-    void *d = ir_xalloc(n * elem);
+    void *d = ir_xmalloc(n * elem); /* (every byte copied) */
     memcpy(d, a, n * elem);
     return d;
 }
@@ -99,7 +99,7 @@ static void copy_ir(ir_prog *q, const ir_prog *p)
  * is not copied: nothing after lower reads it.  A field added to
  * cc_result must be copied here too (or left out with a reason), and
  * freed in cc_result_free: the size check stops the build until it is. */
-_Static_assert(sizeof(struct cc_result) == 432, "compile.c's prog_copy copies every cc_result field: add the new one");
+_Static_assert(sizeof(struct cc_result) == 440, "compile.c's prog_copy copies every cc_result field: add the new one");
 static ir_prog *prog_copy(const ir_prog *p)
 {
     assert(!p->be && !p->program && !p->order && !p->ndconsts == !p->dconsts);
@@ -315,10 +315,15 @@ static int planned(const cc_result *r)
 }
 
 /* The estimate of r: be_estimate_total once compiled, its lower bound
- * while planned. */
+ * while planned (asked once: the choice asks it of a plan up to twice,
+ * and the plan does not change while planned). */
 static double floor_est(cc_result *r)
 {
-    return planned(r) ? be_estimate_floor(r) : be_estimate_total(r);
+    if (!planned(r))
+        return be_estimate_total(r);
+    if (!r->floor)
+        r->floor = be_estimate_floor(r);
+    return r->floor;
 }
 
 /* alt is sure to be the better program than r, whatever codegen makes

@@ -47,6 +47,7 @@ static void mm_free(mm_plan *m)
     free(m->wspan[1]);
     free(m->gmemo.e);
     free(m->gmemo.waited);
+    free(m->gmemo.set);
 }
 
 /* Split K in gk parts of whole sticks: a core's share is at most Kc rows. */
@@ -1187,6 +1188,21 @@ static int mm_row_same(const be_walk *w, int64_t f0, int64_t f, int64_t step, in
     return to >= 0 && to < s && to / w->lanes == co / w->lanes;
 }
 
+/* How many of the rows after the row from flat f0, each `down` after the
+ * one before, read f0's row's sticks (mm_row_same of each of rows 1..J,
+ * at most `most`): every condition mm_row_same tests is linear in the
+ * row, so the rows that pass are a run from the first, found by one
+ * division (BERT-base's plans asked it of 15,120 rows one by one). */
+static int64_t mm_rows_same(const be_walk *w, int64_t f0, int64_t down, int64_t step, int64_t n, int64_t most)
+{
+    if (!mm_row_same(w, f0, f0, step, n)) /* the conditions that do not move with the row */
+        return 0;
+    const int64_t s = w->shape[w->sd], co = f0 % s, g0 = co / w->lanes * w->lanes;
+    const int64_t hi = cc_min(g0 + w->lanes, s) - 1 - co;                  /* row * down <= hi (>= 0) */
+    const int64_t lo = cc_max(g0 - co, -cc_min(f0, f0 + (n - 1) * step)); /* row * down >= lo (<= 0) */
+    return down > 0 ? cc_min(most, hi / down) : down < 0 ? cc_min(most, lo / down) : most;
+}
+
 /* Rows each the one before moved along coordinate d by `by`
  * (be_walk_axis; -1: not moved), after a row walked as one run inside
  * the buffer (the walk still at its first element): do they read sticks
@@ -1227,7 +1243,7 @@ static void mm_span_add(const mm_plan *m, int buf, const ir_index *idx, int64_t 
     val[lanevar] = l0;
     val[rowvar] = r0;
     const int64_t f0 = be_index_at(idx, m->mm->nvars, val), step = idx->coef[lanevar], down = idx->coef[rowvar];
-    int64_t walked = f0, i = 0;
+    int64_t i = 0;
     /* (a row step inside an innermost stick dim moves that dim, as a
      * transposed operand's rows do, mm_row_same's: not asked) */
     if (nr > 2 && w.rank && !(w.sd == w.rank - 1 && down % w.shape[w.sd])) {
@@ -1237,14 +1253,12 @@ static void mm_span_add(const mm_plan *m, int buf, const ir_index *idx, int64_t 
             be_walk_run(&w, L, f0 + (nr - 1) * down, step, nl, -1, lo, hi);
             return;
         }
-        i = 1;
+        i = 1 + mm_rows_same(&w, f0, down, step, nl, nr - 1);
     }
     for (; i < nr; i++) {
         const int64_t f = f0 + i * down;
-        if (i && mm_row_same(&w, walked, f, step, nl))
-            continue;
         be_walk_run(&w, L, f, step, nl, -1, lo, hi);
-        walked = f;
+        i += mm_rows_same(&w, f, down, step, nl, nr - 1 - i);
     }
 }
 
@@ -1630,7 +1644,9 @@ static int mm_rows_whole(const be_ctx *c, const mm_plan *m, int64_t gm)
  * (mm_keeps_rows): the row kernel reading it aligns with the product's
  * cores and runs faster on more (BERT-base's QK^T, softmax and PV, K 64:
  * 1x1b4 227,915 cycles for the layer, 1x1b12 218,443). */
-/* The grid memo emptied, for the state m is priced in now. */
+/* The grid memo emptied, for the state m is priced in now: only the
+ * entries priced since it was last emptied are cleared (a search prices
+ * some 30 of the 1,089 on 32 cores). */
 static void mm_gmemo_begin(mm_plan *m, int64_t cores)
 {
     mm_grid_memo *g = &m->gmemo;
@@ -1638,9 +1654,13 @@ static void mm_gmemo_begin(mm_plan *m, int64_t cores)
     if (!g->e) {
         g->e = ir_xmalloc(n * sizeof *g->e);
         g->waited = ir_xmalloc(n * sizeof *g->waited);
+        g->set = ir_xmalloc(n * sizeof *g->set);
+        for (size_t i = 0; i < n; i++)
+            g->e[i] = -1;
     }
-    for (size_t i = 0; i < n; i++)
-        g->e[i] = g->waited[i] = -1;
+    for (int i = 0; i < g->nset; i++)
+        g->e[g->set[i]] = -1;
+    g->nset = 0;
     g->aw = m->aw;
     g->bw = m->bw;
     g->whole_dram = m->whole_dram;
@@ -1661,6 +1681,15 @@ static double *mm_gmemo_at(const mm_plan *m, int64_t gm, int64_t gn)
         (g->whole_dram != m->whole_dram && (m->aw || m->bw)) || gm > cores || gn > cores)
         return NULL;
     return &g->e[gm * (cores + 1) + gn];
+}
+
+/* Entry i of the grid memo priced e (waited: mm_gmemo's). */
+static void mm_gmemo_put(mm_grid_memo *g, int32_t i, double e, double waited)
+{
+    if (g->e[i] < 0)
+        g->set[g->nset++] = i;
+    g->e[i] = e;
+    g->waited[i] = waited;
 }
 
 /* A floor under mm_cost_tiled of grid gm x gn in m's state: the
@@ -1714,11 +1743,9 @@ static double mm_grid_cost(mm_plan *m, int64_t gm, int64_t gn, mm_tiling *tl)
 {
     double bytes;
     const double e = mm_cost_tiled(m, gm, gn, &bytes, tl);
-    double *memo = mm_gmemo_at(m, gm, gn);
-    if (memo) {
-        *memo = e;
-        m->gmemo.waited[memo - m->gmemo.e] = e == DBL_MAX ? DBL_MAX : tl->waited;
-    }
+    const double *memo = mm_gmemo_at(m, gm, gn);
+    if (memo)
+        mm_gmemo_put(&m->gmemo, (int32_t)(memo - m->gmemo.e), e, e == DBL_MAX ? DBL_MAX : tl->waited);
     return e;
 }
 
@@ -1797,17 +1824,16 @@ static int mm_search_key_of(const be_ctx *c, const mm_plan *m, uint64_t whole, m
  * ir_xmalloc, which be_mmsearch_keep copies). */
 static void mm_search_entries(const mm_plan *m, mm_search_result *r)
 {
-    const int64_t cores = m->c->cfg->cores, n = (cores + 1) * (cores + 1);
-    r->n = 0;
-    r->at = ir_xmalloc((size_t)n * sizeof *r->at);
-    r->e = ir_xmalloc((size_t)n * sizeof *r->e);
-    r->waited = ir_xmalloc((size_t)n * sizeof *r->waited);
-    for (int64_t i = 0; i < n; i++)
-        if (m->gmemo.e[i] >= 0) {
-            r->at[r->n] = (int32_t)i;
-            r->e[r->n] = m->gmemo.e[i];
-            r->waited[r->n++] = m->gmemo.waited[i];
-        }
+    const mm_grid_memo *g = &m->gmemo;
+    r->n = g->nset;
+    r->at = ir_xmalloc((size_t)g->nset * sizeof *r->at);
+    r->e = ir_xmalloc((size_t)g->nset * sizeof *r->e);
+    r->waited = ir_xmalloc((size_t)g->nset * sizeof *r->waited);
+    for (int i = 0; i < g->nset; i++) {
+        r->at[i] = g->set[i];
+        r->e[i] = g->e[g->set[i]];
+        r->waited[i] = g->waited[g->set[i]];
+    }
 }
 
 /* The cheapest grid by the cost model (mm_grid_search), remembered for
@@ -1830,10 +1856,8 @@ static void mm_plan_search(be_ctx *c, int pos, mm_plan *m, double *best)
     if (r) {
         w->gm = r->gm, w->gn = r->gn, w->gk = r->gk, w->gb = r->gb;
         *best = r->best;
-        for (int i = 0; i < r->n; i++) {
-            m->gmemo.e[r->at[i]] = r->e[i];
-            m->gmemo.waited[r->at[i]] = r->waited[i];
-        }
+        for (int i = 0; i < r->n; i++)
+            mm_gmemo_put(&m->gmemo, r->at[i], r->e[i], r->waited[i]);
     } else {
         mm_grid_search(c, pos, m, whole, best);
         if (keyed) {
@@ -2086,13 +2110,14 @@ static int mm_note_tiles(be_ctx *c, int pos, mm_plan *m, double best)
         return 0;
     if (w->bcast && w->gn > 1) /* a grid over the ring: its largest grid row */
         mt = tl.MB;
-    char kb[96], sp[96], rg[224], slots[48] = "";
+    char kb[96], sp[96], rg[224] = "", slots[48] = "";
     if (tl.slots)
         snprintf(slots, sizeof slots, "; B in K chunks through %" PRId64 " slots", tl.slots);
-    snprintf(rg, sizeof rg,
-             ", A shared in rows of the grid and B passed down its columns over the ring (each read from DRAM "
-             "once%s), results to the cores keeping their rows",
-             slots);
+    if (w->bcast && w->gn > 1) /* (formatted only where the note says it) */
+        snprintf(rg, sizeof rg,
+                 ", A shared in rows of the grid and B passed down its columns over the ring (each read from DRAM "
+                 "once%s), results to the cores keeping their rows",
+                 slots);
     if (w->gk > 1)
         snprintf(kb, sizeof kb, "k %" PRId64 " in %" PRId64 " parts of up to %" PRId64 " in chunks of %" PRId64
                  " (fp32 partial sums)", m->Kd, w->gk, m->Kc, tl.KC);
@@ -2180,7 +2205,7 @@ static double mm_cost_waits_k1(be_ctx *c, mm_plan *m, int64_t gm, int64_t gn)
 {
     mm_set_gk(m, 1);
     const double *memo = mm_gmemo_at(m, gm, gn);
-    const double w = memo ? m->gmemo.waited[memo - m->gmemo.e] : -1;
+    const double w = memo && *memo >= 0 ? m->gmemo.waited[memo - m->gmemo.e] : -1;
     return w >= 0 ? w : mm_cost_waits(c, m, gm, gn, 1);
 }
 

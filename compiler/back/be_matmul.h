@@ -52,7 +52,10 @@ typedef struct {
  * the same grids again. */
 typedef struct {
     double *e;           /* [gm * (cores + 1) + gn]; < 0: not priced */
-    double *waited;      /* the same, the tiling's estimate with the DRAM's waits (mm_tiling.waited) */
+    double *waited;      /* the same, the tiling's estimate with the DRAM's waits (mm_tiling.waited), set
+                            where e is */
+    int32_t *set;        /* the indices priced since the memo was emptied (nset of them) */
+    int nset;
     int aw, bw, whole_dram, ends, waits;
     double sscale;
 } mm_grid_memo;

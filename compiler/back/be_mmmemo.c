@@ -18,6 +18,7 @@
 #include "be_matmul.h"
 #include "be_diag.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,9 +47,16 @@ struct be_mmmemo {
     be_kinfo kin;
 };
 
+/* The rows memo's slots are told empty by their gen alone (plans number
+ * from 1): zeroing all 72 KB of them was 1.3% of BERT-base's plans. */
 void be_mmmemo_begin(be_ctx *c)
 {
-    c->mmmemo = ir_xalloc(sizeof *c->mmmemo);
+    struct be_mmmemo *q = ir_xmalloc(sizeof *q);
+    const size_t rest = offsetof(struct be_mmmemo, gen);
+    memset((char *)q + rest, 0, sizeof *q - rest);
+    for (int i = 0; i < MM_ROWS_MEMO; i++)
+        q->rows[i].gen = 0;
+    c->mmmemo = q;
 }
 
 void be_mmmemo_end(be_ctx *c)

@@ -72,7 +72,7 @@ void *ir_xgrow(void *p, int *cap, int need, size_t elem)
 char *ir_xstrdup(const char *s)
 {
     size_t n = strlen(s) + 1;
-    char *d = ir_xalloc(n);
+    char *d = ir_xmalloc(n);
     memcpy(d, s, n);
     return d;
 }

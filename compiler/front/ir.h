@@ -372,6 +372,7 @@ struct cc_result {
     /* the row kernels' span cache that cc_compile's attempts share (their
      * plans walk the same loads: be_rows.c), or NULL: the be_ctx's own */
     struct be_spancache **spans;
+    double floor; /* cc_compile: be_estimate_floor of the plan, once asked (0: not yet) */
 };
 
 /* ---- Passes (each returns 0, or -1 with a message in p->err) ---- */
