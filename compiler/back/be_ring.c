@@ -570,6 +570,7 @@ typedef struct {
     cc_emit *e;
     int core;
     int64_t gm, gn, i, j, mid, mt, p0, pn, own, g0, ns, cols, tg0, tns, nsb, nsteps, pre, npre;
+    int64_t krot; /* rg_k0's rotation of the K chunks */
     mm_rows rs;
     int64_t AG, BW, C, colt, CT, bslot[RG_SLOTS], cred_src, cred_in[2];
     int aarr[RG_MAX_GN], aload, aload_r, loaded, arr, efull;
@@ -670,6 +671,16 @@ int mm_rg_plan_tiling(mm_plan *m)
     return m->rg_rc;
 }
 
+/* rg_k0's rotation of the K chunks: the core's, set once by rg_setup
+ * (rg_k0 worked it out twice a chunk). */
+static int64_t rg_krot(const rg_core *g)
+{
+    int64_t t0 = 0, tn = 0;
+    if (g->m->atile)
+        rg_a_tile(g->m, g->j, &t0, &tn);
+    return t0 * g->c->t.lanes16 / g->mc.KC;
+}
+
 /* The core's place in the grid, its tiling, LX areas and tokens. */
 static int rg_setup(rg_core *g, be_ctx *c, mm_plan *m, int core, cc_emit *e)
 {
@@ -713,6 +724,7 @@ static int rg_setup(rg_core *g, be_ctx *c, mm_plan *m, int core, cc_emit *e)
     const int64_t MT = mc->MB = mc->tl.MB, NS = mc->NBS = mc->tl.NBS, KC = mc->KC = mc->tl.KC;
     mc->nch = mc->tl.nch;
     mc->nc = mc->tl.split == SPLIT_NONE ? 1 : 2;
+    g->krot = rg_krot(g);
     mc->cslot_bytes = mm_cslot_bytes(m, MT, NS);
     /* allocated first and at their largest: the same offsets on every
      * core, where the row's and the column's other cores write */
@@ -852,11 +864,7 @@ static void rg_a_out(rg_core *g, int64_t gi, int64_t kg, int64_t aoff)
  * order. */
 static int64_t rg_k0(const rg_core *g, int64_t jc)
 {
-    int64_t t0 = 0, tn = 0;
-    if (g->m->atile)
-        rg_a_tile(g->m, g->j, &t0, &tn);
-    const int64_t rot = t0 * g->c->t.lanes16 / g->mc.KC;
-    return (jc + rot) % g->mc.nch * g->mc.KC;
+    return (jc + g->krot) % g->mc.nch * g->mc.KC;
 }
 
 /* Where the PTs find stick group gi of A, row r0 of the grid row, and
