@@ -896,7 +896,7 @@ static void walk_kernel(cg_lane *l, int core, const isa_stream *s)
     const isa_insn *in = s->insns, *end = in + s->n; /* (in locals: bd_insn's byte stores could alias s) */
     for (; in < end; in++) {
         const int w = op_walk[in->op];
-        if ((unsigned)(w - W_WAIT) <= (unsigned)(W_SIG - W_WAIT)) { /* a sig (+1), wait (-1) or neither (+0): one test */
+        if ((unsigned)(w - W_WAIT) <= (unsigned)(W_SIG - W_WAIT)) { /* sig +1, wait -1, neither +0: one test */
             if (in->tok < ntok)
                 bal[in->tok] += w;
             continue;

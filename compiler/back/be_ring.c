@@ -569,8 +569,12 @@ typedef struct {
     mm_plan *m;
     cc_emit *e;
     int core;
+    /* (ints, in padding: rg_core stays below 2,048 bytes, from where
+     * calloc's memset is a rep stosb, which callgrind counts byte by byte:
+     * 0.45 M instructions more on BERT-base) */
+    int krot;     /* rg_k0's rotation of the K chunks */
+    int at0, atn; /* A kept in tiles: the core's own, stick groups [at0, at0 + atn) (else none) */
     int64_t gm, gn, i, j, mid, mt, p0, pn, own, g0, ns, cols, tg0, tns, nsb, nsteps, pre, npre;
-    int64_t krot; /* rg_k0's rotation of the K chunks */
     mm_rows rs;
     int64_t AG, BW, C, colt, CT, bslot[RG_SLOTS], cred_src, cred_in[2];
     int aarr[RG_MAX_GN], aload, aload_r, loaded, arr, efull;
@@ -583,10 +587,7 @@ typedef struct {
     struct rg_pieces *pend; /* results of the previous block the ring still sends */
     mm_parts cp;
     int pipe, nseg[2], seg[2][RG_MAX_GN], down[2];
-    /* the ways down[h] there are, in the order rg_chunk_in sends; chars, in
-     * the padding before ra_lx: a larger rg_core moved malloc's chunks, and
-     * calloc zeroed 0.45 M instructions more on BERT-base */
-    signed char hs[2], nh;
+    signed char hs[2], nh; /* the ways down[h] there are, in the order rg_chunk_in sends (chars in padding, as krot) */
     int64_t ra_lx, ra_cap; /* A's kept rows: where they are (m->ares) */
     be_view bv0;
     int64_t ep_at, *ep_base, ep_b; /* the block ep_b's epilogue operands: loaded up to ep_at, each at ep_base */
@@ -675,15 +676,6 @@ int mm_rg_plan_tiling(mm_plan *m)
     return m->rg_rc;
 }
 
-/* rg_k0's rotation of the K chunks: the core's, set once by rg_setup
- * (rg_k0 worked it out twice a chunk). */
-static int64_t rg_krot(const rg_core *g)
-{
-    int64_t t0 = 0, tn = 0;
-    if (g->m->atile)
-        rg_a_tile(g->m, g->j, &t0, &tn);
-    return t0 * g->c->t.lanes16 / g->mc.KC;
-}
 
 /* The core's place in the grid, its tiling, LX areas and tokens. */
 static int rg_setup(rg_core *g, be_ctx *c, mm_plan *m, int core, cc_emit *e)
@@ -728,7 +720,14 @@ static int rg_setup(rg_core *g, be_ctx *c, mm_plan *m, int core, cc_emit *e)
     const int64_t MT = mc->MB = mc->tl.MB, NS = mc->NBS = mc->tl.NBS, KC = mc->KC = mc->tl.KC;
     mc->nch = mc->tl.nch;
     mc->nc = mc->tl.split == SPLIT_NONE ? 1 : 2;
-    g->krot = rg_krot(g);
+    /* the core's own tile and rg_k0's rotation, set once: they were worked
+     * out per chunk and per product */
+    int64_t t0 = 0, tn = 0;
+    if (m->atile)
+        rg_a_tile(m, g->j, &t0, &tn);
+    g->at0 = (int)t0;
+    g->atn = (int)tn;
+    g->krot = (int)(t0 * c->t.lanes16 / KC);
     mc->cslot_bytes = mm_cslot_bytes(m, MT, NS);
     /* allocated first and at their largest: the same offsets on every
      * core, where the row's and the column's other cores write */
@@ -881,16 +880,13 @@ static int64_t rg_k0(const rg_core *g, int64_t jc)
  * in tiles and gi is in it, else AG. */
 static int64_t rg_a_at(const rg_core *g, int64_t gi, int64_t r0, int64_t *stride)
 {
-    const int64_t sb = g->c->t.stick;
-    int64_t t0 = 0, tn = 0;
-    if (g->m->atile)
-        rg_a_tile(g->m, g->j, &t0, &tn);
+    const int64_t sb = g->c->t.stick, t0 = g->at0, tn = g->atn;
     if (gi >= t0 && gi < t0 + tn) {
         *stride = g->ra_cap * sb;
         return g->ra_lx + ((gi - t0) * g->ra_cap + r0) * sb;
     }
     *stride = g->mc.MB * sb;
-    return g->AG + (rg_ag_index(g->m, g->j, gi) * g->mc.MB + r0) * sb;
+    return g->AG + ((gi < t0 ? gi : gi - tn) * g->mc.MB + r0) * sb; /* rg_ag_index's */
 }
 
 /* A kept in tiles: the grid row's A of a chunk (stick groups [gi, gi +
@@ -899,9 +895,7 @@ static int64_t rg_a_at(const rg_core *g, int64_t gi, int64_t r0, int64_t *stride
  * for it.  The owner of the chunk, or -1 on the others. */
 static void rg_a_tile_out(rg_core *g, int64_t gi, int64_t kg)
 {
-    const int64_t sb = g->c->t.stick, MT = g->mc.MB;
-    int64_t t0, tn;
-    rg_a_tile(g->m, g->j, &t0, &tn);
+    const int64_t sb = g->c->t.stick, MT = g->mc.MB, t0 = g->at0, tn = g->atn;
     if (gi < t0 || gi >= t0 + tn)
         return;
     assert(gi + kg <= t0 + tn);
