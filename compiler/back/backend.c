@@ -893,23 +893,20 @@ static void walk_kernel(cg_lane *l, int core, const isa_stream *s)
     bd_state *bd = l->bd;
     const int ntok = bd->ntok;
     int32_t *bal = bd->tokbal + (size_t)core * (size_t)ntok; /* the core's token balances (bd_insn's) */
-    const size_t n = s->n; /* (in a local: bd_insn's byte stores could alias it) */
-    size_t j = 0;
-    for (; j < n; j++) {
-        const isa_insn *in = &s->insns[j];
+    const isa_insn *in = s->insns, *end = in + s->n; /* (in locals: bd_insn's byte stores could alias s) */
+    for (; in < end; in++) {
         const int w = op_walk[in->op];
-        if (w == W_NONE)
-            continue;
-        if (w == W_SEQ)
-            break;
-        if (w != W_BD) { /* a sig (+1) or wait (-1) */
+        if ((unsigned)(w - W_WAIT) <= (unsigned)(W_SIG - W_WAIT)) { /* sig +1, wait -1, neither +0: one test */
             if (in->tok < ntok)
                 bal[in->tok] += w;
             continue;
         }
+        if (w == W_SEQ)
+            break;
         bd_insn(bd, in, core);
         measure_dma_inline(c, ki, in, isa_op_class(in->op), busy); /* (W_BD: M_DMA's ops) */
     }
+    const size_t j = (size_t)(in - s->insns);
     bd_collect(bd, s, j, core);
     measure(c, ki, s, j, busy);
 }

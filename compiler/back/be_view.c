@@ -47,10 +47,7 @@ void be_walk_init(be_walk *w, const be_ctx *c, int buf)
     w->esz = L->f32 ? 4 : 2;
     w->lrows = L->rows;
     w->stick = c->t.stick;
-    w->lshift = -1;
-    for (int b = 0; b < 62; b++)
-        if (w->lanes == (int64_t)1 << b)
-            w->lshift = b;
+    w->lshift = w->lanes > 0 && !(w->lanes & (w->lanes - 1)) ? __builtin_ctzll((unsigned long long)w->lanes) : -1;
     int64_t rs = 1;
     for (int d = t->rank - 1; d >= 0; d--) {
         w->shape[d] = t->shape[d];
