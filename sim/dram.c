@@ -92,9 +92,10 @@ typedef struct dram_wentry {
     uint64_t nb;        /* bursts, the buffer space it holds */
     double start;       /* waiting: when it was accepted, and may be released;
                            released: its first data on the bus */
-    uint64_t pad[4];    /* to 64 bytes: an entry's index scales by a shift */
 } dram_wentry;
-_Static_assert(sizeof(dram_wentry) == 64, "a write buffer entry is one cache line");
+/* a power of two, so an entry's index scales by a shift; two to a line
+ * (the rings are line-aligned): a launch walks every channel's ring */
+_Static_assert(sizeof(dram_wentry) == 32, "two write buffer entries a cache line");
 
 /* A divisor with its shift when it is a power of two (-1 otherwise): the
  * address map divides by several per segment, and a shift is far cheaper
@@ -204,9 +205,12 @@ static int alloc_state(sim_dram *d)
     d->ch = calloc(n, sizeof *d->ch);
     d->bank = calloc(n * (size_t)d->nbank, sizeof *d->bank);
     d->bg_free = calloc(n * (size_t)d->nbg, sizeof *d->bg_free);
-    d->wq = d->wq_cap ? calloc(n * (size_t)(d->wq_mask + 1), sizeof *d->wq) : NULL;
+    const size_t wq_bytes = n * (size_t)(d->wq_mask + 1) * sizeof *d->wq;
+    d->wq = d->wq_cap ? aligned_alloc(64, wq_bytes) : NULL;
     if (!d->ch || !d->bank || !d->bg_free || (d->wq_cap && !d->wq))
         return 1;
+    if (d->wq)
+        memset(d->wq, 0, wq_bytes);
     for (size_t c = 0; c < n; c++)
         d->ch[c].wq = d->wq ? &d->wq[c * (d->wq_mask + 1)] : NULL;
     return 0;
@@ -795,7 +799,10 @@ double sim_dram_drain_time(const sim_dram *d)
         s->ch[c].wq = &s->wq[uc * nq]; /* its own buffer */
         memcpy(&s->bank[uc * nb], &d->bank[uc * nb], nb * sizeof *s->bank);
         memcpy(&s->bg_free[uc * ng], &d->bg_free[uc * ng], ng * sizeof *s->bg_free);
-        memcpy(&s->wq[uc * nq], &d->wq[uc * nq], nq * sizeof *s->wq);
+        for (uint32_t i = 0; i < ch->wq_n; i++) { /* its entries, not the whole ring */
+            size_t at = uc * nq + ((ch->wq_head + i) & d->wq_mask);
+            s->wq[at] = d->wq[at];
+        }
         wq_idle(s, c, INFINITY);
         t = later(t, s->ch[c].wr_done);
     }

@@ -456,6 +456,24 @@ static __attribute__((noinline, cold)) int no_unit_fault(sim *s, int core, long 
     return sim_faultf(s, core, ISA_U_SEQ, pc, "%s", msg);
 }
 
+/* Out of the issue loop's way: a ring grows a few times in a sim's life. */
+__attribute__((noinline, cold)) int sim_queue_grow(sim_queue *q, int depth)
+{
+    const int cap = q->cap + SIM_QUEUE_STEP < depth ? q->cap + SIM_QUEUE_STEP : depth;
+    sim_slot *n = aligned_alloc(SIM_SLOT_ALIGN, (size_t)cap * sizeof *n);
+    if (!n)
+        return -1;
+    for (int i = 0; i < q->count; i++) {
+        int at = q->head + i;
+        n[i] = q->q[at >= q->cap ? at - q->cap : at];
+    }
+    free(q->q);
+    q->q = n;
+    q->cap = cap;
+    q->head = 0;
+    return 0;
+}
+
 /* Issue core c's unit instructions from its pc on, until a sequencer
  * instruction, a full queue (*full set) or the stream's end: the
  * sequencer's hot path (the GEMM issues 16 k a launch), with its pc and
@@ -485,7 +503,11 @@ static inline __attribute__((always_inline)) int issue_units(engine *g, sim_core
             break;
         }
         sim_queue *q = &c->units[u];
-        if (q->count == depth) {
+        if (q->count == q->cap && (q->cap == depth || sim_queue_grow(q, depth))) {
+            if (q->cap != depth) {
+                rc = sim_faultf(s, c->id, u, pc, "out of host memory (unit queue)");
+                break;
+            }
             c->seq_blocked_on = u;
             *full = 1;
             break;
@@ -495,8 +517,8 @@ static inline __attribute__((always_inline)) int issue_units(engine *g, sim_core
             break;
         }
         g->issued++;
-        int at = q->head + q->count; /* a wrap, not a division by depth */
-        sim_slot *e = &q->q[at >= depth ? at - depth : at];
+        int at = q->head + q->count; /* a wrap, not a division by cap */
+        sim_slot *e = &q->q[at >= q->cap ? at - q->cap : at];
         e->in = &str->insns[pc];
         e->op = r->op;
         e->kslot = r->kslot;
@@ -610,7 +632,6 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
     sim *s = g->s;
     sim_unit_state *us = &c->ustate[u];
     sim_queue *q = &c->units[u];
-    const int depth = s->cfg.queue_depth;
     us->scheduled = 0;
     if (!q->count) {
         if (c->at_barrier && try_barrier(g))
@@ -694,7 +715,7 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
         kernel_charge(g, slot, c->id, t, done, done > covered ? done - covered : 0, macs, dram_bytes);
     us->free_at = t + dur;
     us->done_at = done > us->done_at ? done : us->done_at;
-    q->head = q->head + 1 == depth ? 0 : q->head + 1;
+    q->head = q->head + 1 == q->cap ? 0 : q->head + 1;
     q->count--;
     if (c->seq_blocked_on == u) {
         c->seq_blocked_on = -1;

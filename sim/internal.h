@@ -48,10 +48,21 @@ static inline void sim_slot_insn(const sim_slot *e, isa_insn *out)
     out->p = isa_addr_at(0, e->p);
 }
 
+/* A unit's queue: a ring of `cap` slots holding `count` from `head`.  The
+ * model's depth (queue_depth) bounds count; the ring grows towards it only
+ * as a program fills it (sim_queue_grow), so a launch walks the slots its
+ * units hold in flight, not queue_depth of each (a 1024^3 GEMM's DMA and
+ * PT queues hold at most 24 of 64). */
 typedef struct {
     sim_slot *q;
-    int head, count;
+    int head, count, cap;
 } sim_queue;
+
+/* Give q SIM_QUEUE_STEP more slots, at most depth in all (a new queue,
+ * cap 0, its first ones), its count from head kept in order.  0, or -1
+ * when out of host memory (q unchanged). */
+#define SIM_QUEUE_STEP 8
+int sim_queue_grow(sim_queue *q, int depth);
 
 typedef struct {
     long start;        /* index of the first instruction of the body */

@@ -100,7 +100,7 @@ sim *sim_create(const chip_config *cfg)
         if (!c->tokens)
             goto fail;
         for (int u = 0; u < ISA_NUNITS; u++)
-            if (!(c->units[u].q = aligned_alloc(SIM_SLOT_ALIGN, (size_t)cfg->queue_depth * sizeof(sim_slot))))
+            if (sim_queue_grow(&c->units[u], cfg->queue_depth))
                 goto fail;
     }
     return s;
