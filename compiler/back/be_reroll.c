@@ -717,13 +717,20 @@ static void emit_loop(rr_pool *pl, rr_scan *s, const rr_ent *e, long i, const rr
     el.h = ent_hash(&el);
     const long at = out->n;
     rr_ent *body = out->v + at + 1;
-    assert(body + len < e + b0 + c->reps * len); /* (room for the endl) */
-    memmove(body, e + b0, (size_t)len * sizeof *body); /* (one entry up, when nothing was saved before it) */
+    const rr_ent *from = e + b0;
+    assert(body + len < from + c->reps * len); /* (room for the endl) */
+    if (body > from) { /* nothing saved before it: the entries one up, from the last */
+        for (long j = len - 1; j >= 0; j--)
+            body[j] = from[j];
+        from = body;
+    }
     out->v[at] = lp;
     out->n = at + 1;
     int rel = 0; /* loops around the entry inside the item: the new level's index */
     for (long j = 0; j < len; j++) {
         rr_ent *x = &body[j];
+        if (from != body)
+            *x = from[j]; /* (forward: it writes where it read already) */
         if (x->kind == RR_ENDL)
             rel--;
         if (x->kind == RR_INSN) {
