@@ -809,8 +809,10 @@ static long scan_items(rr_pool *pl, rr_scan *s, rr_buf *tabm, const rr_ent *e, l
  * its reading). */
 static void vec_move(rr_vec *v, const rr_ent *e, long n)
 {
-    if (e != v->v + v->n)
-        memmove(v->v + v->n, e, (size_t)n * sizeof *e);
+    rr_ent *to = v->v + v->n;
+    if (to != e)
+        for (long j = 0; j < n; j++) /* (forward: to is below e) */
+            to[j] = e[j];
     v->n += n;
 }
 
