@@ -82,21 +82,18 @@ typedef struct {
     isa_buf mem;
 } rr_vec;
 
-/* Lists and arrays the rolling of a kernel works in, kept with their
- * memory from kernel to kernel (last given, first taken): each fresh one
- * (a list up to some 3 MB of entries, a scan's arrays some 100 KB each)
- * was mapped and touched anew, page fault by page fault. */
-#define RR_POOL 16
+/* Arrays the rolling of a kernel works in, kept with their memory from
+ * kernel to kernel (last given, first taken): each fresh one (a scan's
+ * arrays some 100 KB each) was mapped and touched anew, page fault by
+ * page fault. */
+#define RR_POOL 64
 typedef struct {
     void *p;
     size_t cap; /* bytes */
 } rr_buf;
 typedef struct {
-    rr_vec v[RR_POOL];
-    int n;
-    rr_buf b[4 * RR_POOL];
+    rr_buf b[RR_POOL];
     int nb;
-    isa_arena *arena; /* where its lists grow (rr_scratch.arena) */
 } rr_pool;
 
 /* Per kernel position: the figures the dump and the report print. */
@@ -196,7 +193,7 @@ typedef struct rr_low {
  * instructions per core, 128 bytes each (288 then)). */
 typedef struct {
     rr_vec e;           /* the kernel's entries */
-    rr_pool pool;       /* roll_in_place's lists */
+    rr_pool pool;       /* roll_once's arrays */
     rr_shapes shapes;   /* shape table (cap: its slots) and representatives */
     isa_stream rolled;  /* roll_tail: a core's tail rolled, before it replaces the tail */
     rr_tmpl t[RR_TEMPLATES]; /* the last kernels rolled from scratch, of distinct ops_key */
@@ -260,22 +257,6 @@ static void vec_push(rr_vec *v, const rr_ent *e)
     vec_append(v, e, 1);
 }
 
-/* An empty list, with the memory of one given back before if any. */
-static rr_vec pool_take(rr_pool *pl)
-{
-    rr_vec v = pl->n ? pl->v[--pl->n] : (rr_vec){.mem.arena = pl->arena};
-    v.n = 0;
-    return v;
-}
-
-static void pool_give(rr_pool *pl, rr_vec v)
-{
-    if (pl->n < RR_POOL)
-        pl->v[pl->n++] = v;
-    else
-        vec_free(&v);
-}
-
 /* An array of at least `bytes`, its contents undefined. */
 static rr_buf buf_take(rr_pool *pl, size_t bytes)
 {
@@ -292,7 +273,7 @@ static rr_buf buf_take(rr_pool *pl, size_t bytes)
 
 static void buf_give(rr_pool *pl, rr_buf b)
 {
-    if (pl->nb < 4 * RR_POOL)
+    if (pl->nb < RR_POOL)
         pl->b[pl->nb++] = b;
     else
         free(b.p);
@@ -722,10 +703,12 @@ static long save_bound(const rr_scan *s, long i, long L, long end)
 
 static void roll_in_place(rr_pool *pl, rr_vec *v, long at, int nsh);
 
-/* Append to out the loop of candidate c at item i: its first repetition
- * with the strides s->stride as a new loop level, rolled in turn (written
- * where it goes and rolled there: entries are large, and most bodies roll
- * no further). */
+/* Append to out the loop of candidate c at item i of list e, which is
+ * out's own from where out ends on (roll_once: the loop's entries come
+ * from at or after where they go): its first repetition with the strides
+ * s->stride as a new loop level, rolled in turn where it went.  A loop
+ * saves entries ((reps - 1) len > 2), so it ends before its repetitions
+ * did. */
 static void emit_loop(rr_pool *pl, rr_scan *s, const rr_ent *e, long i, const rr_cand *c, rr_vec *out)
 {
     const long b0 = s->start[i], len = span(s, i, c->L);
@@ -733,13 +716,21 @@ static void emit_loop(rr_pool *pl, rr_scan *s, const rr_ent *e, long i, const rr
     lp.h = ent_hash(&lp);
     el.h = ent_hash(&el);
     const long at = out->n;
-    vec_push(out, &lp);
-    vec_reserve(out, len);
-    rr_ent *body = out->v + out->n;
+    rr_ent *body = out->v + at + 1;
+    const rr_ent *from = e + b0;
+    assert(body + len < from + c->reps * len); /* (room for the endl) */
+    if (body > from) { /* nothing saved before it: the entries one up, from the last */
+        for (long j = len - 1; j >= 0; j--)
+            body[j] = from[j];
+        from = body;
+    }
+    out->v[at] = lp;
+    out->n = at + 1;
     int rel = 0; /* loops around the entry inside the item: the new level's index */
     for (long j = 0; j < len; j++) {
         rr_ent *x = &body[j];
-        *x = e[b0 + j];
+        if (from != body)
+            *x = from[j]; /* (forward: it writes where it read already) */
         if (x->kind == RR_ENDL)
             rel--;
         if (x->kind == RR_INSN) {
@@ -813,12 +804,26 @@ static long scan_items(rr_pool *pl, rr_scan *s, rr_buf *tabm, const rr_ent *e, l
     return nitems;
 }
 
-/* One left-to-right scan of list e (n entries; nsh: scan_items'); when it
- * finds loops, the list with them into out.  Returns the number of loops
- * (0: out untouched, the list stays as it is: most scans find none, and
- * entries are large to copy). */
-static long roll_once(rr_pool *pl, const rr_ent *e, long n, int nsh, rr_vec *out)
+/* The n entries at e, which lie in v from its end on, appended to v
+ * where they are, or moved down to its end (the rewrite never overtakes
+ * its reading). */
+static void vec_move(rr_vec *v, const rr_ent *e, long n)
 {
+    rr_ent *to = v->v + v->n;
+    if (to != e)
+        for (long j = 0; j < n; j++) /* (forward: to is below e) */
+            to[j] = e[j];
+    v->n += n;
+}
+
+/* One left-to-right scan of list v[from..) (nsh: scan_items'); when it
+ * finds loops, the list rewritten with them where it is (each loop is
+ * shorter than its repetitions: roll_in_place).  Returns the number of
+ * loops (0: the list as it was: most scans find none). */
+static long roll_once(rr_pool *pl, rr_vec *v, long from, int nsh)
+{
+    rr_ent *e = v->v + from;
+    const long n = v->n - from;
     rr_scan s = {0};
     /* per item, sized per entry (at most as many): a pass less to count them */
     rr_buf mem[5] = {buf_take(pl, (size_t)(n + 1) * sizeof *s.start),
@@ -864,15 +869,17 @@ static long roll_once(rr_pool *pl, const rr_ent *e, long n, int nsh, rr_vec *out
     }
     /* rewrite (at items out of the scan's order: s.end no longer holds) */
     s.end = NULL;
+    if (loops)
+        v->n = from;
     long i = 0;
     for (long q = 0; q < loops; q++) {
-        vec_append(out, &e[s.start[i]], s.start[at[q]] - s.start[i]);
+        vec_move(v, &e[s.start[i]], s.start[at[q]] - s.start[i]);
         strides_of(&s, e, at[q], pick[q].L);
-        emit_loop(pl, &s, e, at[q], &pick[q], out);
+        emit_loop(pl, &s, e, at[q], &pick[q], v);
         i = at[q] + pick[q].L * pick[q].reps;
     }
     if (loops)
-        vec_append(out, &e[s.start[i]], n - s.start[i]);
+        vec_move(v, &e[s.start[i]], n - s.start[i]);
     free(at);
     free(pick);
     for (int q = 4; q >= 0; q--)
@@ -882,35 +889,15 @@ static long roll_once(rr_pool *pl, const rr_ent *e, long n, int nsh, rr_vec *out
 }
 
 /* Roll the list v[at..) where it is: scans until one makes no loop (outer
- * loops appear once bodies hold loops), a few at most.  A body's rolled
- * list is copied back (it is shorter); a whole list (at 0: a kernel's)
- * trades buffers with it instead (copying it back was 2.4 M instructions
- * of BERT-base's compile). */
+ * loops appear once bodies hold loops), a few at most.  Each rewrites the
+ * list in place (two lists written by turns, a body's rolled one copied
+ * back by memcpy, cost BERT-base's compile 1.0 M instructions more,
+ * callgrind). */
 static void roll_in_place(rr_pool *pl, rr_vec *v, long at, int nsh)
 {
-    rr_vec buf[2] = {pool_take(pl), pool_take(pl)};
-    const rr_ent *cur = v->v + at;
-    long ncur = v->n - at;
-    int last = -1;
-    for (int pass = 0; pass < ISA_MAX_LOOPS; pass++) {
-        rr_vec *dst = &buf[pass & 1];
-        dst->n = 0;
-        if (!roll_once(pl, cur, ncur, pass ? 0 : nsh, dst))
+    for (int pass = 0; pass < ISA_MAX_LOOPS; pass++)
+        if (!roll_once(pl, v, at, pass ? 0 : nsh))
             break;
-        cur = dst->v;
-        ncur = dst->n;
-        last = pass & 1;
-    }
-    if (last >= 0 && !at) { /* the whole list: v takes the rolled one's buffer, the pool v's */
-        const rr_vec was = *v;
-        *v = buf[last];
-        buf[last] = was;
-    } else if (last >= 0) {
-        v->n = at;
-        vec_append(v, cur, ncur);
-    }
-    pool_give(pl, buf[0]);
-    pool_give(pl, buf[1]);
 }
 
 /* ---- registers and emission ----
@@ -1864,8 +1851,6 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
 static void scratch_free(rr_scratch *sc)
 {
     vec_free(&sc->e);
-    while (sc->pool.n)
-        vec_free(&sc->pool.v[--sc->pool.n]);
     while (sc->pool.nb)
         free(sc->pool.b[--sc->pool.nb].p);
     free(sc->shapes.rep);
@@ -1920,7 +1905,7 @@ static struct be_reroll *rr_state(be_ctx *c)
      * share the huge pages a compile touches (an arena each for the
      * rolling, the second lane and the span cache touched one or two
      * more on BERT-base and decode) */
-    rr->sc.arena = rr->sc.pool.arena = isa_arena_keep(c->prog->arena);
+    rr->sc.arena = isa_arena_keep(c->prog->arena);
     snprintf(rr->cfgname, sizeof rr->cfgname, "%s", c->cfg->name);
     rr->k = ir_xalloc((size_t)(p->norder + 1) * sizeof *rr->k);
     rr->core_before = ir_xalloc((size_t)rr->ncores * sizeof *rr->core_before);
@@ -2046,7 +2031,7 @@ struct be_rrlane *be_reroll_lane(be_ctx *c, int own)
     struct be_rrlane *l = ir_xalloc(sizeof *l);
     l->sc = own ? &l->own : &rr->sc;
     if (own) /* in the program's arena, as the pass's (rr_state) */
-        l->own.arena = l->own.pool.arena = isa_arena_keep(c->prog->arena);
+        l->own.arena = isa_arena_keep(c->prog->arena);
     l->k = ir_xalloc((size_t)(c->p->norder + 1) * sizeof *l->k);
     return l;
 }
