@@ -642,6 +642,7 @@ typedef struct {
     int lxonly;       /* matmuls: kept in LX and not written to DRAM, as the plan has it or could have it
                          (be_res_may_keep): the estimates leave out its DRAM write */
     be_view sv;
+    int ol0, nol;     /* its output's loads: rk_plan.outloads[ol0, ol0 + nol) */
 } rk_node;
 
 typedef struct {
@@ -659,8 +660,9 @@ typedef struct {
     cc_sfp_tally sfp; /* row kernels: the SFP instructions one row's evaluation emits (rk_measure; insns 0: not known) */
     int64_t ntemps;   /* row kernels: the temp cells a chunk uses (the most live at once) */
     int *reads;       /* row kernels: be_tile.reads for the kernel's evaluation (NULL: none reused) */
-    int *outloads;    /* the loads of the nodes' outputs in the arena's first outloads_upto expressions, in
-                         arena order (rk_eval_nodes binds them; the arena only grows) */
+    int *outloads;    /* the loads of the nodes' outputs in the arena's first outloads_upto expressions, by
+                         node (rk_node.ol0, nol), each node's in arena order (rk_eval_nodes binds them;
+                         the arena only grows) */
     int noutloads, outloads_cap, outloads_upto;
     int scalars;      /* row kernels: a load of one element for every row becomes a COL value */
     double prev_est;  /* row kernels: the kernel before's estimate (0: not asked yet; rk_can_share) */

@@ -700,20 +700,29 @@ int be_eval(be_tile *T, int e, be_val *out)
 /* k->outloads brought up to the arena's end: an expression once made
  * does not change, so the loads found stay, and only the expressions made
  * since are looked at (a scan of the whole arena per node and chunk was
- * most of rk_eval_nodes on BERT-base). */
+ * most of rk_eval_nodes on BERT-base).  Each node's loads lie together
+ * (its ol0, nol), so a node binds its own without a pass over all. */
 static void out_loads(rk_plan *k)
 {
     const ir_prog *p = k->c->p;
     if (k->outloads_upto == p->A.n)
         return;
-    k->outloads = ir_xgrow(k->outloads, &k->outloads_cap, k->noutloads + p->A.n - k->outloads_upto, sizeof *k->outloads);
     for (int x = k->outloads_upto; x < p->A.n; x++) {
         const ir_expr *ex = &p->A.e[x];
-        int hit = 0;
-        for (int j = 0; ex->kind == IR_E_LOAD && j < k->nn && !hit; j++)
-            hit = ex->buf == p->nodes[k->nodes[j].node].out;
-        if (hit)
-            k->outloads[k->noutloads++] = x;
+        if (ex->kind != IR_E_LOAD)
+            continue;
+        for (int j = 0; j < k->nn; j++) {
+            if (ex->buf != p->nodes[k->nodes[j].node].out)
+                continue;
+            k->outloads = ir_xgrow(k->outloads, &k->outloads_cap, k->noutloads + 1, sizeof *k->outloads);
+            const int at = k->nodes[j].ol0 + k->nodes[j].nol;
+            memmove(k->outloads + at + 1, k->outloads + at, (size_t)(k->noutloads - at) * sizeof *k->outloads);
+            k->outloads[at] = x;
+            k->noutloads++;
+            k->nodes[j].nol++;
+            for (int i = j + 1; i < k->nn; i++)
+                k->nodes[i].ol0++;
+        }
     }
     k->outloads_upto = p->A.n;
 }
@@ -776,9 +785,8 @@ int rk_eval_nodes(rk_plan *k, be_tile *T, be_val *nv)
         }
         nv[j < 64 ? j : 63] = v;
         /* later nodes read this node's buffer through loads: bind them */
-        for (int i = 0; i < k->noutloads; i++)
-            if (c->p->A.e[k->outloads[i]].buf == N->out)
-                be_bind(T, k->outloads[i], &v);
+        for (int i = rn->ol0; i < rn->ol0 + rn->nol; i++)
+            be_bind(T, k->outloads[i], &v);
         int cell = cell_of(T, &v);
         if (cell >= 0 && !T->counting && (rn->dram || rn->res))
             T->refs[cell]++; /* read by the stores at the chunk's end: never given back */
