@@ -168,6 +168,7 @@ typedef struct be_ctx {
     struct be_mmmemo *mmmemo; /* workdiv: the matmul plans made, by what they read (be_mmmemo.c) */
     struct be_rowsacc *racc;  /* be_rows_access's answers per kernel position (be_rows.c) */
     struct be_rstmemo *rst;   /* codegen: the restickify gathers' instructions (be_restick.c) */
+    struct be_tmemo *tmemo;   /* the largest memo a tile gave back, for the next tile's (be_sfp.c) */
     int64_t **wspan;          /* per kernel position and operand (2 pos + w): a product's spans of an operand
                                  staged whole (be_matmul.c, mm_whole_spans), made once */
     struct mm_plan **mmshape; /* per kernel position: a product's plan as its structure makes it (be_matmul.c,
@@ -555,6 +556,12 @@ typedef struct {
     int *refs;            /* per cell */
     int ncells, capcells; /* cells opened in this chunk, and room for them */
 } be_tile;
+
+/* T's memo given back (every owner of a tile ends it so): T->c keeps the
+ * largest for the next tile, which then neither allocates nor clears one
+ * (a sparse set needs neither); be_tmemo_free frees the kept one. */
+void be_tile_memo_end(be_tile *T);
+void be_tmemo_free(struct be_tmemo **m);
 
 /* The value of expression e (loads must have been bound with be_bind);
  * emits SFP instructions.  -1 on an unsupported expression (error set). */

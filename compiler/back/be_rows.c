@@ -2285,8 +2285,7 @@ static void rk_measure(rk_plan *k)
         failed = rk_eval_nodes(k, &T, nv) != 0;
     }
     c->err = err;
-    free(T.memo);
-    free(T.memo_id);
+    be_tile_memo_end(&T);
     free(T.refs);
     if (failed) {
         free(T.reads);
@@ -2528,8 +2527,7 @@ static int rk_core_setup(rk_core *rc, rk_plan *k, cc_emit *e, int64_t r0, int64_
 
 static void rk_core_free(rk_core *rc)
 {
-    free(rc->T.memo);
-    free(rc->T.memo_id);
+    be_tile_memo_end(&rc->T);
     free(rc->T.refs);
     for (int j = 0; rc->ocount && j < rc->k->nn; j++)
         free(rc->ocount[j]);

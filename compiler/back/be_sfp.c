@@ -29,10 +29,24 @@ static int cell_of(const be_tile *T, const be_val *v)
  * dense part memo_id[0, nmemo), memo[0, nmemo); the index memo_id[capmemo +
  * e], e's slot if that slot holds e, so nmemo = 0 empties it.  One block
  * for ids and index, so the tile's owners free it as before. */
+struct be_tmemo {
+    int *id;
+    be_val *val;
+    int cap;
+};
+
 static void memo_reserve(be_tile *T, int e)
 {
     if (e < T->capmemo)
         return;
+    struct be_tmemo *kept = T->c->tmemo;
+    if (!T->capmemo && kept && kept->cap > e) { /* a fresh tile: the one kept, its contents stale */
+        T->memo_id = kept->id;
+        T->memo = kept->val;
+        T->capmemo = kept->cap;
+        *kept = (struct be_tmemo){0};
+        return;
+    }
     int cap = T->c->p->A.n > 2 * T->capmemo ? T->c->p->A.n : 2 * T->capmemo; /* every id at once */
     if (cap <= e)
         cap = e + 1;
@@ -44,6 +58,36 @@ static void memo_reserve(be_tile *T, int e)
     memmove(at, T->memo_id + T->capmemo, (size_t)T->capmemo * sizeof *at);
     memset(at + T->capmemo, 0, (size_t)(cap - T->capmemo) * sizeof *at);
     T->capmemo = cap;
+}
+
+void be_tile_memo_end(be_tile *T)
+{
+    if (T->memo_id) {
+        struct be_tmemo **kept = &T->c->tmemo;
+        if (!*kept)
+            *kept = ir_xalloc(sizeof **kept);
+        if (T->capmemo > (*kept)->cap) {
+            free((*kept)->id);
+            free((*kept)->val);
+            **kept = (struct be_tmemo){T->memo_id, T->memo, T->capmemo};
+        } else {
+            free(T->memo_id);
+            free(T->memo);
+        }
+    }
+    T->memo_id = NULL;
+    T->memo = NULL;
+    T->capmemo = T->nmemo = 0;
+}
+
+void be_tmemo_free(struct be_tmemo **m)
+{
+    if (!*m)
+        return;
+    free((*m)->id);
+    free((*m)->val);
+    free(*m);
+    *m = NULL;
 }
 
 static const be_val *lookup(const be_tile *T, int e)
