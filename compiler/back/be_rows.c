@@ -2311,9 +2311,10 @@ static void rk_chunk(rk_core *rc, int64_t r0, int64_t n)
     cc_emit_wait(e, ISA_U_DMAI, rc->empty[s]);
     int64_t at = base;
     int64_t lx_of[256], st_of[256];
-    int64_t *st_lo[256] = {0}, *st_go[256] = {0};
+    int64_t *st_lo[256], *st_go[256]; /* only the loads' entries are read: only theirs cleared */
     for (int i = 0; i < k->nl && i < 256; i++) {
         rk_load *L = &k->loads[i];
+        st_lo[i] = st_go[i] = NULL;
         if (L->cls == BE_V_COL) {
             lx_of[i] = L->lx;
             continue;
