@@ -792,6 +792,7 @@ typedef struct cg_walk {
     char *werr;        /* the worker's view: its error buffer, be_error record, restickify memo */
     int wfail;
     struct be_rstmemo *wrst;
+    struct be_tmemo *wtmemo;
 } cg_walk;
 
 /* What instruction in of kernel ki, of DMA or ring class cls, moves
@@ -1062,6 +1063,7 @@ static void par_view(cg_walk *w, const be_ctx *c, be_state *vs)
     vs->c.err = w->werr;
     vs->c.fail_kernel = &w->wfail;
     vs->c.rst = w->wrst;
+    vs->c.tmemo = w->wtmemo;
 }
 
 static int par_start(cg_walk *w);
@@ -1094,6 +1096,7 @@ static int par_rest(be_ctx *c, int n, be_core_fn fn, void *arg, size_t size, voi
     par_side(&p, 0);
     be_worker_wait(w->worker);
     w->wrst = vs.c.rst;
+    w->wtmemo = vs.c.tmemo;
     for (int core = 0; core < n; core++) {
         c->em[core].hooks = &w->own.hooks;
         c->em[core].err = err0;
@@ -1284,6 +1287,7 @@ static void cg_walk_end(cg_walk *w)
         be_reroll_lane_free(w->half[0].rr);
         be_reroll_lane_free(w->half[1].rr);
         be_rst_memo_free(&w->wrst);
+        be_tmemo_free(&w->wtmemo);
         free(w->werr);
     }
     free(w->from);
@@ -1374,6 +1378,7 @@ void be_free(ir_prog *p)
     isa_program_free(c->prog);
     be_reroll_free(c);
     be_rst_memo_free(&c->rst);
+    be_tmemo_free(&c->tmemo);
     be_rows_spans_free(c);
     be_rows_access_free(c);
     be_matmul_memos_free(c);

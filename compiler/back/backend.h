@@ -168,6 +168,7 @@ typedef struct be_ctx {
     struct be_mmmemo *mmmemo; /* workdiv: the matmul plans made, by what they read (be_mmmemo.c) */
     struct be_rowsacc *racc;  /* be_rows_access's answers per kernel position (be_rows.c) */
     struct be_rstmemo *rst;   /* codegen: the restickify gathers' instructions (be_restick.c) */
+    struct be_tmemo *tmemo;   /* the largest memo a tile gave back, for the next tile's (be_sfp.c) */
     int64_t **wspan;          /* per kernel position and operand (2 pos + w): a product's spans of an operand
                                  staged whole (be_matmul.c, mm_whole_spans), made once */
     struct mm_plan **mmshape; /* per kernel position: a product's plan as its structure makes it (be_matmul.c,
@@ -556,6 +557,12 @@ typedef struct {
     int ncells, capcells; /* cells opened in this chunk, and room for them */
 } be_tile;
 
+/* T's memo given back (every owner of a tile ends it so): T->c keeps the
+ * largest for the next tile, which then neither allocates nor clears one
+ * (a sparse set needs neither); be_tmemo_free frees the kept one. */
+void be_tile_memo_end(be_tile *T);
+void be_tmemo_free(struct be_tmemo **m);
+
 /* The value of expression e (loads must have been bound with be_bind);
  * emits SFP instructions.  -1 on an unsupported expression (error set). */
 int be_eval(be_tile *T, int e, be_val *out);
@@ -642,6 +649,7 @@ typedef struct {
     int lxonly;       /* matmuls: kept in LX and not written to DRAM, as the plan has it or could have it
                          (be_res_may_keep): the estimates leave out its DRAM write */
     be_view sv;
+    int ol0, nol;     /* its output's loads: rk_plan.outloads[ol0, ol0 + nol) */
 } rk_node;
 
 typedef struct {
@@ -659,8 +667,9 @@ typedef struct {
     cc_sfp_tally sfp; /* row kernels: the SFP instructions one row's evaluation emits (rk_measure; insns 0: not known) */
     int64_t ntemps;   /* row kernels: the temp cells a chunk uses (the most live at once) */
     int *reads;       /* row kernels: be_tile.reads for the kernel's evaluation (NULL: none reused) */
-    int *outloads;    /* the loads of the nodes' outputs in the arena's first outloads_upto expressions, in
-                         arena order (rk_eval_nodes binds them; the arena only grows) */
+    int *outloads;    /* the loads of the nodes' outputs in the arena's first outloads_upto expressions, by
+                         node (rk_node.ol0, nol), each node's in arena order (rk_eval_nodes binds them;
+                         the arena only grows) */
     int noutloads, outloads_cap, outloads_upto;
     int scalars;      /* row kernels: a load of one element for every row becomes a COL value */
     double prev_est;  /* row kernels: the kernel before's estimate (0: not asked yet; rk_can_share) */

@@ -2407,8 +2407,7 @@ void be_matmul_align(be_ctx *c, int pos, const int *writer)
 /* The host memory a core's emission holds (every path out frees it). */
 static void mm_core_free(mm_core *mc, int nn)
 {
-    free(mc->T.memo);
-    free(mc->T.memo_id);
+    be_tile_memo_end(&mc->T);
     for (int j = 0; mc->ocount && j < nn; j++)
         free(mc->ocount[j]);
     free(mc->ocount);

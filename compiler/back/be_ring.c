@@ -1465,8 +1465,7 @@ int mm_rg_core(be_ctx *c, mm_plan *m, int core)
          * kernel loads ahead goes above them (lx_top_of) */
         if (g->npre > 0)
             g->e->lx_top = cc_max(g->e->lx_top, g->pre + g->npre * g->mc.NBS * g->mc.KC * c->t.stick);
-        free(g->mc.T.memo);
-        free(g->mc.T.memo_id);
+        be_tile_memo_end(&g->mc.T);
         free(g->ep_base);
         rc = rc || cc_emit_failed(g->e) ? -1 : 0;
     }

@@ -2285,8 +2285,7 @@ static void rk_measure(rk_plan *k)
         failed = rk_eval_nodes(k, &T, nv) != 0;
     }
     c->err = err;
-    free(T.memo);
-    free(T.memo_id);
+    be_tile_memo_end(&T);
     free(T.refs);
     if (failed) {
         free(T.reads);
@@ -2312,9 +2311,10 @@ static void rk_chunk(rk_core *rc, int64_t r0, int64_t n)
     cc_emit_wait(e, ISA_U_DMAI, rc->empty[s]);
     int64_t at = base;
     int64_t lx_of[256], st_of[256];
-    int64_t *st_lo[256] = {0}, *st_go[256] = {0};
+    int64_t *st_lo[256], *st_go[256]; /* only the loads' entries are read: only theirs cleared */
     for (int i = 0; i < k->nl && i < 256; i++) {
         rk_load *L = &k->loads[i];
+        st_lo[i] = st_go[i] = NULL;
         if (L->cls == BE_V_COL) {
             lx_of[i] = L->lx;
             continue;
@@ -2528,8 +2528,7 @@ static int rk_core_setup(rk_core *rc, rk_plan *k, cc_emit *e, int64_t r0, int64_
 
 static void rk_core_free(rk_core *rc)
 {
-    free(rc->T.memo);
-    free(rc->T.memo_id);
+    be_tile_memo_end(&rc->T);
     free(rc->T.refs);
     for (int j = 0; rc->ocount && j < rc->k->nn; j++)
         free(rc->ocount[j]);

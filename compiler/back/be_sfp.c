@@ -29,10 +29,24 @@ static int cell_of(const be_tile *T, const be_val *v)
  * dense part memo_id[0, nmemo), memo[0, nmemo); the index memo_id[capmemo +
  * e], e's slot if that slot holds e, so nmemo = 0 empties it.  One block
  * for ids and index, so the tile's owners free it as before. */
+struct be_tmemo {
+    int *id;
+    be_val *val;
+    int cap;
+};
+
 static void memo_reserve(be_tile *T, int e)
 {
     if (e < T->capmemo)
         return;
+    struct be_tmemo *kept = T->c->tmemo;
+    if (!T->capmemo && kept && kept->cap > e) { /* a fresh tile: the one kept, its contents stale */
+        T->memo_id = kept->id;
+        T->memo = kept->val;
+        T->capmemo = kept->cap;
+        *kept = (struct be_tmemo){0};
+        return;
+    }
     int cap = T->c->p->A.n > 2 * T->capmemo ? T->c->p->A.n : 2 * T->capmemo; /* every id at once */
     if (cap <= e)
         cap = e + 1;
@@ -44,6 +58,36 @@ static void memo_reserve(be_tile *T, int e)
     memmove(at, T->memo_id + T->capmemo, (size_t)T->capmemo * sizeof *at);
     memset(at + T->capmemo, 0, (size_t)(cap - T->capmemo) * sizeof *at);
     T->capmemo = cap;
+}
+
+void be_tile_memo_end(be_tile *T)
+{
+    if (T->memo_id) {
+        struct be_tmemo **kept = &T->c->tmemo;
+        if (!*kept)
+            *kept = ir_xalloc(sizeof **kept);
+        if (T->capmemo > (*kept)->cap) {
+            free((*kept)->id);
+            free((*kept)->val);
+            **kept = (struct be_tmemo){T->memo_id, T->memo, T->capmemo};
+        } else {
+            free(T->memo_id);
+            free(T->memo);
+        }
+    }
+    T->memo_id = NULL;
+    T->memo = NULL;
+    T->capmemo = T->nmemo = 0;
+}
+
+void be_tmemo_free(struct be_tmemo **m)
+{
+    if (!*m)
+        return;
+    free((*m)->id);
+    free((*m)->val);
+    free(*m);
+    *m = NULL;
 }
 
 static const be_val *lookup(const be_tile *T, int e)
@@ -700,20 +744,29 @@ int be_eval(be_tile *T, int e, be_val *out)
 /* k->outloads brought up to the arena's end: an expression once made
  * does not change, so the loads found stay, and only the expressions made
  * since are looked at (a scan of the whole arena per node and chunk was
- * most of rk_eval_nodes on BERT-base). */
+ * most of rk_eval_nodes on BERT-base).  Each node's loads lie together
+ * (its ol0, nol), so a node binds its own without a pass over all. */
 static void out_loads(rk_plan *k)
 {
     const ir_prog *p = k->c->p;
     if (k->outloads_upto == p->A.n)
         return;
-    k->outloads = ir_xgrow(k->outloads, &k->outloads_cap, k->noutloads + p->A.n - k->outloads_upto, sizeof *k->outloads);
     for (int x = k->outloads_upto; x < p->A.n; x++) {
         const ir_expr *ex = &p->A.e[x];
-        int hit = 0;
-        for (int j = 0; ex->kind == IR_E_LOAD && j < k->nn && !hit; j++)
-            hit = ex->buf == p->nodes[k->nodes[j].node].out;
-        if (hit)
-            k->outloads[k->noutloads++] = x;
+        if (ex->kind != IR_E_LOAD)
+            continue;
+        for (int j = 0; j < k->nn; j++) {
+            if (ex->buf != p->nodes[k->nodes[j].node].out)
+                continue;
+            k->outloads = ir_xgrow(k->outloads, &k->outloads_cap, k->noutloads + 1, sizeof *k->outloads);
+            const int at = k->nodes[j].ol0 + k->nodes[j].nol;
+            memmove(k->outloads + at + 1, k->outloads + at, (size_t)(k->noutloads - at) * sizeof *k->outloads);
+            k->outloads[at] = x;
+            k->noutloads++;
+            k->nodes[j].nol++;
+            for (int i = j + 1; i < k->nn; i++)
+                k->nodes[i].ol0++;
+        }
     }
     k->outloads_upto = p->A.n;
 }
@@ -776,9 +829,8 @@ int rk_eval_nodes(rk_plan *k, be_tile *T, be_val *nv)
         }
         nv[j < 64 ? j : 63] = v;
         /* later nodes read this node's buffer through loads: bind them */
-        for (int i = 0; i < k->noutloads; i++)
-            if (c->p->A.e[k->outloads[i]].buf == N->out)
-                be_bind(T, k->outloads[i], &v);
+        for (int i = rn->ol0; i < rn->ol0 + rn->nol; i++)
+            be_bind(T, k->outloads[i], &v);
         int cell = cell_of(T, &v);
         if (cell >= 0 && !T->counting && (rn->dram || rn->res))
             T->refs[cell]++; /* read by the stores at the chunk's end: never given back */

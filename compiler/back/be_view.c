@@ -502,6 +502,33 @@ static void dma_rows_piece(const be_ctx *c, cc_emit *e, int op, int64_t da, int6
         cc_emit_dma(e, op, cc_abs(la), cc_abs(da), &sh);
 }
 
+/* The DMA of be_dma_rows for gn groups (np periods of them) of len rows
+ * with DRAM stride mstr0 sticks: its loop levels (count, DRAM stride, LX
+ * stride), the smallest DRAM stride innermost so that DRAM is read in
+ * address order. */
+static void dma_rows_group(const be_ctx *c, cc_emit *e, int op, const be_view *v, int64_t da, int64_t la, int64_t lx_gs,
+                           int64_t len, int64_t mstr0, int64_t gn, int64_t np)
+{
+    const int64_t sb = c->t.stick;
+    int64_t ln[3], ld[3], ll[3], run = 1;
+    int nl = 0;
+    if (mstr0 == 1 || len == 1)
+        run = len;
+    else
+        ln[nl] = len, ld[nl] = mstr0 * sb, ll[nl++] = sb;
+    ln[nl] = gn, ld[nl] = v->gstride, ll[nl++] = lx_gs;
+    if (np > 1)
+        ln[nl] = np, ld[nl] = v->pstride, ll[nl++] = v->gper * lx_gs;
+    for (int i = 1; i < nl; i++)
+        for (int j = i; j > 0 && ld[j] < ld[j - 1]; j--) {
+            int64_t t;
+            t = ln[j], ln[j] = ln[j - 1], ln[j - 1] = t;
+            t = ld[j], ld[j] = ld[j - 1], ld[j - 1] = t;
+            t = ll[j], ll[j] = ll[j - 1], ll[j - 1] = t;
+        }
+    dma_rows_piece(c, e, op, da, la, run, nl, ln, ld, ll);
+}
+
 int64_t be_dma_rows(const be_ctx *c, cc_emit *e, int op, int64_t lx, int64_t lx_gs, const be_view *v, const be_rowspace *rsp,
                     int64_t r0, int64_t n, int64_t ng)
 {
@@ -555,26 +582,8 @@ int64_t be_dma_rows(const be_ctx *c, cc_emit *e, int op, int64_t lx, int64_t lx_
                 if (!ph && gn == v->gper)
                     np = (ng - g) / v->gper;
             }
-            /* loop levels (count, DRAM stride, LX stride), the smallest
-             * DRAM stride innermost so that DRAM is read in address order */
-            int64_t ln[3], ld[3], ll[3], run = 1;
-            int nl = 0;
-            if (mstr[0] == 1 || len == 1)
-                run = len;
-            else
-                ln[nl] = len, ld[nl] = mstr[0] * sb, ll[nl++] = sb;
-            ln[nl] = gn, ld[nl] = v->gstride, ll[nl++] = lx_gs;
-            if (np > 1)
-                ln[nl] = np, ld[nl] = v->pstride, ll[nl++] = v->gper * lx_gs;
-            for (int i = 1; i < nl; i++)
-                for (int j = i; j > 0 && ld[j] < ld[j - 1]; j--) {
-                    int64_t t;
-                    t = ln[j], ln[j] = ln[j - 1], ln[j - 1] = t;
-                    t = ld[j], ld[j] = ld[j - 1], ld[j - 1] = t;
-                    t = ll[j], ll[j] = ll[j - 1], ll[j - 1] = t;
-                }
             if (e) /* (a count alone, the row plans' prices, builds no shape) */
-                dma_rows_piece(c, e, op, dram + be_view_group(v, g), lxa + g * lx_gs, run, nl, ln, ld, ll);
+                dma_rows_group(c, e, op, v, dram + be_view_group(v, g), lxa + g * lx_gs, lx_gs, len, mstr[0], gn, np);
             count++;
             g += gn * np;
         }

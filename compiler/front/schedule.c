@@ -356,10 +356,10 @@ static cand *candidates(const ir_prog *p, const kgraph *G, int *ncand)
     cand *cs = ir_xalloc((size_t)(most ? most : 1) * sizeof *cs);
     for (int b = 0; b < p->nbufs; b++) {
         const int64_t bytes = G->ntouch[b] > 1 ? ir_buf_bytes(&p->bufs[b]) : 0;
+        const int *t = G->touch[b]; /* each pair once, the lower kernel first (a list holds a kernel once) */
         for (int i = 0; i < G->ntouch[b]; i++)
-            for (int j = 0; j < G->ntouch[b]; j++)
-                if (G->touch[b][i] < G->touch[b][j])
-                    cand_add(p, cs, &m, slot, size, G->touch[b][i], G->touch[b][j], bytes);
+            for (int j = i + 1; j < G->ntouch[b]; j++)
+                cand_add(p, cs, &m, slot, size, t[i] < t[j] ? t[i] : t[j], t[i] < t[j] ? t[j] : t[i], bytes);
     }
     free(slot);
     for (int i = m / 2 - 1; i >= 0; i--)
