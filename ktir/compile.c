@@ -462,7 +462,8 @@ static const kt_plan *block_plan(kt_ctx *c, const ml_block *b)
  * matmuls read is kept as its DL16 source. */
 void kt_compile_block(kt_ctx *c, const ml_block *b, const ml_op **yield_op)
 {
-    const kt_plan *p = block_plan(c, b);
+    /* a copy: a nested block's plan may move c->plans (its arrays stay) */
+    const kt_plan plan = *block_plan(c, b), *p = &plan;
     int at[4];
     for (int i = 0; i < b->nops; i++) {
         if (p->wait[i]) continue;
