@@ -246,6 +246,7 @@ static void op_access_tile(kt_ctx *c, const ml_op *op, kv *r)
     const kv *view = kt_lookup(c, &op->items[0]);
     if (view->kind != KV_VIEW && view->kind != KV_DVIEW)
         kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "the base of an access tile must be a memory view");
+    kt_check_shape(c, op, ty->shape, ty->rank); /* before its extents are compared: a dynamic one is INT64_MIN */
     int64_t ext[ML_MAX_RANK];
     int perm = tile_order(c, op, ty, ext);
     *r = (kv){.kind = KV_TILE, .rank = ty->rank}; /* offsets and extent first: they pick a partition */

@@ -929,6 +929,14 @@ static void test_chip_rule_violations_are_exit_3_and_unsupported_ops_exit_2(void
     expect_compile_error(far, KT_EXIT_CHIP, "out-of-bounds access tile: core 3, dimension 0: [57, 65)");
     char *big = replace(rows_prog, "%s = tensor.empty() : tensor<8x128xf16>", "%s = tensor.empty() : tensor<2048x128xf16>");
     expect_compile_error(big, KT_EXIT_CHIP, "LX scratchpad overflow: core 0");
+    /* A tile type with a dynamic extent (read as INT64_MIN) is refused
+     * before its bounds are compared: 128 - INT64_MIN overflowed (UBSan,
+     * found by fuzz_ktir). */
+    char *dyn = replace(rows_prog, "memref<64x128xf16> -> !ktdp.access_tile<8x128xindex>",
+                        "memref<64x128xf16> -> !ktdp.access_tile<8x?xindex>");
+    expect_compile_error(dyn, KT_EXIT_REFUSED, ":20:7: not supported: a tensor or tile");
+    expect_compile_error(dyn, KT_EXIT_REFUSED, "not supported: a tensor or tile with a dimension of 0, a dynamic one");
+    free(dyn);
     char *unk = replace(rows_prog, "math.exp", "math.frobnicate");
     expect_compile_error(unk, KT_EXIT_REFUSED, ": not supported: operation math.frobnicate");
     free(far), free(big), free(unk);
