@@ -722,6 +722,18 @@ static void *records(const reader *r, blob b, const char *sect, int rec_size, si
     return v;
 }
 
+/* t's order as the writer and the assembler keep it: 0 for the default
+ * order even when the file spells it out, so that one layout has one
+ * program (the disassembly of a spelled-out default had assembled to 0,
+ * another program).  t's stick dim is checked already. */
+static uint32_t canonical_order(const isa_tensor *t)
+{
+    int dims[ISA_MAX_RANK];
+    for (int p = 0; p < t->rank; p++)
+        dims[p] = (int)((t->order >> (4 * p)) & 15) - 1;
+    return t->order ? isa_order_make(dims, t->rank, t->stick_dim) : 0;
+}
+
 /* A record's name field into name (ISA_NAME_MAX bytes); -1 after a
  * message naming what and the record's index if it is not NUL-terminated. */
 static int record_name(const reader *r, const uint8_t *field, char *name, const char *what, size_t i)
@@ -799,6 +811,7 @@ static int parse_tensors(const reader *r, blob b, isa_program *p)
             rfail(r, "corrupt .spyre.tensors: %s", msg);
             return -1;
         }
+        t->order = canonical_order(t);
     }
     const char *dup = isa_program_duplicate_tensor(p);
     if (dup) {

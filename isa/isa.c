@@ -516,6 +516,29 @@ int isa_name_index(const char *const *names, const char *s)
     return -1;
 }
 
+/* The names of s joined with | (empty ones skipped) as flag bits of o,
+ * read in place: a copy into a fixed buffer had cut a long value and
+ * dropped the names past its end unread. */
+static int parse_flags(const isa_operand *o, const char *s, int64_t *fl, char *err, size_t len)
+{
+    *fl = 0;
+    for (const char *p = s;; p++) {
+        const size_t n = strcspn(p, "|");
+        int i = 0;
+        while (n && o->names[i] && (strlen(o->names[i]) != n || strncmp(o->names[i], p, n)))
+            i++;
+        if (n && !o->names[i]) {
+            isa_errf(err, len, "operand %s: unknown flag '%.*s'", o->name, n > 64 ? 64 : (int)n, p);
+            return -1;
+        }
+        if (n)
+            *fl |= 1ll << i;
+        p += n;
+        if (!*p)
+            return 0;
+    }
+}
+
 static int parse_value(const isa_operand *o, const char *s, isa_insn *out, char *err, size_t len)
 {
     switch (o->kind) {
@@ -561,17 +584,9 @@ static int parse_value(const isa_operand *o, const char *s, isa_insn *out, char 
         break;
     }
     case ISA_K_FLAGS: {
-        int64_t fl = 0;
-        char tmp[128], *save = NULL;
-        snprintf(tmp, sizeof tmp, "%s", s);
-        for (char *tok = strtok_r(tmp, "|", &save); tok; tok = strtok_r(NULL, "|", &save)) {
-            int i = isa_name_index(o->names, tok);
-            if (i < 0) {
-                isa_errf(err, len, "operand %s: unknown flag '%s'", o->name, tok);
-                return -1;
-            }
-            fl |= 1ll << i;
-        }
+        int64_t fl;
+        if (parse_flags(o, s, &fl, err, len))
+            return -1;
         field_set(out, o, fl);
         break;
     }

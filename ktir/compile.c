@@ -238,6 +238,16 @@ static int tile_order(kt_ctx *c, const ml_op *op, const ml_type *ty, int64_t *ex
     return perm;
 }
 
+/* off + ext (ext in [1, 2^40], checked) as text: past INT64_MAX for an
+ * offset near it, where the signed sum overflowed (UBSan). */
+static void tile_end(char *buf, int64_t off, int64_t ext)
+{
+    if (off < 0)
+        snprintf(buf, 24, "%lld", (long long)(off + ext));
+    else
+        snprintf(buf, 24, "%llu", (unsigned long long)off + (unsigned long long)ext);
+}
+
 static void op_access_tile(kt_ctx *c, const ml_op *op, kv *r)
 {
     const ml_type *ty = ml_op_last_type(op);
@@ -246,6 +256,7 @@ static void op_access_tile(kt_ctx *c, const ml_op *op, kv *r)
     const kv *view = kt_lookup(c, &op->items[0]);
     if (view->kind != KV_VIEW && view->kind != KV_DVIEW)
         kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "the base of an access tile must be a memory view");
+    kt_check_shape(c, op, ty->shape, ty->rank); /* before its extents are compared: a dynamic one is INT64_MIN */
     int64_t ext[ML_MAX_RANK];
     int perm = tile_order(c, op, ty, ext);
     *r = (kv){.kind = KV_TILE, .rank = ty->rank}; /* offsets and extent first: they pick a partition */
@@ -269,10 +280,13 @@ static void op_access_tile(kt_ctx *c, const ml_op *op, kv *r)
     memcpy(r->vshape, view->shape, sizeof r->vshape);
     memcpy(r->vstr, view->vstr, sizeof r->vstr);
     for (int d = 0; d < k; d++)
-        if (r->off[d] < 0 || (!view->dynamic && (ext[d] > view->shape[d] || r->off[d] > view->shape[d] - ext[d])))
+        if (r->off[d] < 0 || (!view->dynamic && (ext[d] > view->shape[d] || r->off[d] > view->shape[d] - ext[d]))) {
+            char end[24];
+            tile_end(end, r->off[d], ext[d]);
             kt_fail(c, KT_EXIT_CHIP, op->line, op->col,
-                    "out-of-bounds access tile: core %d, dimension %d: [%lld, %lld) outside the view's [0, %lld)", c->core,
-                    d, (long long)r->off[d], (long long)(r->off[d] + ext[d]), (long long)view->shape[d]);
+                    "out-of-bounds access tile: core %d, dimension %d: [%lld, %s) outside the view's [0, %lld)", c->core,
+                    d, (long long)r->off[d], end, (long long)view->shape[d]);
+        }
 }
 
 /* ktdp.construct_indirect_access_tile: its type, view and element type,
@@ -462,7 +476,8 @@ static const kt_plan *block_plan(kt_ctx *c, const ml_block *b)
  * matmuls read is kept as its DL16 source. */
 void kt_compile_block(kt_ctx *c, const ml_block *b, const ml_op **yield_op)
 {
-    const kt_plan *p = block_plan(c, b);
+    /* a copy: a nested block's plan may move c->plans (its arrays stay) */
+    const kt_plan plan = *block_plan(c, b), *p = &plan;
     int at[4];
     for (int i = 0; i < b->nops; i++) {
         if (p->wait[i]) continue;

@@ -212,6 +212,9 @@ int kt_matmul_only(const ml_block *b, int i);
 /* An access tile's subscripts [e, ...] (iexpr.c): each an affine or
  * quasi-affine expression of index values; returns how many. */
 int kt_index_list(kt_ctx *c, const ml_item *list, int64_t *out, int max);
+/* Refuses (exit 2) a shape with a dimension below 1 (dynamic: negative)
+ * or more than 2^40 elements in all. */
+void kt_check_shape(kt_ctx *c, const ml_op *op, const int64_t *shape, int rank);
 
 /* Chip code (emit.c). */
 uint64_t kt_lx_alloc(kt_ctx *c, const ml_op *op, uint64_t bytes);

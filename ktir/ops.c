@@ -389,14 +389,14 @@ static int compare_select(kt_ctx *c, const ml_op *op, kv *r)
 /* A tensor's or tile's shape: static, no dimension of 0 (the chip's loops
  * count from 1) and at most 2^40 elements, so that sizes computed from it
  * cannot overflow (found by fuzz_ktir). */
-static void check_shape(kt_ctx *c, const ml_op *op, const kv *r)
+void kt_check_shape(kt_ctx *c, const ml_op *op, const int64_t *shape, int rank)
 {
     int64_t n = 1;
-    for (int d = 0; d < r->rank; d++) {
-        if (r->shape[d] < 1 || r->shape[d] > ((int64_t)1 << 40) / n)
+    for (int d = 0; d < rank; d++) {
+        if (shape[d] < 1 || shape[d] > ((int64_t)1 << 40) / n)
             kt_fail(c, KT_EXIT_REFUSED, op->line, op->col,
                     "not supported: a tensor or tile with a dimension of 0, a dynamic one or more than 2^40 elements");
-        n *= r->shape[d];
+        n *= shape[d];
     }
 }
 
@@ -470,7 +470,7 @@ int kt_compile_op(kt_ctx *c, const ml_op *op)
                kt_reduce(c, op, &r) || compare_select(c, op, &r) || matmul(c, op, &r) || kt_ring_op(c, op, &r) ||
                kt_generic_op(c, op, &r) || int_op(c, op, &r)))
         kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: operation %s", nm);
-    if (r.kind == KV_TENSOR || r.kind == KV_TILE) check_shape(c, op, &r);
+    if (r.kind == KV_TENSOR || r.kind == KV_TILE) kt_check_shape(c, op, r.shape, r.rank);
     if (op->nres == 1 && strcmp(nm, "ktdp.get_compute_tile_id") && strcmp(nm, "scf.for") && strcmp(nm, "scf.if"))
         kt_bind(c, op->res[0], &r);
     return 0;

@@ -522,6 +522,43 @@ static void test_corrupt_tensor_table_is_an_error(void)
     drop_image(path, img);
 }
 
+/* good with order word v written into tensor "w" (2-D, stick dim 1),
+ * read back: w's order as the reader keeps it. */
+static uint32_t order_read_as(const uint8_t *good, size_t size, size_t off, uint32_t v)
+{
+    char path[1024], err[512] = "";
+    uint8_t *img = malloc(size);
+    memcpy(img, good, size);
+    put_le(img + off, v, 4);
+    tu_write_tmpfile(".elf", img, size, path, sizeof path);
+    free(img);
+    isa_program *p = isa_elf_read(path, err, sizeof err);
+    remove(path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    int w = isa_program_find_tensor(p, "w");
+    CU_ASSERT_FATAL(w >= 0);
+    const uint32_t order = p->tensors[w].order;
+    isa_program_free(p);
+    return order;
+}
+
+/* The default order spelled out (stick dim outermost: 0x12 for a 2-D
+ * tensor whose stick dim is 1) reads as 0, as the assembler and the
+ * writer keep it: its disassembly had said order=1,0, which assembles to
+ * order 0 and disassembles without it (found by the elf fuzzer). */
+static void test_a_spelled_out_default_order_reads_as_the_default(void)
+{
+    char path[1024];
+    size_t n;
+    section t;
+    uint8_t *img = good_elf_with(".spyre.tensors", &t, path, sizeof path, &n);
+    size_t rec1 = t.offset + TR_SIZE; /* tensor "w" */
+    CU_ASSERT_EQUAL(img[rec1 + TR_STICK], 1);
+    CU_ASSERT_EQUAL(order_read_as(img, n, rec1 + TR_ORDER, 0x12), 0);
+    CU_ASSERT_EQUAL(order_read_as(img, n, rec1 + TR_ORDER, 0x21), 0x21); /* another order stays */
+    drop_image(path, img);
+}
+
 /* Records: 0 load (core 0, [0, 2]), 1 exp_store (core 0, [3, 7]), 2 copy
  * (core 2, [0, 3]), 3 mm (core 3, [0, 2]); core 0 has 9 instructions,
  * core 1 none. */
@@ -1200,6 +1237,7 @@ int main(void)
         {"a version 1 note reads without weights region", test_version_1_note_reads_without_weights_region},
         {".weights errors", test_weights_directive_errors},
         {"an empty tensor round-trips", test_empty_tensor_round_trips},
+        {"a spelled-out default order reads as the default", test_a_spelled_out_default_order_reads_as_the_default},
         {"a tensor order places elements and round-trips", test_a_tensor_order_places_elements_and_round_trips},
         {NULL, NULL},
     };

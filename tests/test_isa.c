@@ -391,6 +391,24 @@ static void test_parse_errors_name_the_problem(void)
     CU_ASSERT_EQUAL(isa_parse_insn("wait u=dmai t", &in, err, sizeof err), -1);
 }
 
+/* A flag list is read to its end however long: an unknown name past 127
+ * characters was cut off unread and the instruction taken. */
+static void test_parse_reads_a_long_flag_list_to_its_end(void)
+{
+    isa_insn in;
+    char err[256] = "", text[400] = "pt.mm f=";
+    for (int i = 0; i < 32; i++)
+        strcat(text, "acc|");
+    CU_ASSERT_EQUAL(isa_parse_insn(strcat(text, "f32"), &in, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(in.flags, ISA_F_ACC | ISA_F_F32);
+    CU_ASSERT_EQUAL(isa_parse_insn(strcat(text, "|bogus"), &in, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "unknown flag 'bogus'"));
+    CU_ASSERT_EQUAL(isa_parse_insn("pt.mm f=|acc||f32|", &in, err, sizeof err), 0); /* empty names skipped */
+    CU_ASSERT_EQUAL(in.flags, ISA_F_ACC | ISA_F_F32);
+    CU_ASSERT_EQUAL(isa_parse_insn("pt.mm f=ac", &in, err, sizeof err), -1); /* a prefix is no name */
+    CU_ASSERT_EQUAL(isa_parse_insn("pt.mm f=accx", &in, err, sizeof err), -1);
+}
+
 /* The few-bit operands are 8-bit fields, the registers of addresses 8
  * bits and their offsets 56: a text value past them is refused by its
  * range, not wrapped into it (257 would wrap to 1, 2^56 + 128 to 128). */
@@ -1254,6 +1272,7 @@ int main(void)
         {"buffers sharing an arena keep their bytes at random", test_buffers_sharing_an_arena_keep_their_bytes_at_random},
         {"an arena lives until its last holder lets go", test_an_arena_lives_until_its_last_holder_lets_go},
         {"parse reads addresses, flags and enums", test_parse_reads_addresses_flags_and_enums},
+        {"parse reads a long flag list to its end", test_parse_reads_a_long_flag_list_to_its_end},
         {"DL16: every pattern round-trips through fp32", test_dl16_every_pattern_round_trips_through_f32},
         {"DL16: bulk rounding matches the scalar rule", test_dl16_bulk_rounding_matches_the_scalar_rule},
         {"DL16: AVX2 and baseline paths give the same bits", test_dl16_avx2_and_baseline_paths_give_the_same_bits},

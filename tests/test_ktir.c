@@ -929,6 +929,19 @@ static void test_chip_rule_violations_are_exit_3_and_unsupported_ops_exit_2(void
     expect_compile_error(far, KT_EXIT_CHIP, "out-of-bounds access tile: core 3, dimension 0: [57, 65)");
     char *big = replace(rows_prog, "%s = tensor.empty() : tensor<8x128xf16>", "%s = tensor.empty() : tensor<2048x128xf16>");
     expect_compile_error(big, KT_EXIT_CHIP, "LX scratchpad overflow: core 0");
+    /* A tile type with a dynamic extent (read as INT64_MIN) is refused
+     * before its bounds are compared: 128 - INT64_MIN overflowed (UBSan,
+     * found by fuzz_ktir). */
+    char *dyn = replace(rows_prog, "memref<64x128xf16> -> !ktdp.access_tile<8x128xindex>",
+                        "memref<64x128xf16> -> !ktdp.access_tile<8x?xindex>");
+    expect_compile_error(dyn, KT_EXIT_REFUSED, ":20:7: not supported: a tensor or tile");
+    expect_compile_error(dyn, KT_EXIT_REFUSED, "not supported: a tensor or tile with a dimension of 0, a dynamic one");
+    free(dyn);
+    /* A tile at an offset near 2^63: its end is past INT64_MAX, written
+     * without overflowing (UBSan). */
+    char *edge = replace(rows_prog, "%row = arith.muli %blk, %BLOCK : index", "%row = arith.constant 9223372036854775807 : index");
+    expect_compile_error(edge, KT_EXIT_CHIP, "dimension 0: [9223372036854775807, 9223372036854775815) outside the view's [0, 64)");
+    free(edge);
     char *unk = replace(rows_prog, "math.exp", "math.frobnicate");
     expect_compile_error(unk, KT_EXIT_REFUSED, ": not supported: operation math.frobnicate");
     free(far), free(big), free(unk);
