@@ -103,7 +103,10 @@ typedef enum { ISA_BM_VEC, ISA_BM_ELEM, ISA_BM_IMM } isa_bmode;
  * it for isa_check to refuse.  A computed offset is stored through
  * isa_set_off or isa_addr_at, never straight: 56 bits would wrap a wild
  * one (the reroll's addr_store is the one exception: it stores copies'
- * offsets straight and checks their bits together after). */
+ * offsets straight and checks their bits together after).  Read back, the
+ * field is a 56-bit type to gcc: `a.off * 4` with an int is worked out in
+ * 56 bits (clang: 64), so arithmetic that could pass 2^55 first copies
+ * the offset into an int64_t (legal offsets are below 2^40). */
 typedef struct {
     int64_t reg : 8;  /* 0..15, r0 reads as zero */
     int64_t off : 56; /* byte offset */
