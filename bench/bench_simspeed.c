@@ -80,6 +80,11 @@ int main(void)
     dev = bench_open("bench_simspeed");
     double cyc;
     double blas = blas_seconds(1024, 5);
+    /* OpenBLAS's idle server thread polls with sched_yield for about 0.1 s
+     * after the library starts and after each threaded call (its
+     * THREAD_TIMEOUT, 2^28 cycles): on two cores it took 35 to 100 ms of
+     * CPU from the simulator's launches timed at once */
+    nanosleep(&(struct timespec){0, 250000000}, NULL);
     double timed = sim_seconds(gemm(1024), 1, 1, 3, &cyc);
     isa_program *sm = cc_gen_softmax(rt_config(dev), 512, 1024, err, sizeof err);
     if (!sm) {
