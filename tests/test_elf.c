@@ -484,13 +484,23 @@ static void test_truncated_file_is_an_error_at_every_length(void)
     drop_image(path, img);
 }
 
+/* A good image (written to path, n bytes, its tensor table *t if t) and
+ * the offset of its tensor "w"'s record (2-D, stick dim 1). */
+static uint8_t *good_tensors(section *t, char *path, size_t len, size_t *n, size_t *rec1)
+{
+    section own;
+    t = t ? t : &own;
+    uint8_t *img = good_elf_with(".spyre.tensors", t, path, len, n);
+    *rec1 = t->offset + TR_SIZE;
+    return img;
+}
+
 static void test_corrupt_tensor_table_is_an_error(void)
 {
     char path[1024];
-    size_t n;
+    size_t n, rec1;
     section t;
-    uint8_t *img = good_elf_with(".spyre.tensors", &t, path, sizeof path, &n);
-    size_t rec1 = t.offset + TR_SIZE; /* tensor "w" */
+    uint8_t *img = good_tensors(&t, path, sizeof path, &n, &rec1);
     expect_patched_error(img, n, rec1 + TR_ROLE, 4, 4, "role 4 out of range");
     expect_patched_error(img, n, rec1 + TR_HOST, 3, 4, "host dtype 3 out of range");
     expect_patched_error(img, n, rec1 + TR_DEV, 0x100, 4, "device dtype");
@@ -549,10 +559,8 @@ static uint32_t order_read_as(const uint8_t *good, size_t size, size_t off, uint
 static void test_a_spelled_out_default_order_reads_as_the_default(void)
 {
     char path[1024];
-    size_t n;
-    section t;
-    uint8_t *img = good_elf_with(".spyre.tensors", &t, path, sizeof path, &n);
-    size_t rec1 = t.offset + TR_SIZE; /* tensor "w" */
+    size_t n, rec1;
+    uint8_t *img = good_tensors(NULL, path, sizeof path, &n, &rec1);
     CU_ASSERT_EQUAL(img[rec1 + TR_STICK], 1);
     CU_ASSERT_EQUAL(order_read_as(img, n, rec1 + TR_ORDER, 0x12), 0);
     CU_ASSERT_EQUAL(order_read_as(img, n, rec1 + TR_ORDER, 0x21), 0x21); /* another order stays */
