@@ -205,7 +205,8 @@ static int alloc_state(sim_dram *d)
     d->ch = calloc(n, sizeof *d->ch);
     d->bank = calloc(n * (size_t)d->nbank, sizeof *d->bank);
     d->bg_free = calloc(n * (size_t)d->nbg, sizeof *d->bg_free);
-    const size_t wq_bytes = n * (size_t)(d->wq_mask + 1) * sizeof *d->wq;
+    /* aligned_alloc takes whole lines: one channel of one entry is half a line */
+    const size_t wq_bytes = (n * (size_t)(d->wq_mask + 1) * sizeof *d->wq + 63) & ~(size_t)63;
     d->wq = d->wq_cap ? aligned_alloc(64, wq_bytes) : NULL;
     if (!d->ch || !d->bank || !d->bg_free || (d->wq_cap && !d->wq))
         return 1;

@@ -27,8 +27,9 @@ static int cell_of(const be_tile *T, const be_val *v)
 
 /* The memo is a sparse set (one lookup in place of a search of it): the
  * dense part memo_id[0, nmemo), memo[0, nmemo); the index memo_id[capmemo +
- * e], e's slot if that slot holds e, so nmemo = 0 empties it.  One block
- * for ids and index, so the tile's owners free it as before. */
+ * e], e's slot if that slot holds e, so nmemo = 0 empties it (and a
+ * memo kept from another tile needs no clearing).  One block for ids and
+ * index; the tile's owners give it back by be_tile_memo_end. */
 struct be_tmemo {
     int *id;
     be_val *val;
