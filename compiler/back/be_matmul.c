@@ -1170,34 +1170,25 @@ static void batch_vals(const mm_plan *m, int64_t b, int64_t *val)
     }
 }
 
-/* Does a row of n elements from flat f, step apart, touch the sticks the
- * row from f0 touched?  So it does when the stick dim is the innermost
- * (nothing carries into it), the step moves no lane (step a multiple of
- * its length s), both rows lie at flat >= 0, and f is f0 moved along the
- * lanes inside f0's stick group: every element is then f0's row's with
- * the same layout row and group (a transposed operand's rows, one lane
- * apart, read the same sticks 63 times in 64). */
-static int mm_row_same(const be_walk *w, int64_t f0, int64_t f, int64_t step, int64_t n)
+/* How many of the rows after the row of n elements from flat f0, step
+ * apart, each row `down` after the one before, touch the sticks f0's row
+ * touched (at most `most`).  A row does when the stick dim is the
+ * innermost (nothing carries into it), the step moves no lane (step a
+ * multiple of its length s), both rows lie at flat >= 0, and it is f0's
+ * moved along the lanes inside f0's stick group: every element is then
+ * f0's row's with the same layout row and group (a transposed operand's
+ * rows, one lane apart, read the same sticks 63 times in 64).  Each of
+ * those conditions is linear in the row, so the rows that pass are a run
+ * from the first, found by one division (BERT-base's plans asked it of
+ * 15,120 rows one by one). */
+static int64_t mm_rows_same(const be_walk *w, int64_t f0, int64_t down, int64_t step, int64_t n, int64_t most)
 {
     if (!w->rank || w->sd != w->rank - 1)
         return 0;
     const int64_t s = w->shape[w->sd];
-    if (step % s || f0 < 0 || f < 0 || f0 + (n - 1) * step < 0 || f + (n - 1) * step < 0)
+    if (step % s || f0 < 0 || f0 + (n - 1) * step < 0) /* the conditions that do not move with the row */
         return 0;
-    const int64_t co = f0 % s, to = co + (f - f0);
-    return to >= 0 && to < s && to / w->lanes == co / w->lanes;
-}
-
-/* How many of the rows after the row from flat f0, each `down` after the
- * one before, read f0's row's sticks (mm_row_same of each of rows 1..J,
- * at most `most`): every condition mm_row_same tests is linear in the
- * row, so the rows that pass are a run from the first, found by one
- * division (BERT-base's plans asked it of 15,120 rows one by one). */
-static int64_t mm_rows_same(const be_walk *w, int64_t f0, int64_t down, int64_t step, int64_t n, int64_t most)
-{
-    if (!mm_row_same(w, f0, f0, step, n)) /* the conditions that do not move with the row */
-        return 0;
-    const int64_t s = w->shape[w->sd], co = f0 % s, g0 = co / w->lanes * w->lanes;
+    const int64_t co = f0 % s, g0 = co / w->lanes * w->lanes;
     const int64_t hi = cc_min(g0 + w->lanes, s) - 1 - co;                  /* row * down <= hi (>= 0) */
     const int64_t lo = cc_max(g0 - co, -cc_min(f0, f0 + (n - 1) * step)); /* row * down >= lo (<= 0) */
     return down > 0 ? cc_min(most, hi / down) : down < 0 ? cc_min(most, lo / down) : most;
@@ -1227,7 +1218,7 @@ static int mm_rows_in(const be_walk *w, int d, int64_t by, int64_t n)
 /* Add to the spans lo[g]..hi[g] of buf's stick groups the sticks an
  * operand block reads (batch index b, rowvar over [r0, r0 + nr), lanevar
  * over [l0, l0 + nl)); a row that reads the sticks of the row walked
- * last (mm_row_same) is not walked, nor are the rows between the first
+ * last (mm_rows_same) is not walked, nor are the rows between the first
  * and the last when each is the one before moved (mm_rows_movable:
  * BERT-base's LX plan walked each of q's 128 rows a head to find the
  * stick groups a core reads). */
@@ -1245,7 +1236,7 @@ static void mm_span_add(const mm_plan *m, int buf, const ir_index *idx, int64_t 
     const int64_t f0 = be_index_at(idx, m->mm->nvars, val), step = idx->coef[lanevar], down = idx->coef[rowvar];
     int64_t i = 0;
     /* (a row step inside an innermost stick dim moves that dim, as a
-     * transposed operand's rows do, mm_row_same's: not asked) */
+     * transposed operand's rows do, mm_rows_same's: not asked) */
     if (nr > 2 && w.rank && !(w.sd == w.rank - 1 && down % w.shape[w.sd])) {
         int64_t by = 0;
         const int one = be_walk_run(&w, L, f0, step, nl, -1, lo, hi), d = one ? be_walk_axis(&w, down, &by) : -2;

@@ -1467,7 +1467,10 @@ static void emit_as_code(rr_out *o, rr_tmpl *t, const isa_insn *s)
             isa_insn_copy(in, &s[k->idx]);
             const rr_opfields *f = fields_of(k->op);
             const int64_t *delta = t->delta[k->shape];
-            uint64_t wide = 0; /* (its addresses only: the copy's other fields are the kernel's, as emitted) */
+            /* (commit_copy's check, on its addresses only: the copy's other fields are
+             * the kernel's, as emitted; commit_copy itself, with the offsets in an
+             * array first, was 0.66 M more of BERT-base's 48.5 M, callgrind) */
+            uint64_t wide = 0;
             for (int q = 0; q < k->na; q++)
                 wide |= addr_store(in, f, q, k->areg[q], k->aoff[q] + delta[q] - moved[k->areg[q]]);
             if (wide >> ISA_ADDR_OFF_BITS) { /* (the offsets again, for the message) */
