@@ -268,15 +268,21 @@ static int64_t rg_rows(const mm_plan *m, int64_t gn, int64_t i, mm_rows *rs)
 static void rg_a_tile(const mm_plan *m, int64_t j, int64_t *t0, int64_t *tn) { cc_split(m->KG, m->atile, j, t0, tn); }
 static int64_t rg_ag_groups(const mm_plan *m) { return m->atile ? m->KG - m->KG / m->atile : m->KG; }
 
+/* Where stick group gi of A sits in an AG that leaves out the tile of
+ * groups [t0, t0 + tn) (none: tn 0). */
+static int64_t ag_index(int64_t gi, int64_t t0, int64_t tn)
+{
+    assert(gi < t0 || gi >= t0 + tn);
+    return gi < t0 ? gi : gi - tn;
+}
+
 /* Where stick group gi of A sits in core j's AG (its own tile left out). */
 static int64_t rg_ag_index(const mm_plan *m, int64_t j, int64_t gi)
 {
-    int64_t t0, tn;
-    if (!m->atile)
-        return gi;
-    rg_a_tile(m, j, &t0, &tn);
-    assert(gi < t0 || gi >= t0 + tn);
-    return gi < t0 ? gi : gi - tn;
+    int64_t t0 = 0, tn = 0;
+    if (m->atile)
+        rg_a_tile(m, j, &t0, &tn);
+    return ag_index(gi, t0, tn);
 }
 
 /* LX of a core: its row group's A whole, its column block's B whole (or
@@ -676,7 +682,6 @@ int mm_rg_plan_tiling(mm_plan *m)
     return m->rg_rc;
 }
 
-
 /* The core's place in the grid, its tiling, LX areas and tokens. */
 static int rg_setup(rg_core *g, be_ctx *c, mm_plan *m, int core, cc_emit *e)
 {
@@ -886,7 +891,7 @@ static int64_t rg_a_at(const rg_core *g, int64_t gi, int64_t r0, int64_t *stride
         return g->ra_lx + ((gi - t0) * g->ra_cap + r0) * sb;
     }
     *stride = g->mc.MB * sb;
-    return g->AG + ((gi < t0 ? gi : gi - tn) * g->mc.MB + r0) * sb; /* rg_ag_index's */
+    return g->AG + (ag_index(gi, t0, tn) * g->mc.MB + r0) * sb;
 }
 
 /* A kept in tiles: the grid row's A of a chunk (stick groups [gi, gi +
