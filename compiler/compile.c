@@ -46,11 +46,7 @@ static ir_prog *prog_new(const gr_graph *g, const cc_compile_opts *opts, char *e
 
 static void *dup_array(const void *a, size_t n, size_t elem)
 {
-    if (!a)
-        return NULL;
-    void *d = ir_xmalloc(n * elem); /* (every byte copied) */
-    memcpy(d, a, n * elem);
-    return d;
+    return ir_xmemdup(a, n * elem);
 }
 
 static char *dup_str(const char *s)

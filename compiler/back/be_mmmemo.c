@@ -292,13 +292,6 @@ const mm_search_result *be_mmsearch_find(be_ctx *c, const void *key, size_t n, u
     return NULL;
 }
 
-static void *copy_of(const void *from, size_t n)
-{
-    void *to = ir_xmalloc(n + 1);
-    memcpy(to, from, n);
-    return to;
-}
-
 void be_mmsearch_keep(be_ctx *c, const void *key, size_t n, uint64_t h, const mm_search_result *r)
 {
     struct be_blockmemo *b = blocks_of(c, n);
@@ -307,9 +300,9 @@ void be_mmsearch_keep(be_ctx *c, const void *key, size_t n, uint64_t h, const mm
     b->s = ir_xgrow(b->s, &b->scap, b->ns + 1, sizeof *b->s);
     mm_search_entry *x = &b->s[b->ns++];
     x->h = h;
-    x->key = copy_of(key, n);
+    x->key = ir_xmemdup(key, n);
     x->r = *r;
-    x->r.at = copy_of(r->at, (size_t)r->n * sizeof *r->at);
-    x->r.e = copy_of(r->e, (size_t)r->n * sizeof *r->e);
-    x->r.waited = copy_of(r->waited, (size_t)r->n * sizeof *r->waited);
+    x->r.at = ir_xmemdup(r->at, (size_t)r->n * sizeof *r->at);
+    x->r.e = ir_xmemdup(r->e, (size_t)r->n * sizeof *r->e);
+    x->r.waited = ir_xmemdup(r->waited, (size_t)r->n * sizeof *r->waited);
 }

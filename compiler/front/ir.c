@@ -71,9 +71,15 @@ void *ir_xgrow(void *p, int *cap, int need, size_t elem)
 
 char *ir_xstrdup(const char *s)
 {
-    size_t n = strlen(s) + 1;
-    char *d = ir_xmalloc(n);
-    memcpy(d, s, n);
+    return ir_xmemdup(s, strlen(s) + 1);
+}
+
+void *ir_xmemdup(const void *p, size_t n)
+{
+    if (!p)
+        return NULL;
+    void *d = ir_xmalloc(n); /* (every byte copied) */
+    memcpy(d, p, n);
     return d;
 }
 

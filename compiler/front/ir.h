@@ -444,6 +444,7 @@ void *ir_xlines(size_t n);           /* ir_xalloc in whole 64-byte cache lines (
                                         that two threads write each their own of */
 void *ir_xgrow(void *p, int *cap, int need, size_t elem);
 char *ir_xstrdup(const char *s);
+void *ir_xmemdup(const void *p, size_t n); /* a copy of p's n bytes (ir_xmalloc); NULL for p NULL */
 /* Are names a and b equal?  Their first letters compared before the call:
  * the op and value tables are searched name by name, and most names
  * differ there (187 strcmp calls a node of an op without a decomposition
