@@ -508,12 +508,19 @@ int isa_parse_int(const char *s, int64_t *out)
     return 0;
 }
 
-int isa_name_index(const char *const *names, const char *s)
+/* The index of the name among names (NULL-terminated) that is s's first
+ * n characters, or -1. */
+static int name_index_n(const char *const *names, const char *s, size_t n)
 {
     for (int i = 0; names[i]; i++)
-        if (strcmp(names[i], s) == 0)
+        if (strlen(names[i]) == n && !strncmp(names[i], s, n))
             return i;
     return -1;
+}
+
+int isa_name_index(const char *const *names, const char *s)
+{
+    return name_index_n(names, s, strlen(s));
 }
 
 /* The names of s joined with | (empty ones skipped) as flag bits of o,
@@ -524,10 +531,8 @@ static int parse_flags(const isa_operand *o, const char *s, int64_t *fl, char *e
     *fl = 0;
     for (const char *p = s;; p++) {
         const size_t n = strcspn(p, "|");
-        int i = 0;
-        while (n && o->names[i] && (strlen(o->names[i]) != n || strncmp(o->names[i], p, n)))
-            i++;
-        if (n && !o->names[i]) {
+        const int i = n ? name_index_n(o->names, p, n) : 0;
+        if (i < 0) {
             isa_errf(err, len, "operand %s: unknown flag '%.*s'", o->name, n > 64 ? 64 : (int)n, p);
             return -1;
         }
