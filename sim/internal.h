@@ -38,7 +38,7 @@ typedef struct {
 } sim_qent;
 
 /* The instruction of a slot with its resolved addresses filled in (one
- * past the 56-bit field, from a wild register, reads as -1). */
+ * past the 56-bit field, from a wild register, reads as ISA_OFF_UNFIT). */
 static inline void sim_slot_insn(const sim_slot *e, isa_insn *out)
 {
     *out = *e->in;
