@@ -310,10 +310,13 @@ typedef struct {
     uint16_t word[RR_NWORDS];     /* their offsets in isa_insn */
     uint64_t mask[RR_NWORDS];     /* their fields' bytes */
     int np;                       /* the same as 16-byte pairs of words */
-    int op_paired;                /* the first pair holds the op's bytes too (fields_words) */
+    uint16_t npc;                 /* of them, those that compare something (the rest pad to RR_PAIRS_FIRST) */
+    uint16_t op_paired;           /* the first pair holds the op's bytes too (fields_words); 16 bits each,
+                                   * so that the struct stays 512 bytes (op_fields indexed by a shift) */
     uint16_t pair[RR_NPAIRS];
     rr_pair pmask[RR_NPAIRS];
 } rr_opfields;
+_Static_assert((sizeof(rr_opfields) & (sizeof(rr_opfields) - 1)) == 0, "op_fields[op] by a shift");
 
 static rr_opfields op_fields[ISA_NOPS];
 static int op_fields_made;
@@ -369,6 +372,8 @@ static void fields_words(rr_opfields *f, const isa_opinfo *oi)
         f->pmask[0] |= om;
         f->op_paired = 1;
     }
+    for (f->npc = (uint16_t)f->np; f->npc > 0 && !(f->pmask[f->npc - 1][0] | f->pmask[f->npc - 1][1]); f->npc--)
+        ;
 }
 
 /* Fill op_fields for every op (before the pass looks at an instruction). */
@@ -1669,7 +1674,7 @@ static inline __attribute__((always_inline)) uint64_t pairs_key(int op, const rr
  * registers and the loops over them unroll, the first instruction's (and
  * its key's: a shape in seven is one instruction) as the rest's. */
 static inline __attribute__((always_inline)) int shape_scan(rr_tmpl *t, const isa_insn *s, int sh, uint64_t *key,
-                                                            int np, int naddr, int op_paired)
+                                                            int npc, int np, int naddr, int op_paired)
 {
     const long a = t->at[sh], b = t->at[sh + 1];
     const int op = t->shop[sh];
@@ -1679,7 +1684,7 @@ static inline __attribute__((always_inline)) int shape_scan(rr_tmpl *t, const is
     int64_t *delta = t->delta[sh];
 #pragma GCC unroll 8
     for (int q = 0; q < np; q++)
-        hv[q] = *(const rr_pair *)(h + f->pair[q]) & f->pmask[q];
+        hv[q] = q < npc ? *(const rr_pair *)(h + f->pair[q]) & f->pmask[q] : (rr_pair){0, 0} & f->pmask[q];
     int64_t bad = ((const isa_insn *)h)->op ^ op;
 #pragma GCC unroll 4
     for (int k = 0; k < naddr; k++) {
@@ -1698,7 +1703,7 @@ static inline __attribute__((always_inline)) int shape_scan(rr_tmpl *t, const is
         if (!op_paired)
             bad |= ((const isa_insn *)x)->op ^ op;
 #pragma GCC unroll 8
-        for (int q = 0; q < np; q++)
+        for (int q = 0; q < npc; q++)
             diff |= (*(const rr_pair *)(x + f->pair[q]) & f->pmask[q]) ^ hv[q];
 #pragma GCC unroll 4
         for (int k = 0; k < naddr; k++) {
@@ -1724,14 +1729,14 @@ static int shape_fits(rr_tmpl *t, const isa_insn *s, int sh, uint64_t *key)
      * 4 and so; sfp 5, 3 and so); another layout's ops take the loops as
      * they are (the cases of the 288-byte one left BERT-base's ring sends
      * and pt.mm there: 0.8 M of its compile) */
-#define RR_SCAN(np, naddr, paired) (((np) * (RR_NADDR + 1) + (naddr)) * 2 + (paired))
-    switch (RR_SCAN(f->np, f->naddr, f->op_paired)) {
-    case RR_SCAN(2, 0, 1): return shape_scan(t, s, sh, key, 2, 0, 1);
-    case RR_SCAN(3, 2, 0): return shape_scan(t, s, sh, key, 3, 2, 0);
-    case RR_SCAN(4, 2, 1): return shape_scan(t, s, sh, key, 4, 2, 1);
-    case RR_SCAN(5, 3, 1): return shape_scan(t, s, sh, key, 5, 3, 1);
-    case RR_SCAN(5, 4, 1): return shape_scan(t, s, sh, key, 5, 4, 1);
-    default: return shape_scan(t, s, sh, key, f->np, f->naddr, f->op_paired);
+#define RR_SCAN(npc, np, naddr, paired) ((((npc) * (RR_NPAIRS + 1) + (np)) * (RR_NADDR + 1) + (naddr)) * 2 + (paired))
+    switch (RR_SCAN(f->npc, f->np, f->naddr, f->op_paired)) {
+    case RR_SCAN(1, 2, 0, 1): return shape_scan(t, s, sh, key, 1, 2, 0, 1); /* wait, sig: one pair and a padding one */
+    case RR_SCAN(3, 3, 2, 0): return shape_scan(t, s, sh, key, 3, 3, 2, 0);
+    case RR_SCAN(4, 4, 2, 1): return shape_scan(t, s, sh, key, 4, 4, 2, 1);
+    case RR_SCAN(5, 5, 3, 1): return shape_scan(t, s, sh, key, 5, 5, 3, 1);
+    case RR_SCAN(5, 5, 4, 1): return shape_scan(t, s, sh, key, 5, 5, 4, 1);
+    default: return shape_scan(t, s, sh, key, f->npc, f->np, f->naddr, f->op_paired);
     }
 #undef RR_SCAN
 }
