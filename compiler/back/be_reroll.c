@@ -1564,16 +1564,20 @@ static int make_entries(rr_scratch *sc, const isa_insn *s, long n)
         ev->cap = (long)(ev->mem.cap / sizeof *ev->v);
     }
     sh->mask = cap - 1;
+    /* (in locals: the entries' stores may alias the structs for all the compiler knows) */
+    rr_ent *const ents = ev->v;
+    int64_t(*const soff)[RR_NADDR] = sc->soff;
+    int before = -1; /* the shape before */
     /* one pass over the kernel's instructions (they are large: each is read once) */
     for (long j = 0; j < n; j++) {
         const rr_opfields *f = fields_of(s[j].op);
         int plain = s[j].op != ISA_OP_LOOP && s[j].op != ISA_OP_ENDL && s[j].op != ISA_OP_LI && s[j].op != ISA_OP_ADDI;
-        rr_ent *x = &ev->v[j];
+        rr_ent *x = &ents[j];
         memset(x->off, 0, sizeof x->off);
         for (int k = 0; k < f->naddr; k++) {
             const isa_addr *a = caddr_at(&s[j], f, k);
             plain &= a->reg == 0;
-            x->off[k] = sc->soff[j][k] = a->off;
+            x->off[k] = soff[j][k] = a->off;
         }
         if (!plain)
             return 0;
@@ -1581,7 +1585,8 @@ static int make_entries(rr_scratch *sc, const isa_insn *s, long n)
         x->idx = (int)j;
         x->in = &s[j];
         x->op = s[j].op;
-        shape_guess(sh, x, j ? ev->v[j - 1].shape : -1);
+        shape_guess(sh, x, before);
+        before = x->shape;
         x->fixed = f->fixed;
         x->depth = 0;
         x->h = x->key; /* (ent_hash without strides) */
