@@ -1606,20 +1606,26 @@ static void tmpl_index(const rr_scratch *sc, rr_tmpl *t, const rr_ent *e, long n
     t->off = scratch_array(sc, &t->offm, n, sizeof *t->off);
     t->delta = scratch_array(sc, &t->deltam, t->nsh + 1, sizeof *t->delta);
     t->at = scratch_array(sc, &t->atm, t->nsh + 1, sizeof *t->at);
-    memset(t->at, 0, (size_t)(t->nsh + 1) * sizeof *t->at);
-    for (long j = 0; j < n; j++)
-        t->at[e[j].shape + 1]++;
+    /* (in locals: the stores may alias t's fields for all the compiler knows) */
+    long *const at = t->at;
+    int *const shape = t->shape;
+    uint32_t *const pos = t->pos;
+    int64_t(*const off)[RR_NADDR] = t->off;
+    memset(at, 0, (size_t)(t->nsh + 1) * sizeof *at);
+    for (long j = 0; j < n; j++) {
+        shape[j] = e[j].shape;
+        at[shape[j] + 1]++;
+    }
     for (int q = 0; q < t->nsh; q++)
-        t->at[q + 1] += t->at[q];
+        at[q + 1] += at[q];
     for (long j = 0; j < n; j++) { /* at[q] moves to the end of shape q's */
-        const long i = t->at[e[j].shape]++;
-        t->shape[j] = e[j].shape;
-        t->pos[i] = (uint32_t)((size_t)j * sizeof(isa_insn));
-        memcpy(t->off[i], e[j].off, sizeof t->off[i]);
+        const long i = at[shape[j]]++;
+        pos[i] = (uint32_t)((size_t)j * sizeof(isa_insn));
+        memcpy(off[i], e[j].off, sizeof off[i]);
     }
     for (int q = t->nsh; q > 0; q--) /* back to the starts */
-        t->at[q] = t->at[q - 1];
-    t->at[0] = 0;
+        at[q] = at[q - 1];
+    at[0] = 0;
 }
 
 /* Roll kernel s[0..n) from scratch, in the entries' list (sc->e), and
