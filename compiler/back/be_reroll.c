@@ -310,12 +310,24 @@ typedef struct {
     uint16_t word[RR_NWORDS];     /* their offsets in isa_insn */
     uint64_t mask[RR_NWORDS];     /* their fields' bytes */
     int np;                       /* the same as 16-byte pairs of words */
-    uint16_t npc;                 /* of them, those that compare something (the rest pad to RR_PAIRS_FIRST) */
-    uint16_t op_paired;           /* the first pair holds the op's bytes too (fields_words); 16 bits each,
-                                   * so that the struct stays 512 bytes (op_fields indexed by a shift) */
+    uint8_t npc;                  /* of them, those that compare something (the rest pad to RR_PAIRS_FIRST) */
+    uint8_t op_paired;            /* the first pair holds the op's bytes too (fields_words) */
+    uint16_t scan;                /* shape_fits' case for these (RR_SCANS), RR_SCAN_ANY none; these three
+                                   * in one int, so that the struct stays 512 bytes (op_fields by a shift) */
     uint16_t pair[RR_NPAIRS];
     rr_pair pmask[RR_NPAIRS];
 } rr_opfields;
+
+/* The layouts shape_fits has a case of its own for, as (npc, np, naddr,
+ * op_paired): every op of the 128-byte isa_insn (wait and sig: one pair,
+ * a padding one and the op in the first, two in three of the prefill
+ * layer's instructions; dma; ring.send; sfp; pt.mm); another layout's ops
+ * take the loops as they are (the cases of the 288-byte one left
+ * BERT-base's ring sends and pt.mm there: 0.8 M of its compile). */
+#define RR_SCANS(X) X(1, 2, 0, 1) X(3, 3, 2, 0) X(4, 4, 2, 1) X(5, 5, 3, 1) X(5, 5, 4, 1)
+#define RR_SCAN_ID(npc, np, naddr, paired) RR_SCAN_##npc##np##naddr##paired,
+enum { RR_SCAN_ANY, RR_SCANS(RR_SCAN_ID) };
+#undef RR_SCAN_ID
 _Static_assert((sizeof(rr_opfields) & (sizeof(rr_opfields) - 1)) == 0, "op_fields[op] by a shift");
 
 static rr_opfields op_fields[ISA_NOPS];
@@ -372,8 +384,17 @@ static void fields_words(rr_opfields *f, const isa_opinfo *oi)
         f->pmask[0] |= om;
         f->op_paired = 1;
     }
-    for (f->npc = (uint16_t)f->np; f->npc > 0 && !(f->pmask[f->npc - 1][0] | f->pmask[f->npc - 1][1]); f->npc--)
+    for (f->npc = (uint8_t)f->np; f->npc > 0 && !(f->pmask[f->npc - 1][0] | f->pmask[f->npc - 1][1]); f->npc--)
         ;
+    static const int scans[][4] = {
+#define RR_SCAN_ROW(npc, np, naddr, paired) {npc, np, naddr, paired},
+        RR_SCANS(RR_SCAN_ROW)
+#undef RR_SCAN_ROW
+    };
+    f->scan = RR_SCAN_ANY;
+    for (size_t i = 0; i < sizeof scans / sizeof scans[0]; i++)
+        if (scans[i][0] == f->npc && scans[i][1] == f->np && scans[i][2] == f->naddr && scans[i][3] == f->op_paired)
+            f->scan = (uint16_t)(RR_SCAN_ANY + 1 + i);
 }
 
 /* Fill op_fields for every op (before the pass looks at an instruction). */
@@ -1747,22 +1768,13 @@ static inline __attribute__((always_inline)) int shape_scan(rr_tmpl *t, const is
 static int shape_fits(rr_tmpl *t, const isa_insn *s, int sh, uint64_t *key)
 {
     const rr_opfields *f = fields_of(t->shop[sh]);
-    /* pairs and addresses of every op of the 128-byte isa_insn, and whether
-     * the op is in the first pair (wait and sig: 2, 0 and so, two in three
-     * of the prefill layer's; ring.send 4, 2 and so; dma 3 and 2; pt.mm 5,
-     * 4 and so; sfp 5, 3 and so); another layout's ops take the loops as
-     * they are (the cases of the 288-byte one left BERT-base's ring sends
-     * and pt.mm there: 0.8 M of its compile) */
-#define RR_SCAN(npc, np, naddr, paired) ((((npc) * (RR_NPAIRS + 1) + (np)) * (RR_NADDR + 1) + (naddr)) * 2 + (paired))
-    switch (RR_SCAN(f->npc, f->np, f->naddr, f->op_paired)) {
-    case RR_SCAN(1, 2, 0, 1): return shape_scan(t, s, sh, key, 1, 2, 0, 1); /* wait, sig: one pair and a padding one */
-    case RR_SCAN(3, 3, 2, 0): return shape_scan(t, s, sh, key, 3, 3, 2, 0);
-    case RR_SCAN(4, 4, 2, 1): return shape_scan(t, s, sh, key, 4, 4, 2, 1);
-    case RR_SCAN(5, 5, 3, 1): return shape_scan(t, s, sh, key, 5, 5, 3, 1);
-    case RR_SCAN(5, 5, 4, 1): return shape_scan(t, s, sh, key, 5, 5, 4, 1);
+    switch (f->scan) { /* (a case number made once per op: the key of four fields made per shape cost 60 K) */
+#define RR_SCAN_CASE(npc, np, naddr, paired) \
+    case RR_SCAN_##npc##np##naddr##paired: return shape_scan(t, s, sh, key, npc, np, naddr, paired);
+        RR_SCANS(RR_SCAN_CASE)
+#undef RR_SCAN_CASE
     default: return shape_scan(t, s, sh, key, f->npc, f->np, f->naddr, f->op_paired);
     }
-#undef RR_SCAN
 }
 
 /* Does kernel s[0..n) roll as the template did (rr_tmpl)?  So it does
