@@ -303,7 +303,8 @@ typedef uint64_t rr_pair __attribute__((vector_size(16), aligned(8), may_alias))
 #define RR_PAIRS_FIRST 2
 typedef struct {
     int naddr;
-    int fixed;                    /* a sequencer instruction that never repeats in a loop (ent_same) */
+    uint16_t fixed;               /* a sequencer instruction that never repeats in a loop (ent_same) */
+    uint16_t pass;                /* li, addi, loop or endl: the pass's own (make_entries) */
     const isa_operand *addr[RR_NADDR];
     uint16_t aoff[RR_NADDR];      /* their offsets in isa_insn */
     int nw;                       /* words holding other fields */
@@ -406,6 +407,7 @@ static void fields_init(void)
         rr_opfields *f = &op_fields[op];
         const isa_opinfo *oi = isa_info(op);
         f->fixed = oi && oi->cls == ISA_C_SEQ && op != ISA_OP_FENCE;
+        f->pass = op == ISA_OP_LOOP || op == ISA_OP_ENDL || op == ISA_OP_LI || op == ISA_OP_ADDI;
         for (int o = 0; oi && o < oi->noperands; o++) {
             const isa_operand *x = &oi->operands[o];
             if (x->kind == ISA_K_ADDR) {
@@ -1351,11 +1353,6 @@ static void check_same(rr_scratch *sc, const isa_insn *t, long n, const isa_insn
     }
 }
 
-static inline int seq_op(int op)
-{
-    return op == ISA_OP_LI || op == ISA_OP_ADDI || op == ISA_OP_LOOP || op == ISA_OP_ENDL;
-}
-
 /* Template t's code's operands with a register as rr_low's (code_keep
  * passed: each register an operand uses is its nest's li's). */
 static void code_lows(rr_scratch *sc, rr_tmpl *t)
@@ -1411,7 +1408,7 @@ static void code_keep(rr_scratch *sc, rr_tmpl *t, const isa_insn *c, long n, con
         k->val = c[pc].val;
         k->shape = -1;
         k->idx = -1;
-        const int copied = !seq_op(k->op);
+        const int copied = !f->pass;
         if (copied) {
             k->shape = sc->seen[pc] >= 0 ? t->shape[sc->seen[pc]] : -2; /* -2: never issued, never alike */
             k->idx = pc < nfrom ? from[pc] : -1;
@@ -1592,7 +1589,7 @@ static int make_entries(rr_scratch *sc, const isa_insn *s, long n)
     /* one pass over the kernel's instructions (they are large: each is read once) */
     for (long j = 0; j < n; j++) {
         const rr_opfields *f = fields_of(s[j].op);
-        int plain = s[j].op != ISA_OP_LOOP && s[j].op != ISA_OP_ENDL && s[j].op != ISA_OP_LI && s[j].op != ISA_OP_ADDI;
+        int plain = !f->pass;
         rr_ent *x = &ents[j];
         memset(x->off, 0, sizeof x->off);
         for (int k = 0; k < f->naddr; k++) {
