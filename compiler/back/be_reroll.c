@@ -303,17 +303,33 @@ typedef uint64_t rr_pair __attribute__((vector_size(16), aligned(8), may_alias))
 #define RR_PAIRS_FIRST 2
 typedef struct {
     int naddr;
-    int fixed;                    /* a sequencer instruction that never repeats in a loop (ent_same) */
+    uint16_t fixed;               /* a sequencer instruction that never repeats in a loop (ent_same) */
+    uint16_t pass;                /* li, addi, loop or endl: the pass's own (make_entries) */
     const isa_operand *addr[RR_NADDR];
     uint16_t aoff[RR_NADDR];      /* their offsets in isa_insn */
     int nw;                       /* words holding other fields */
     uint16_t word[RR_NWORDS];     /* their offsets in isa_insn */
     uint64_t mask[RR_NWORDS];     /* their fields' bytes */
     int np;                       /* the same as 16-byte pairs of words */
-    int op_paired;                /* the first pair holds the op's bytes too (fields_words) */
+    uint8_t npc;                  /* of them, those that compare something (the rest pad to RR_PAIRS_FIRST) */
+    uint8_t op_paired;            /* the first pair holds the op's bytes too (fields_words) */
+    uint16_t scan;                /* shape_fits' case for these (RR_SCANS), RR_SCAN_ANY none; these three
+                                   * in one int, so that the struct stays 512 bytes (op_fields by a shift) */
     uint16_t pair[RR_NPAIRS];
     rr_pair pmask[RR_NPAIRS];
 } rr_opfields;
+
+/* The layouts shape_fits has a case of its own for, as (npc, np, naddr,
+ * op_paired): every op of the 128-byte isa_insn (wait and sig: one pair,
+ * a padding one and the op in the first, two in three of the prefill
+ * layer's instructions; dma; ring.send; sfp; pt.mm); another layout's ops
+ * take the loops as they are (the cases of the 288-byte one left
+ * BERT-base's ring sends and pt.mm there: 0.8 M of its compile). */
+#define RR_SCANS(X) X(1, 2, 0, 1) X(3, 3, 2, 0) X(4, 4, 2, 1) X(5, 5, 3, 1) X(5, 5, 4, 1)
+#define RR_SCAN_ID(npc, np, naddr, paired) RR_SCAN_##npc##np##naddr##paired,
+enum { RR_SCAN_ANY, RR_SCANS(RR_SCAN_ID) };
+#undef RR_SCAN_ID
+_Static_assert((sizeof(rr_opfields) & (sizeof(rr_opfields) - 1)) == 0, "op_fields[op] by a shift");
 
 static rr_opfields op_fields[ISA_NOPS];
 static int op_fields_made;
@@ -369,6 +385,17 @@ static void fields_words(rr_opfields *f, const isa_opinfo *oi)
         f->pmask[0] |= om;
         f->op_paired = 1;
     }
+    for (f->npc = (uint8_t)f->np; f->npc > 0 && !(f->pmask[f->npc - 1][0] | f->pmask[f->npc - 1][1]); f->npc--)
+        ;
+    static const int scans[][4] = {
+#define RR_SCAN_ROW(npc, np, naddr, paired) {npc, np, naddr, paired},
+        RR_SCANS(RR_SCAN_ROW)
+#undef RR_SCAN_ROW
+    };
+    f->scan = RR_SCAN_ANY;
+    for (size_t i = 0; i < sizeof scans / sizeof scans[0]; i++)
+        if (scans[i][0] == f->npc && scans[i][1] == f->np && scans[i][2] == f->naddr && scans[i][3] == f->op_paired)
+            f->scan = (uint16_t)(RR_SCAN_ANY + 1 + i);
 }
 
 /* Fill op_fields for every op (before the pass looks at an instruction). */
@@ -380,6 +407,7 @@ static void fields_init(void)
         rr_opfields *f = &op_fields[op];
         const isa_opinfo *oi = isa_info(op);
         f->fixed = oi && oi->cls == ISA_C_SEQ && op != ISA_OP_FENCE;
+        f->pass = op == ISA_OP_LOOP || op == ISA_OP_ENDL || op == ISA_OP_LI || op == ISA_OP_ADDI;
         for (int o = 0; oi && o < oi->noperands; o++) {
             const isa_operand *x = &oi->operands[o];
             if (x->kind == ISA_K_ADDR) {
@@ -1325,11 +1353,6 @@ static void check_same(rr_scratch *sc, const isa_insn *t, long n, const isa_insn
     }
 }
 
-static inline int seq_op(int op)
-{
-    return op == ISA_OP_LI || op == ISA_OP_ADDI || op == ISA_OP_LOOP || op == ISA_OP_ENDL;
-}
-
 /* Template t's code's operands with a register as rr_low's (code_keep
  * passed: each register an operand uses is its nest's li's). */
 static void code_lows(rr_scratch *sc, rr_tmpl *t)
@@ -1385,7 +1408,7 @@ static void code_keep(rr_scratch *sc, rr_tmpl *t, const isa_insn *c, long n, con
         k->val = c[pc].val;
         k->shape = -1;
         k->idx = -1;
-        const int copied = !seq_op(k->op);
+        const int copied = !f->pass;
         if (copied) {
             k->shape = sc->seen[pc] >= 0 ? t->shape[sc->seen[pc]] : -2; /* -2: never issued, never alike */
             k->idx = pc < nfrom ? from[pc] : -1;
@@ -1460,13 +1483,20 @@ static void emit_as_code(rr_out *o, rr_tmpl *t, const isa_insn *s)
     }
     int64_t moved[ISA_NREGS] = {0};
     int d = 0, m = 0;
+    /* the copies written at a cursor of its own, the stream's count set
+     * before anything else writes (o->s->n read back after every copy,
+     * which may alias it for all the compiler knows, cost 0.2 M of
+     * BERT-base's compile) */
+    isa_stream *const os = o->s;
+    isa_insn *in = os->insns + os->n; /* (room made: stream_ahead) */
+    const rr_code *const code = t->code;
+    const int64_t(*const tdelta)[RR_NADDR] = t->delta;
     for (long pc = 0; pc < n; pc++) {
-        const rr_code *k = &t->code[pc];
+        const rr_code *k = &code[pc];
         if (k->shape >= 0) { /* an instruction copied (code_keep: li, addi, loop and endl have none) */
-            isa_insn *in = &o->s->insns[o->s->n]; /* (room made: stream_ahead) */
             isa_insn_copy(in, &s[k->idx]);
             const rr_opfields *f = fields_of(k->op);
-            const int64_t *delta = t->delta[k->shape];
+            const int64_t *delta = tdelta[k->shape];
             /* (commit_copy's check, on its addresses only: the copy's other fields are
              * the kernel's, as emitted; commit_copy itself, with the offsets in an
              * array first, was 0.66 M more of BERT-base's 48.5 M, callgrind) */
@@ -1477,10 +1507,14 @@ static void emit_as_code(rr_out *o, rr_tmpl *t, const isa_insn *s)
                 int64_t off[RR_NADDR];
                 for (int q = 0; q < k->na; q++)
                     off[q] = k->aoff[q] + delta[q] - moved[k->areg[q]];
+                os->n = (size_t)(in - os->insns);
                 addrs_failed(o, f, k->areg, off);
             }
-            o->s->n++;
-        } else if (k->op == ISA_OP_LI) {
+            in++;
+            continue;
+        }
+        os->n = (size_t)(in - os->insns);
+        if (k->op == ISA_OP_LI) {
             moved[k->reg] = t->li[m] - k->val;
             push_reg(o, ISA_OP_LI, k->reg, t->li[m++]);
         } else if (k->op == ISA_OP_ADDI) {
@@ -1496,7 +1530,9 @@ static void emit_as_code(rr_out *o, rr_tmpl *t, const isa_insn *s)
             commit_as(o, isa_fits_NONE);
             d--;
         }
+        in = os->insns + os->n;
     }
+    os->n = (size_t)(in - os->insns);
     o->ks->unrolled += t->unrolled;
 }
 
@@ -1546,16 +1582,20 @@ static int make_entries(rr_scratch *sc, const isa_insn *s, long n)
         ev->cap = (long)(ev->mem.cap / sizeof *ev->v);
     }
     sh->mask = cap - 1;
+    /* (in locals: the entries' stores may alias the structs for all the compiler knows) */
+    rr_ent *const ents = ev->v;
+    int64_t(*const soff)[RR_NADDR] = sc->soff;
+    int before = -1; /* the shape before */
     /* one pass over the kernel's instructions (they are large: each is read once) */
     for (long j = 0; j < n; j++) {
         const rr_opfields *f = fields_of(s[j].op);
-        int plain = s[j].op != ISA_OP_LOOP && s[j].op != ISA_OP_ENDL && s[j].op != ISA_OP_LI && s[j].op != ISA_OP_ADDI;
-        rr_ent *x = &ev->v[j];
+        int plain = !f->pass;
+        rr_ent *x = &ents[j];
         memset(x->off, 0, sizeof x->off);
         for (int k = 0; k < f->naddr; k++) {
             const isa_addr *a = caddr_at(&s[j], f, k);
             plain &= a->reg == 0;
-            x->off[k] = sc->soff[j][k] = a->off;
+            x->off[k] = soff[j][k] = a->off;
         }
         if (!plain)
             return 0;
@@ -1563,7 +1603,8 @@ static int make_entries(rr_scratch *sc, const isa_insn *s, long n)
         x->idx = (int)j;
         x->in = &s[j];
         x->op = s[j].op;
-        shape_guess(sh, x, j ? ev->v[j - 1].shape : -1);
+        shape_guess(sh, x, before);
+        before = x->shape;
         x->fixed = f->fixed;
         x->depth = 0;
         x->h = x->key; /* (ent_hash without strides) */
@@ -1583,20 +1624,26 @@ static void tmpl_index(const rr_scratch *sc, rr_tmpl *t, const rr_ent *e, long n
     t->off = scratch_array(sc, &t->offm, n, sizeof *t->off);
     t->delta = scratch_array(sc, &t->deltam, t->nsh + 1, sizeof *t->delta);
     t->at = scratch_array(sc, &t->atm, t->nsh + 1, sizeof *t->at);
-    memset(t->at, 0, (size_t)(t->nsh + 1) * sizeof *t->at);
-    for (long j = 0; j < n; j++)
-        t->at[e[j].shape + 1]++;
+    /* (in locals: the stores may alias t's fields for all the compiler knows) */
+    long *const at = t->at;
+    int *const shape = t->shape;
+    uint32_t *const pos = t->pos;
+    int64_t(*const off)[RR_NADDR] = t->off;
+    memset(at, 0, (size_t)(t->nsh + 1) * sizeof *at);
+    for (long j = 0; j < n; j++) {
+        shape[j] = e[j].shape;
+        at[shape[j] + 1]++;
+    }
     for (int q = 0; q < t->nsh; q++)
-        t->at[q + 1] += t->at[q];
+        at[q + 1] += at[q];
     for (long j = 0; j < n; j++) { /* at[q] moves to the end of shape q's */
-        const long i = t->at[e[j].shape]++;
-        t->shape[j] = e[j].shape;
-        t->pos[i] = (uint32_t)((size_t)j * sizeof(isa_insn));
-        memcpy(t->off[i], e[j].off, sizeof t->off[i]);
+        const long i = at[shape[j]]++;
+        pos[i] = (uint32_t)((size_t)j * sizeof(isa_insn));
+        memcpy(off[i], e[j].off, sizeof off[i]);
     }
     for (int q = t->nsh; q > 0; q--) /* back to the starts */
-        t->at[q] = t->at[q - 1];
-    t->at[0] = 0;
+        at[q] = at[q - 1];
+    at[0] = 0;
 }
 
 /* Roll kernel s[0..n) from scratch, in the entries' list (sc->e), and
@@ -1669,7 +1716,7 @@ static inline __attribute__((always_inline)) uint64_t pairs_key(int op, const rr
  * registers and the loops over them unroll, the first instruction's (and
  * its key's: a shape in seven is one instruction) as the rest's. */
 static inline __attribute__((always_inline)) int shape_scan(rr_tmpl *t, const isa_insn *s, int sh, uint64_t *key,
-                                                            int np, int naddr, int op_paired)
+                                                            int npc, int np, int naddr, int op_paired)
 {
     const long a = t->at[sh], b = t->at[sh + 1];
     const int op = t->shop[sh];
@@ -1679,7 +1726,7 @@ static inline __attribute__((always_inline)) int shape_scan(rr_tmpl *t, const is
     int64_t *delta = t->delta[sh];
 #pragma GCC unroll 8
     for (int q = 0; q < np; q++)
-        hv[q] = *(const rr_pair *)(h + f->pair[q]) & f->pmask[q];
+        hv[q] = q < npc ? *(const rr_pair *)(h + f->pair[q]) & f->pmask[q] : (rr_pair){0, 0} & f->pmask[q];
     int64_t bad = ((const isa_insn *)h)->op ^ op;
 #pragma GCC unroll 4
     for (int k = 0; k < naddr; k++) {
@@ -1698,7 +1745,7 @@ static inline __attribute__((always_inline)) int shape_scan(rr_tmpl *t, const is
         if (!op_paired)
             bad |= ((const isa_insn *)x)->op ^ op;
 #pragma GCC unroll 8
-        for (int q = 0; q < np; q++)
+        for (int q = 0; q < npc; q++)
             diff |= (*(const rr_pair *)(x + f->pair[q]) & f->pmask[q]) ^ hv[q];
 #pragma GCC unroll 4
         for (int k = 0; k < naddr; k++) {
@@ -1718,22 +1765,13 @@ static inline __attribute__((always_inline)) int shape_scan(rr_tmpl *t, const is
 static int shape_fits(rr_tmpl *t, const isa_insn *s, int sh, uint64_t *key)
 {
     const rr_opfields *f = fields_of(t->shop[sh]);
-    /* pairs and addresses of every op of the 128-byte isa_insn, and whether
-     * the op is in the first pair (wait and sig: 2, 0 and so, two in three
-     * of the prefill layer's; ring.send 4, 2 and so; dma 3 and 2; pt.mm 5,
-     * 4 and so; sfp 5, 3 and so); another layout's ops take the loops as
-     * they are (the cases of the 288-byte one left BERT-base's ring sends
-     * and pt.mm there: 0.8 M of its compile) */
-#define RR_SCAN(np, naddr, paired) (((np) * (RR_NADDR + 1) + (naddr)) * 2 + (paired))
-    switch (RR_SCAN(f->np, f->naddr, f->op_paired)) {
-    case RR_SCAN(2, 0, 1): return shape_scan(t, s, sh, key, 2, 0, 1);
-    case RR_SCAN(3, 2, 0): return shape_scan(t, s, sh, key, 3, 2, 0);
-    case RR_SCAN(4, 2, 1): return shape_scan(t, s, sh, key, 4, 2, 1);
-    case RR_SCAN(5, 3, 1): return shape_scan(t, s, sh, key, 5, 3, 1);
-    case RR_SCAN(5, 4, 1): return shape_scan(t, s, sh, key, 5, 4, 1);
-    default: return shape_scan(t, s, sh, key, f->np, f->naddr, f->op_paired);
+    switch (f->scan) { /* (a case number made once per op: the key of four fields made per shape cost 60 K) */
+#define RR_SCAN_CASE(npc, np, naddr, paired) \
+    case RR_SCAN_##npc##np##naddr##paired: return shape_scan(t, s, sh, key, npc, np, naddr, paired);
+        RR_SCANS(RR_SCAN_CASE)
+#undef RR_SCAN_CASE
+    default: return shape_scan(t, s, sh, key, f->npc, f->np, f->naddr, f->op_paired);
     }
-#undef RR_SCAN
 }
 
 /* Does kernel s[0..n) roll as the template did (rr_tmpl)?  So it does
