@@ -433,8 +433,8 @@ static double act_slot(const sim_dram *d, const dram_chan *c, double x)
  * bus_free (a drain keeps it in a register), without changing any state.
  * Forced inline like segment, where GCC would otherwise put it out of line. */
 static inline __attribute__((always_inline)) void plan(const sim_dram *d, const dram_chan *c, const dram_bank *b,
-                                                       const double *bg_free, int g, int64_t row, double nb, int dir,
-                                                       double t, double bus_free, dram_plan *p)
+                                                       const double *bg_free, int g, int64_t row, double nb, double nbb,
+                                                       int dir, double t, double bus_free, dram_plan *p)
 {
     double cas;
     p->act = LONG_AGO;
@@ -473,10 +473,10 @@ static inline __attribute__((always_inline)) void plan(const sim_dram *d, const 
      * for this bank is lent to younger requests that are ready (the bus work
      * pointer runs ahead); on an idle bus the data starts when ready. */
     double lo = bus_free > t ? s - d->window : s;
-    p->bus_end = later(bus_free, lo) + nb * d->burst + p->mix;
+    p->bus_end = later(bus_free, lo) + nbb + p->mix;
     /* one bank group streams one burst per tCCD; other groups fill the bus */
     p->bg_end = later(s, bg_free[g]) + nb * d->ccd;
-    p->end = later(later(p->bus_end, p->bg_end), s + nb * d->burst);
+    p->end = later(later(p->bus_end, p->bg_end), s + nbb);
 }
 
 /* Earliest time an all-bank refresh can start on channel c: data done and
@@ -550,8 +550,9 @@ static inline __attribute__((always_inline)) void activated(const sim_dram *d, d
 }
 
 /* Schedule one segment of channel c (its state ch, its bank b at w.bi,
- * its bank groups bg_free): nb bursts (bursts(lo, hi) of its local range
- * [lo, hi)), placed at w (place_of(lo)): callers pass what
+ * its bank groups bg_free): nbf bursts (bursts(lo, hi) of its local range
+ * [lo, hi), as a double) taking nbb = nbf * burst of bus time, placed at
+ * w (place_of(lo)): callers pass what
  * they found already (a posted write keeps both, an access of whole
  * blocks finds them once for every channel).  Returns its end; *first (if
  * not NULL) is its first data on the bus.  Forced inline into its four
@@ -559,17 +560,14 @@ static inline __attribute__((always_inline)) void activated(const sim_dram *d, d
  * eight arguments, and each caller's constants (the direction, first) fold
  * into its copy. */
 static inline __attribute__((always_inline)) double segment_on(sim_dram *d, int c, dram_chan *ch, dram_bank *b,
-                                                               double *bg_free, uint64_t nb, dram_place w, int dir,
-                                                               double t, double *first)
+                                                               double *bg_free, double nbf, double nbb, dram_place w,
+                                                               int dir, double t, double *first)
 {
     const int g = w.g;
     const int64_t row = w.row;
-    /* a small count: as a signed integer it converts to a double in one
-     * instruction, where an unsigned 64-bit one takes several */
-    const double nbf = (double)(int64_t)nb;
     dram_plan p;
     for (;;) {
-        plan(d, ch, b, bg_free, g, row, nbf, dir, t, ch->bus_free, &p);
+        plan(d, ch, b, bg_free, g, row, nbf, nbb, dir, t, ch->bus_free, &p);
         if (p.start < ch->ref_due)
             break;
         refresh(d, c, t); /* data would start after the due refresh: refresh first */
@@ -599,10 +597,10 @@ static inline __attribute__((always_inline)) double segment_on(sim_dram *d, int 
         d->st.row_misses++;
     else
         d->st.row_conflicts++;
-    d->st.busy_ns[c] += nbf * d->burst;
+    d->st.busy_ns[c] += nbb;
     d->st.mix_ns += p.mix;
     if (first) /* not before it is ready, nor before its bus work begins */
-        *first = later(p.start, p.bus_end - nbf * d->burst - p.mix);
+        *first = later(p.start, p.bus_end - nbb - p.mix);
     return p.end;
 }
 
@@ -610,8 +608,11 @@ static inline __attribute__((always_inline)) double segment_on(sim_dram *d, int 
 static inline __attribute__((always_inline)) double segment(sim_dram *d, int c, uint64_t nb, dram_place w, int dir,
                                                             double t, double *first)
 {
+    /* a small count: as a signed integer it converts to a double in one
+     * instruction, where an unsigned 64-bit one takes several */
+    const double nbf = (double)(int64_t)nb;
     return segment_on(d, c, &d->ch[c], &d->bank[(size_t)c * (size_t)d->nbank + (size_t)w.bi],
-                      &d->bg_free[(size_t)c * (size_t)d->nbg], nb, w, dir, t, first);
+                      &d->bg_free[(size_t)c * (size_t)d->nbg], nbf, nbf * d->burst, w, dir, t, first);
 }
 
 /* ---- posted writes ---- */
@@ -655,11 +656,12 @@ static inline __attribute__((always_inline)) void drain_release(sim_dram *d, int
     dram_wentry *e = &ch->wq[(ch->wq_head + r->rel) & d->wq_mask];
     const int g = e->w.g;
     const double nbf = (double)(int64_t)e->nb;
+    const double nbb = nbf * d->burst; /* its bus time, multiplied once */
     dram_bank *b = &d->bank[(size_t)c * (size_t)d->nbank + (size_t)e->w.bi];
     double *bg_free = &d->bg_free[(size_t)c * (size_t)d->nbg];
     dram_plan p;
     for (;;) {
-        plan(d, ch, b, bg_free, g, e->w.row, nbf, WR, t, r->bus_free, &p);
+        plan(d, ch, b, bg_free, g, e->w.row, nbf, nbb, WR, t, r->bus_free, &p);
         if (p.start < ch->ref_due)
             break;
         ch->bus_free = r->bus_free; /* refresh reads and moves these */
@@ -676,9 +678,9 @@ static inline __attribute__((always_inline)) void drain_release(sim_dram *d, int
     bg_free[g] = p.bg_end;
     r->end = later(r->end, p.end);
     r->kinds[kind]++;
-    r->busy += nbf * d->burst;
+    r->busy += nbb;
     r->mix += p.mix;
-    e->start = later(p.start, p.bus_end - nbf * d->burst - p.mix);
+    e->start = later(p.start, p.bus_end - nbb - p.mix);
     r->rel++;
     r->wait -= e->nb;
 }
@@ -877,10 +879,11 @@ static double whole_read(sim_dram *d, uint64_t nb, dram_place w, double t)
     dram_bank *b = &d->bank[w.bi];
     double *bg_free = d->bg_free;
     const size_t nbank = (size_t)d->nbank, nbg = (size_t)d->nbg;
+    const double nbf = (double)(int64_t)nb, nbb = nbf * d->burst; /* the same on every channel */
     for (int c = 0; c < d->nch; c++, ch++, b += nbank, bg_free += nbg) {
         if (d->wq_cap)
             wq_idle(d, c, t);
-        done = later(done, segment_on(d, c, ch, b, bg_free, nb, w, RD, t, NULL));
+        done = later(done, segment_on(d, c, ch, b, bg_free, nbf, nbb, w, RD, t, NULL));
     }
     return done;
 }
