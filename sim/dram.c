@@ -739,9 +739,10 @@ static void wq_retire(sim_dram *d, int c, double t)
 static void wq_idle(sim_dram *d, int c, double t)
 {
     dram_chan *ch = &d->ch[c];
-    double idle = ch->dir_end[RD];
+    /* the end of the read data is read only when a write waits (most
+     * calls find none); the releases do not move it */
     while (ch->wq_rel < ch->wq_n && ch->bus_free < t) {
-        double r = later(idle, wq_at(d, c, ch->wq_rel)->start); /* waiting: accepted then */
+        double r = later(ch->dir_end[RD], wq_at(d, c, ch->wq_rel)->start); /* waiting: accepted then */
         if (r >= t)
             break;
         wq_release(d, c, r);
@@ -893,9 +894,10 @@ static double whole_read(sim_dram *d, uint64_t nb, dram_place w, double t)
 static double whole_write(sim_dram *d, uint64_t nb, dram_place w, double t)
 {
     double done = t;
+    const double x = t + d->ack; /* the same on every channel */
     for (int c = 0; c < d->nch; c++) {
         wq_idle(d, c, t);
-        done = later(done, wq_accept(d, c, nb, w, t + d->ack));
+        done = later(done, wq_accept(d, c, nb, w, x));
     }
     return done;
 }
