@@ -117,6 +117,8 @@ static divisor divisor_of(uint64_t v)
 static inline uint64_t dv(uint64_t x, divisor d) { return d.sh >= 0 ? x >> d.sh : x / d.v; }
 static inline uint64_t md(uint64_t x, divisor d) { return d.sh >= 0 ? x & (d.v - 1) : x % d.v; }
 
+#define PLACED_WAYS 64 /* place_of's answers kept, a power of two */
+
 struct sim_dram {
     /* organisation */
     int nch, nbg, nbpg, nbank; /* nbank: banks per channel */
@@ -143,8 +145,10 @@ struct sim_dram {
     uint64_t call;
     sim_dram_stats st;
     sim_dram *shadow;   /* scratch copy for sim_dram_drain_time */
-    uint64_t placed_r;  /* the last local row index placed (place_of), and where */
-    dram_place placed;
+    /* per value of the low bits, the last local row index placed
+     * (place_of) with them, and where */
+    uint64_t placed_r[PLACED_WAYS];
+    dram_place placed[PLACED_WAYS];
 };
 
 typedef struct {
@@ -279,7 +283,8 @@ sim_dram *sim_dram_new(const chip_config *cfg)
         ;
     d->wq_high = count_at_most(cfg->dram_write_high_pct / 100 * (double)d->wq_cap);
     d->wq_low = count_at_most(cfg->dram_write_low_pct / 100 * (double)d->wq_cap);
-    d->placed_r = UINT64_MAX; /* none yet */
+    for (int i = 0; i < PLACED_WAYS; i++)
+        d->placed_r[i] = UINT64_MAX; /* none yet */
     d->ack = cfg->dram_write_ack_ns;
     if (alloc_state(d) || !(d->shadow = malloc(sizeof *d->shadow))) {
         sim_dram_free(d);
@@ -428,8 +433,8 @@ static double act_slot(const sim_dram *d, const dram_chan *c, double x)
  * bus_free (a drain keeps it in a register), without changing any state.
  * Forced inline like segment, where GCC would otherwise put it out of line. */
 static inline __attribute__((always_inline)) void plan(const sim_dram *d, const dram_chan *c, const dram_bank *b,
-                                                       const double *bg_free, int g, int64_t row, double nb, int dir,
-                                                       double t, double bus_free, dram_plan *p)
+                                                       const double *bg_free, int g, int64_t row, double nb, double nbb,
+                                                       int dir, double t, double bus_free, dram_plan *p)
 {
     double cas;
     p->act = LONG_AGO;
@@ -468,10 +473,10 @@ static inline __attribute__((always_inline)) void plan(const sim_dram *d, const 
      * for this bank is lent to younger requests that are ready (the bus work
      * pointer runs ahead); on an idle bus the data starts when ready. */
     double lo = bus_free > t ? s - d->window : s;
-    p->bus_end = later(bus_free, lo) + nb * d->burst + p->mix;
+    p->bus_end = later(bus_free, lo) + nbb + p->mix;
     /* one bank group streams one burst per tCCD; other groups fill the bus */
     p->bg_end = later(s, bg_free[g]) + nb * d->ccd;
-    p->end = later(later(p->bus_end, p->bg_end), s + nb * d->burst);
+    p->end = later(later(p->bus_end, p->bg_end), s + nbb);
 }
 
 /* Earliest time an all-bank refresh can start on channel c: data done and
@@ -510,16 +515,19 @@ static void refresh(sim_dram *d, int c, double t)
 }
 
 /* Where local row index r lands: its channel's accesses and the other
- * channels' shares of the same access mostly name the row the last one
- * named, so the last answer is kept (the map does not change). */
+ * channels' shares of the same access mostly name a row named lately, so
+ * the answers are kept, one per value of r's low bits (the map does not
+ * change).  With one answer a GEMM's alternating streams missed 89% of
+ * its accesses' lookups. */
 static dram_place place_of(sim_dram *d, uint64_t local)
 {
     uint64_t r = dv(local, d->drow);
-    if (r != d->placed_r) {
-        place(d, r, &d->placed.g, &d->placed.bi, &d->placed.row);
-        d->placed_r = r;
+    const unsigned i = (unsigned)r & (PLACED_WAYS - 1);
+    if (r != d->placed_r[i]) {
+        place(d, r, &d->placed[i].g, &d->placed[i].bi, &d->placed[i].row);
+        d->placed_r[i] = r;
     }
-    return d->placed;
+    return d->placed[i];
 }
 
 /* The bursts of local range [lo, hi). */
@@ -542,8 +550,9 @@ static inline __attribute__((always_inline)) void activated(const sim_dram *d, d
 }
 
 /* Schedule one segment of channel c (its state ch, its bank b at w.bi,
- * its bank groups bg_free): nb bursts (bursts(lo, hi) of its local range
- * [lo, hi)), placed at w (place_of(lo)): callers pass what
+ * its bank groups bg_free): nbf bursts (bursts(lo, hi) of its local range
+ * [lo, hi), as a double) taking nbb = nbf * burst of bus time, placed at
+ * w (place_of(lo)): callers pass what
  * they found already (a posted write keeps both, an access of whole
  * blocks finds them once for every channel).  Returns its end; *first (if
  * not NULL) is its first data on the bus.  Forced inline into its four
@@ -551,17 +560,14 @@ static inline __attribute__((always_inline)) void activated(const sim_dram *d, d
  * eight arguments, and each caller's constants (the direction, first) fold
  * into its copy. */
 static inline __attribute__((always_inline)) double segment_on(sim_dram *d, int c, dram_chan *ch, dram_bank *b,
-                                                               double *bg_free, uint64_t nb, dram_place w, int dir,
-                                                               double t, double *first)
+                                                               double *bg_free, double nbf, double nbb, dram_place w,
+                                                               int dir, double t, double *first)
 {
     const int g = w.g;
     const int64_t row = w.row;
-    /* a small count: as a signed integer it converts to a double in one
-     * instruction, where an unsigned 64-bit one takes several */
-    const double nbf = (double)(int64_t)nb;
     dram_plan p;
     for (;;) {
-        plan(d, ch, b, bg_free, g, row, nbf, dir, t, ch->bus_free, &p);
+        plan(d, ch, b, bg_free, g, row, nbf, nbb, dir, t, ch->bus_free, &p);
         if (p.start < ch->ref_due)
             break;
         refresh(d, c, t); /* data would start after the due refresh: refresh first */
@@ -591,10 +597,10 @@ static inline __attribute__((always_inline)) double segment_on(sim_dram *d, int 
         d->st.row_misses++;
     else
         d->st.row_conflicts++;
-    d->st.busy_ns[c] += nbf * d->burst;
+    d->st.busy_ns[c] += nbb;
     d->st.mix_ns += p.mix;
     if (first) /* not before it is ready, nor before its bus work begins */
-        *first = later(p.start, p.bus_end - nbf * d->burst - p.mix);
+        *first = later(p.start, p.bus_end - nbb - p.mix);
     return p.end;
 }
 
@@ -602,8 +608,11 @@ static inline __attribute__((always_inline)) double segment_on(sim_dram *d, int 
 static inline __attribute__((always_inline)) double segment(sim_dram *d, int c, uint64_t nb, dram_place w, int dir,
                                                             double t, double *first)
 {
+    /* a small count: as a signed integer it converts to a double in one
+     * instruction, where an unsigned 64-bit one takes several */
+    const double nbf = (double)(int64_t)nb;
     return segment_on(d, c, &d->ch[c], &d->bank[(size_t)c * (size_t)d->nbank + (size_t)w.bi],
-                      &d->bg_free[(size_t)c * (size_t)d->nbg], nb, w, dir, t, first);
+                      &d->bg_free[(size_t)c * (size_t)d->nbg], nbf, nbf * d->burst, w, dir, t, first);
 }
 
 /* ---- posted writes ---- */
@@ -647,11 +656,12 @@ static inline __attribute__((always_inline)) void drain_release(sim_dram *d, int
     dram_wentry *e = &ch->wq[(ch->wq_head + r->rel) & d->wq_mask];
     const int g = e->w.g;
     const double nbf = (double)(int64_t)e->nb;
+    const double nbb = nbf * d->burst; /* its bus time, multiplied once */
     dram_bank *b = &d->bank[(size_t)c * (size_t)d->nbank + (size_t)e->w.bi];
     double *bg_free = &d->bg_free[(size_t)c * (size_t)d->nbg];
     dram_plan p;
     for (;;) {
-        plan(d, ch, b, bg_free, g, e->w.row, nbf, WR, t, r->bus_free, &p);
+        plan(d, ch, b, bg_free, g, e->w.row, nbf, nbb, WR, t, r->bus_free, &p);
         if (p.start < ch->ref_due)
             break;
         ch->bus_free = r->bus_free; /* refresh reads and moves these */
@@ -668,9 +678,9 @@ static inline __attribute__((always_inline)) void drain_release(sim_dram *d, int
     bg_free[g] = p.bg_end;
     r->end = later(r->end, p.end);
     r->kinds[kind]++;
-    r->busy += nbf * d->burst;
+    r->busy += nbb;
     r->mix += p.mix;
-    e->start = later(p.start, p.bus_end - nbf * d->burst - p.mix);
+    e->start = later(p.start, p.bus_end - nbb - p.mix);
     r->rel++;
     r->wait -= e->nb;
 }
@@ -729,9 +739,10 @@ static void wq_retire(sim_dram *d, int c, double t)
 static void wq_idle(sim_dram *d, int c, double t)
 {
     dram_chan *ch = &d->ch[c];
-    double idle = ch->dir_end[RD];
+    /* the end of the read data is read only when a write waits (most
+     * calls find none); the releases do not move it */
     while (ch->wq_rel < ch->wq_n && ch->bus_free < t) {
-        double r = later(idle, wq_at(d, c, ch->wq_rel)->start); /* waiting: accepted then */
+        double r = later(ch->dir_end[RD], wq_at(d, c, ch->wq_rel)->start); /* waiting: accepted then */
         if (r >= t)
             break;
         wq_release(d, c, r);
@@ -869,10 +880,11 @@ static double whole_read(sim_dram *d, uint64_t nb, dram_place w, double t)
     dram_bank *b = &d->bank[w.bi];
     double *bg_free = d->bg_free;
     const size_t nbank = (size_t)d->nbank, nbg = (size_t)d->nbg;
+    const double nbf = (double)(int64_t)nb, nbb = nbf * d->burst; /* the same on every channel */
     for (int c = 0; c < d->nch; c++, ch++, b += nbank, bg_free += nbg) {
         if (d->wq_cap)
             wq_idle(d, c, t);
-        done = later(done, segment_on(d, c, ch, b, bg_free, nb, w, RD, t, NULL));
+        done = later(done, segment_on(d, c, ch, b, bg_free, nbf, nbb, w, RD, t, NULL));
     }
     return done;
 }
@@ -882,9 +894,10 @@ static double whole_read(sim_dram *d, uint64_t nb, dram_place w, double t)
 static double whole_write(sim_dram *d, uint64_t nb, dram_place w, double t)
 {
     double done = t;
+    const double x = t + d->ack; /* the same on every channel */
     for (int c = 0; c < d->nch; c++) {
         wq_idle(d, c, t);
-        done = later(done, wq_accept(d, c, nb, w, t + d->ack));
+        done = later(done, wq_accept(d, c, nb, w, x));
     }
     return done;
 }
