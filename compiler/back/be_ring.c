@@ -1024,17 +1024,18 @@ static void rg_chunk_in(rg_core *g, int64_t b, int64_t jc, int64_t step)
         g->like[0] = g->like[1] = -1;
         g->send_kc = kc;
     }
+    const int credw = stream && step - g->npre >= g->mc.tl.slots; /* the first piece waits for credits */
     for (int64_t pc = 0; pc < g->ns; pc++) {
         if (g->i != g->mid)
             cc_emit_wait(e, ISA_U_RING, g->arr);
         for (int u = 0; u < g->mc.nc; u++)
             if (step == 0 ? pc >= g->cp.cst[u] && pc < g->cp.cst[u] + g->cp.cns[u]
-                          : g->cp.cns[u] > 0 && g->cp.last[u] == pc)
+                          : g->cp.last[u] == pc && g->cp.cns[u] > 0)
                 cc_emit_sig(e, ISA_U_RING, g->have[u]);
         const int64_t at = bat + pc * bs;
         for (int q = 0; q < g->nh; q++) {
             const int h = g->hs[q];
-            if (stream && pc == 0 && step - g->npre >= g->mc.tl.slots)
+            if (credw && pc == 0)
                 cc_emit_wait(e, ISA_U_RING, g->cred[h]);
             g->like[h] = cc_emit_ring_like(e, g->like[h], ISA_OP_RING_SEND, g->down[h], g->arr, cc_abs(at), cc_abs(at),
                                            &sh);
