@@ -318,12 +318,11 @@ static int64_t rg_hops(int64_t gm, int64_t gn, int alone)
  * sticks walked in blocks of NBS (B streamed) takes each later block at
  * the slower of its chunks and the previous block's epilogue and stores
  * (the block's last chunk waits for them).  The way counts rg_hops
- * piece times. */
+ * piece times.  tl's corelet split is set (mm_split_block). */
 static void mm_rg_estimate(const mm_plan *m, int64_t gm, int64_t gn, int64_t ns, mm_tiling *tl)
 {
     const cc_target *t = &m->c->t;
     const double sb = (double)t->stick, rbpc = (double)t->cfg->ring_bytes_per_cycle;
-    mm_split_block(m, tl);
     int64_t rows = tl->split == SPLIT_ROWS ? cc_max(tl->r0, tl->MB - tl->r0) : tl->MB;
     int64_t sticks = tl->split == SPLIT_STICKS ? cc_max(tl->s0, tl->NBS - tl->s0) : tl->NBS;
     double pt = (mm_pt_cycles(t, rows, sticks, tl->KC) - t->pt_insn_cycles) * t->cfg->pt_k_step_cycles +
@@ -405,6 +404,7 @@ static int rg_search(const mm_plan *m, int64_t gm, int64_t gn, mm_tiling tl, int
 {
     const be_work *w = &m->c->work[m->ep.pos];
     const int64_t lanes = m->c->t.lanes16, budget = be_lx_budget(m->c, m->ep.pos);
+    mm_split_block(m, &tl); /* of MB x NBS alone: the same for every K chunk */
     for (int64_t ks = 1; ks < 2 * cc_ceil_div(m->Kd, lanes); ks *= 2) {
         tl.KC = w->mb ? cc_min(w->kc, m->Kd) : cc_min(ks * lanes, m->Kd);
         if (w->mb && ks > 1)
