@@ -498,5 +498,9 @@ void cc_emit_sfp(cc_emit *e, const cc_sfp_args *sa)
         e->tally->insns++;
         *(isa_info(sa->op)->cost == ISA_COST_COMPLEX ? &e->tally->complex_sticks : &e->tally->simple_sticks) += sticks;
     }
-    cc_commit(e);
+    /* (an sfp.* op's format is SFP: its straight check, not isa_fits' call and switch) */
+    if (isa_info(sa->op) && isa_info(sa->op)->format == ISA_FMT_ID_SFP)
+        cc_commit_as(e, isa_fits_SFP);
+    else
+        cc_commit(e);
 }
