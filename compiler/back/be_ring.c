@@ -603,9 +603,12 @@ typedef struct {
     int defer, nheld;
     struct rg_pieces *held[RG_DEFER_BLOCKS];
     /* rg_chunk_in: per neighbour, its last send in the kernel's stream
-     * (-1 none), all of them of K chunk send_kc (their shape) */
+     * (-1 none), all of them of K chunk send_kc (their shape); rg_release:
+     * its credit send, the same one every time in a kernel (ints: a K chunk
+     * and a kernel's stream index are far below 2^31, and rg_core stays at
+     * 2,040 bytes) */
     long like[2];
-    int64_t send_kc;
+    int send_kc, credlike;
     long ptlike[2]; /* rg_chunk_pt: per corelet, its last product in the kernel's stream (-1 none) */
 } rg_core;
 
@@ -836,7 +839,8 @@ static void rg_release(rg_core *g, int64_t step)
     /* streamed: B comes from the row above (below, in a reversed column) */
     const int h = rg_reversed(g) ? 0 : 1, up = g->core + (h ? -1 : 1) * (int)g->gn;
     cc_dma_shape sh = cc_dma_groups(1, 1, 0, 0);
-    cc_emit_ring(g->e, ISA_OP_RING_SEND, up, g->cred[h], cc_abs(g->cred_in[h]), cc_abs(g->cred_src), &sh);
+    g->credlike = (int)cc_emit_ring_like(g->e, g->credlike, ISA_OP_RING_SEND, up, g->cred[h], cc_abs(g->cred_in[h]),
+                                         cc_abs(g->cred_src), &sh);
 }
 
 /* The own A rows of a chunk (stick groups [gi, gi + kg)) to aoff in the
@@ -1022,7 +1026,7 @@ static void rg_chunk_in(rg_core *g, int64_t b, int64_t jc, int64_t step)
     const cc_dma_shape sh = cc_dma_groups(kc, 1, 0, 0); /* every stick group's sends' */
     if (kc != g->send_kc) { /* a neighbour's next send differs from its last only in its addresses, in one K chunk */
         g->like[0] = g->like[1] = -1;
-        g->send_kc = kc;
+        g->send_kc = (int)kc;
     }
     const int credw = stream && step - g->npre >= g->mc.tl.slots; /* the first piece waits for credits */
     for (int64_t pc = 0; pc < g->ns; pc++) {
@@ -1450,7 +1454,7 @@ int mm_rg_core(be_ctx *c, mm_plan *m, int core)
         mm_tile_init(&g->mc, c, g->mc.MB);
         cc_kernel_begin(g->e, m->K->name);
         g->like[0] = g->like[1] = -1; /* the kernel's stream: no send or product in it yet */
-        g->ptlike[0] = g->ptlike[1] = -1;
+        g->ptlike[0] = g->ptlike[1] = g->credlike = -1;
         rg_layout(g);
         for (int64_t b = 0; b < g->nsb && !rc; b++) {
             rg_block(g, b);
