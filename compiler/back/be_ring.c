@@ -987,15 +987,15 @@ static int rg_ep_early(const rg_core *g, int64_t jc) { return g->mc.tl.slots && 
  * other cores (from the kept region directly), then B's pieces on down
  * the column (streamed: once the core below has the slot free), then
  * frees the slot of the step before; sfp1 collects the grid row's A rows
- * of the chunk.  B's chunk is at bat in LX, bs between its stick groups
- * (rg_bchunk, once for this and rg_chunk_pt). */
-static void rg_chunk_in(rg_core *g, int64_t b, int64_t jc, int64_t step, int64_t bat, int64_t bs)
+ * of the chunk.  Its first K row is k0 (rg_k0), B's chunk at bat in LX,
+ * bs between its stick groups (rg_bchunk; once for this and rg_chunk_pt). */
+static void rg_chunk_in(rg_core *g, int64_t b, int64_t jc, int64_t step, int64_t k0, int64_t bat, int64_t bs)
 {
     be_ctx *c = g->c;
     mm_plan *m = g->m;
     cc_emit *e = g->e;
     const int64_t sb = c->t.stick, lanes = c->t.lanes16, MT = g->mc.MB, KC = g->mc.KC;
-    const int64_t k0 = rg_k0(g, jc), kc = cc_min(KC, m->Kd - k0), gi = k0 / lanes, kg = cc_ceil_div(kc, lanes);
+    const int64_t kc = cc_min(KC, m->Kd - k0), gi = k0 / lanes, kg = cc_ceil_div(kc, lanes);
     const int64_t aoff = g->AG + (gi * MT + g->own) * sb;
     const int stream = g->mc.tl.slots > 0;
     if (g->i == g->mid) {
@@ -1057,16 +1057,16 @@ static void rg_chunk_in(rg_core *g, int64_t b, int64_t jc, int64_t step, int64_t
 /* pt u: its part of chunk jc of block b (the core's step-th); the first
  * step piece by piece, as its sticks come in (the corelets start a hop's
  * worth of pieces earlier), a block's last chunk part by part when
- * piped, once the previous block's results have left C (streamed); B's
- * chunk at bat, bs apart (as rg_chunk_in). */
-static void rg_chunk_pt(rg_core *g, int64_t b, int64_t jc, int64_t step, int64_t bat, int64_t bs)
+ * piped, once the previous block's results have left C (streamed); k0,
+ * bat and bs as rg_chunk_in's. */
+static void rg_chunk_pt(rg_core *g, int64_t b, int64_t jc, int64_t step, int64_t k0, int64_t bat, int64_t bs)
 {
     be_ctx *c = g->c;
     mm_plan *m = g->m;
     cc_emit *e = g->e;
     const mm_core *mc = &g->mc;
     const int64_t sb = c->t.stick, lanes = c->t.lanes16, MT = mc->MB, KC = mc->KC;
-    const int64_t k0 = rg_k0(g, jc), kc = cc_min(KC, m->Kd - k0), gi = k0 / lanes;
+    const int64_t kc = cc_min(KC, m->Kd - k0), gi = k0 / lanes;
     const int64_t *crow = g->cp.crow, *cnr = g->cp.cnr, *cst = g->cp.cst, *cns = g->cp.cns;
     const int first = jc == 0, lastc = jc == mc->nch - 1;
     for (int u = 0; u < mc->nc; u++) {
@@ -1459,9 +1459,9 @@ int mm_rg_core(be_ctx *c, mm_plan *m, int core)
             for (int64_t jc = 0; jc < g->mc.nch; jc++) {
                 const int64_t step = b * g->mc.nch + jc;
                 int64_t bs; /* B's chunk: at bat, bs between its stick groups */
-                const int64_t bat = rg_bchunk(g, step, rg_k0(g, jc), &bs);
-                rg_chunk_in(g, b, jc, step, bat, bs);
-                rg_chunk_pt(g, b, jc, step, bat, bs);
+                const int64_t k0 = rg_k0(g, jc), bat = rg_bchunk(g, step, k0, &bs);
+                rg_chunk_in(g, b, jc, step, k0, bat, bs);
+                rg_chunk_pt(g, b, jc, step, k0, bat, bs);
                 if (jc == 0) /* the previous block's, behind this block's first chunk */
                     rg_send_pending(g);
             }
