@@ -1013,7 +1013,7 @@ static void rg_chunk_in(rg_core *g, int64_t b, int64_t jc, int64_t step, int64_t
      * loads to land, so one after each paid DRAM's latency twice a chunk
      * (BERT-base's output projection, 4x8r: about 1,650 cycles a chunk,
      * the ring and PTs idle between) */
-    const int64_t akg = m->atile ? kg : rg_a_group(g, jc);
+    const int64_t akg = b > 0 ? 0 : m->atile ? kg : rg_a_group(g, jc); /* (read in the first block alone) */
     if (b == 0 && m->atile)
         rg_a_tile_out(g, gi, kg);
     else if (b == 0 && akg > 0)
