@@ -205,13 +205,11 @@ int64_t cc_lx_alloc(cc_emit *e, int64_t bytes, const char *what)
     return off;
 }
 
-int cc_tok_alloc(cc_emit *e, const char *what)
+int cc_tok_alloc_slow(cc_emit *e, const char *what)
 {
     if (e->failed)
         return -1;
-    if (e->ntokens >= (e->tok_cap ? e->tok_cap : cc_tokens(e->cfg)))
-        return cc_emit_error(e, "out of sync tokens allocating %s (the chip gives a program %d per core)", what, cc_tokens(e->cfg));
-    return e->ntokens++;
+    return cc_emit_error(e, "out of sync tokens allocating %s (the chip gives a program %d per core)", what, cc_tokens(e->cfg));
 }
 
 int cc_reg_alloc(cc_emit *e)
