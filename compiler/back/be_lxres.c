@@ -182,8 +182,8 @@ void be_heads_send(be_ctx *c, cc_emit *e, int own, int buf, int64_t row, int64_t
 void be_heads_close(be_ctx *c, cc_emit *e, int pos)
 {
     const int64_t sb = c->t.stick;
-    for (int b = 0; b < c->p->nbufs; b++) {
-        const be_res *r = &c->res[b];
+    for (int i = 0; i < c->nhbufs; i++) { /* (every buffer handed off so, ascending) */
+        const be_res *r = &c->res[c->hbufs[i]];
         if (!r->heads || r->from != pos)
             continue;
         /* a marker stick per sending core past the groups: each core's ring sends land in

@@ -318,12 +318,11 @@ static int64_t rg_hops(int64_t gm, int64_t gn, int alone)
  * sticks walked in blocks of NBS (B streamed) takes each later block at
  * the slower of its chunks and the previous block's epilogue and stores
  * (the block's last chunk waits for them).  The way counts rg_hops
- * piece times. */
+ * piece times.  tl's corelet split is set (mm_split_block). */
 static void mm_rg_estimate(const mm_plan *m, int64_t gm, int64_t gn, int64_t ns, mm_tiling *tl)
 {
     const cc_target *t = &m->c->t;
     const double sb = (double)t->stick, rbpc = (double)t->cfg->ring_bytes_per_cycle;
-    mm_split_block(m, tl);
     int64_t rows = tl->split == SPLIT_ROWS ? cc_max(tl->r0, tl->MB - tl->r0) : tl->MB;
     int64_t sticks = tl->split == SPLIT_STICKS ? cc_max(tl->s0, tl->NBS - tl->s0) : tl->NBS;
     double pt = (mm_pt_cycles(t, rows, sticks, tl->KC) - t->pt_insn_cycles) * t->cfg->pt_k_step_cycles +
@@ -405,6 +404,7 @@ static int rg_search(const mm_plan *m, int64_t gm, int64_t gn, mm_tiling tl, int
 {
     const be_work *w = &m->c->work[m->ep.pos];
     const int64_t lanes = m->c->t.lanes16, budget = be_lx_budget(m->c, m->ep.pos);
+    mm_split_block(m, &tl); /* of MB x NBS alone: the same for every K chunk */
     for (int64_t ks = 1; ks < 2 * cc_ceil_div(m->Kd, lanes); ks *= 2) {
         tl.KC = w->mb ? cc_min(w->kc, m->Kd) : cc_min(ks * lanes, m->Kd);
         if (w->mb && ks > 1)
@@ -603,9 +603,12 @@ typedef struct {
     int defer, nheld;
     struct rg_pieces *held[RG_DEFER_BLOCKS];
     /* rg_chunk_in: per neighbour, its last send in the kernel's stream
-     * (-1 none), all of them of K chunk send_kc (their shape) */
+     * (-1 none), all of them of K chunk send_kc (their shape); rg_release:
+     * its credit send, the same one every time in a kernel (ints: a K chunk
+     * and a kernel's stream index are far below 2^31, and rg_core stays at
+     * 2,040 bytes) */
     long like[2];
-    int64_t send_kc;
+    int send_kc, credlike;
     long ptlike[2]; /* rg_chunk_pt: per corelet, its last product in the kernel's stream (-1 none) */
 } rg_core;
 
@@ -836,7 +839,8 @@ static void rg_release(rg_core *g, int64_t step)
     /* streamed: B comes from the row above (below, in a reversed column) */
     const int h = rg_reversed(g) ? 0 : 1, up = g->core + (h ? -1 : 1) * (int)g->gn;
     cc_dma_shape sh = cc_dma_groups(1, 1, 0, 0);
-    cc_emit_ring(g->e, ISA_OP_RING_SEND, up, g->cred[h], cc_abs(g->cred_in[h]), cc_abs(g->cred_src), &sh);
+    g->credlike = (int)cc_emit_ring_like(g->e, g->credlike, ISA_OP_RING_SEND, up, g->cred[h], cc_abs(g->cred_in[h]),
+                                         cc_abs(g->cred_src), &sh);
 }
 
 /* The own A rows of a chunk (stick groups [gi, gi + kg)) to aoff in the
@@ -983,18 +987,17 @@ static int rg_ep_early(const rg_core *g, int64_t jc) { return g->mc.tl.slots && 
  * other cores (from the kept region directly), then B's pieces on down
  * the column (streamed: once the core below has the slot free), then
  * frees the slot of the step before; sfp1 collects the grid row's A rows
- * of the chunk. */
-static void rg_chunk_in(rg_core *g, int64_t b, int64_t jc, int64_t step)
+ * of the chunk.  Its first K row is k0 (rg_k0), B's chunk at bat in LX,
+ * bs between its stick groups (rg_bchunk; once for this and rg_chunk_pt). */
+static void rg_chunk_in(rg_core *g, int64_t b, int64_t jc, int64_t step, int64_t k0, int64_t bat, int64_t bs)
 {
     be_ctx *c = g->c;
     mm_plan *m = g->m;
     cc_emit *e = g->e;
     const int64_t sb = c->t.stick, lanes = c->t.lanes16, MT = g->mc.MB, KC = g->mc.KC;
-    const int64_t k0 = rg_k0(g, jc), kc = cc_min(KC, m->Kd - k0), gi = k0 / lanes, kg = cc_ceil_div(kc, lanes);
+    const int64_t kc = cc_min(KC, m->Kd - k0), gi = k0 / lanes, kg = cc_ceil_div(kc, lanes);
     const int64_t aoff = g->AG + (gi * MT + g->own) * sb;
     const int stream = g->mc.tl.slots > 0;
-    int64_t bs;
-    const int64_t bat = rg_bchunk(g, step, k0, &bs);
     if (g->i == g->mid) {
         if (stream && step - g->npre >= g->mc.tl.slots)
             cc_emit_wait(e, ISA_U_DMAI, g->slotfree);
@@ -1010,7 +1013,7 @@ static void rg_chunk_in(rg_core *g, int64_t b, int64_t jc, int64_t step)
      * loads to land, so one after each paid DRAM's latency twice a chunk
      * (BERT-base's output projection, 4x8r: about 1,650 cycles a chunk,
      * the ring and PTs idle between) */
-    const int64_t akg = m->atile ? kg : rg_a_group(g, jc);
+    const int64_t akg = b > 0 ? 0 : m->atile ? kg : rg_a_group(g, jc); /* (read in the first block alone) */
     if (b == 0 && m->atile)
         rg_a_tile_out(g, gi, kg);
     else if (b == 0 && akg > 0)
@@ -1022,19 +1025,20 @@ static void rg_chunk_in(rg_core *g, int64_t b, int64_t jc, int64_t step)
     const cc_dma_shape sh = cc_dma_groups(kc, 1, 0, 0); /* every stick group's sends' */
     if (kc != g->send_kc) { /* a neighbour's next send differs from its last only in its addresses, in one K chunk */
         g->like[0] = g->like[1] = -1;
-        g->send_kc = kc;
+        g->send_kc = (int)kc;
     }
+    const int credw = stream && step - g->npre >= g->mc.tl.slots; /* the first piece waits for credits */
     for (int64_t pc = 0; pc < g->ns; pc++) {
         if (g->i != g->mid)
             cc_emit_wait(e, ISA_U_RING, g->arr);
         for (int u = 0; u < g->mc.nc; u++)
             if (step == 0 ? pc >= g->cp.cst[u] && pc < g->cp.cst[u] + g->cp.cns[u]
-                          : g->cp.cns[u] > 0 && g->cp.last[u] == pc)
+                          : g->cp.last[u] == pc && g->cp.cns[u] > 0)
                 cc_emit_sig(e, ISA_U_RING, g->have[u]);
         const int64_t at = bat + pc * bs;
         for (int q = 0; q < g->nh; q++) {
             const int h = g->hs[q];
-            if (stream && pc == 0 && step - g->npre >= g->mc.tl.slots)
+            if (credw && pc == 0)
                 cc_emit_wait(e, ISA_U_RING, g->cred[h]);
             g->like[h] = cc_emit_ring_like(e, g->like[h], ISA_OP_RING_SEND, g->down[h], g->arr, cc_abs(at), cc_abs(at),
                                            &sh);
@@ -1053,19 +1057,18 @@ static void rg_chunk_in(rg_core *g, int64_t b, int64_t jc, int64_t step)
 /* pt u: its part of chunk jc of block b (the core's step-th); the first
  * step piece by piece, as its sticks come in (the corelets start a hop's
  * worth of pieces earlier), a block's last chunk part by part when
- * piped, once the previous block's results have left C (streamed). */
-static void rg_chunk_pt(rg_core *g, int64_t b, int64_t jc, int64_t step)
+ * piped, once the previous block's results have left C (streamed); k0,
+ * bat and bs as rg_chunk_in's. */
+static void rg_chunk_pt(rg_core *g, int64_t b, int64_t jc, int64_t step, int64_t k0, int64_t bat, int64_t bs)
 {
     be_ctx *c = g->c;
     mm_plan *m = g->m;
     cc_emit *e = g->e;
     const mm_core *mc = &g->mc;
     const int64_t sb = c->t.stick, lanes = c->t.lanes16, MT = mc->MB, KC = mc->KC;
-    const int64_t k0 = rg_k0(g, jc), kc = cc_min(KC, m->Kd - k0), gi = k0 / lanes;
+    const int64_t kc = cc_min(KC, m->Kd - k0), gi = k0 / lanes;
     const int64_t *crow = g->cp.crow, *cnr = g->cp.cnr, *cst = g->cp.cst, *cns = g->cp.cns;
     const int first = jc == 0, lastc = jc == mc->nch - 1;
-    int64_t bs;
-    const int64_t bat = rg_bchunk(g, step, k0, &bs);
     for (int u = 0; u < mc->nc; u++) {
         const isa_unit pt = u ? ISA_U_PT1 : ISA_U_PT0;
         if (b == 0)
@@ -1449,13 +1452,16 @@ int mm_rg_core(be_ctx *c, mm_plan *m, int core)
         mm_tile_init(&g->mc, c, g->mc.MB);
         cc_kernel_begin(g->e, m->K->name);
         g->like[0] = g->like[1] = -1; /* the kernel's stream: no send or product in it yet */
-        g->ptlike[0] = g->ptlike[1] = -1;
+        g->ptlike[0] = g->ptlike[1] = g->credlike = -1;
         rg_layout(g);
         for (int64_t b = 0; b < g->nsb && !rc; b++) {
             rg_block(g, b);
             for (int64_t jc = 0; jc < g->mc.nch; jc++) {
-                rg_chunk_in(g, b, jc, b * g->mc.nch + jc);
-                rg_chunk_pt(g, b, jc, b * g->mc.nch + jc);
+                const int64_t step = b * g->mc.nch + jc;
+                int64_t bs; /* B's chunk: at bat, bs between its stick groups */
+                const int64_t k0 = rg_k0(g, jc), bat = rg_bchunk(g, step, k0, &bs);
+                rg_chunk_in(g, b, jc, step, k0, bat, bs);
+                rg_chunk_pt(g, b, jc, step, k0, bat, bs);
                 if (jc == 0) /* the previous block's, behind this block's first chunk */
                     rg_send_pending(g);
             }

@@ -205,13 +205,11 @@ int64_t cc_lx_alloc(cc_emit *e, int64_t bytes, const char *what)
     return off;
 }
 
-int cc_tok_alloc(cc_emit *e, const char *what)
+int cc_tok_alloc_slow(cc_emit *e, const char *what)
 {
     if (e->failed)
         return -1;
-    if (e->ntokens >= (e->tok_cap ? e->tok_cap : cc_tokens(e->cfg)))
-        return cc_emit_error(e, "out of sync tokens allocating %s (the chip gives a program %d per core)", what, cc_tokens(e->cfg));
-    return e->ntokens++;
+    return cc_emit_error(e, "out of sync tokens allocating %s (the chip gives a program %d per core)", what, cc_tokens(e->cfg));
 }
 
 int cc_reg_alloc(cc_emit *e)
@@ -498,5 +496,9 @@ void cc_emit_sfp(cc_emit *e, const cc_sfp_args *sa)
         e->tally->insns++;
         *(isa_info(sa->op)->cost == ISA_COST_COMPLEX ? &e->tally->complex_sticks : &e->tally->simple_sticks) += sticks;
     }
-    cc_commit(e);
+    /* (an sfp.* op's format is SFP: its straight check, not isa_fits' call and switch) */
+    if (isa_info(sa->op) && isa_info(sa->op)->format == ISA_FMT_ID_SFP)
+        cc_commit_as(e, isa_fits_SFP);
+    else
+        cc_commit(e);
 }
