@@ -229,6 +229,26 @@ static void test_softmax_graph_validates_on_both_chips(void)
     expect_text_validates_on_both_chips(softmax_graph);
 }
 
+/* A reduction's epilogue with a 0-d or [1, 1] operand (a scalar loaded as a
+ * broadcast stick): each row's own result, not row 0's for every row. */
+static const char *reduction_scalar_epilogue_graph = "graph rs\n"
+                                                     "input %a: f32[5, 8]\n"
+                                                     "input %c: f32[8, 5]\n"
+                                                     "input %b: f32[]\n"
+                                                     "input %b2: f32[1, 1]\n"
+                                                     "%s0: f32[8] = aten.sum.dim_IntList(%a, [0])\n"
+                                                     "%y0: f32[8] = aten.add.Tensor(%s0, %b)\n"
+                                                     "%s1: f32[8] = aten.sum.dim_IntList(%c, [1])\n"
+                                                     "%y1: f32[8] = aten.mul.Tensor(%s1, %b)\n"
+                                                     "%s2: f32[1, 8] = aten.amax.default(%a, [0], True)\n"
+                                                     "%y2: f32[1, 8] = aten.sub.Tensor(%s2, %b2)\n"
+                                                     "output %y0, %y1, %y2\n";
+
+static void test_a_reduction_plus_a_scalar_tensor_gives_every_row_its_own_value_on_both_chips(void)
+{
+    expect_text_validates_on_both_chips(reduction_scalar_epilogue_graph);
+}
+
 static const char *relu_chain_graph = "graph rc\n"
                                       "input %x: f32[96, 320]\n"
                                       "input %w: f32[320, 200]\n"
@@ -5165,6 +5185,8 @@ int main(void)
         {"mlp runs and matches the reference and PyTorch on both chips",
          test_mlp_runs_and_matches_reference_and_pytorch_on_both_chips},
         {"a softmax graph validates on both chips", test_softmax_graph_validates_on_both_chips},
+        {"a reduction plus a scalar tensor gives every row its own value on both chips",
+         test_a_reduction_plus_a_scalar_tensor_gives_every_row_its_own_value_on_both_chips},
         {"matmuls on all cores broadcast B over the ring and validate",
          test_matmuls_on_all_cores_broadcast_b_over_the_ring_and_validate},
         {"matmuls on a grid over the ring share A and B and validate",
