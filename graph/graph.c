@@ -703,6 +703,21 @@ static int parse_value(parser *P, gr_arg *a, int depth)
     return 0;
 }
 
+
+/* ATen ops that are another op under a second name: unsafe_split differs
+ * from split only in autograd's view tracking (nn.LSTM and nn.GRU trace it). */
+static void unalias_base(gr_node *n)
+{
+    static const char *const alias[][2] = {
+        {"unsafe_split", "split"}, {"unsafe_split_with_sizes", "split_with_sizes"}, {"unsafe_chunk", "chunk"}};
+    for (size_t i = 0; i < sizeof alias / sizeof alias[0]; i++)
+        if (!strcmp(n->base, alias[i][0])) {
+            free(n->base);
+            n->base = dupn(alias[i][1], strlen(alias[i][1]));
+            return;
+        }
+}
+
 /* %NAME: TYPE = OP(ARGS) with the current token at %NAME. */
 static int parse_op_line(parser *P)
 {
@@ -744,6 +759,8 @@ static int parse_op_line(parser *P)
     const char *b = dot ? dot + 1 : n->op;
     const char *e = strchr(b, '.');
     n->base = dupn(b, e ? (size_t)(e - b) : strlen(b));
+    if (n->base)
+        unalias_base(n);
     if (!n->base) {
         oom(P);
         return -1;

@@ -229,6 +229,26 @@ static void test_softmax_graph_validates_on_both_chips(void)
     expect_text_validates_on_both_chips(softmax_graph);
 }
 
+/* A reduction's epilogue with a 0-d or [1, 1] operand (a scalar loaded as a
+ * broadcast stick): each row's own result, not row 0's for every row. */
+static const char *reduction_scalar_epilogue_graph = "graph rs\n"
+                                                     "input %a: f32[5, 8]\n"
+                                                     "input %c: f32[8, 5]\n"
+                                                     "input %b: f32[]\n"
+                                                     "input %b2: f32[1, 1]\n"
+                                                     "%s0: f32[8] = aten.sum.dim_IntList(%a, [0])\n"
+                                                     "%y0: f32[8] = aten.add.Tensor(%s0, %b)\n"
+                                                     "%s1: f32[8] = aten.sum.dim_IntList(%c, [1])\n"
+                                                     "%y1: f32[8] = aten.mul.Tensor(%s1, %b)\n"
+                                                     "%s2: f32[1, 8] = aten.amax.default(%a, [0], True)\n"
+                                                     "%y2: f32[1, 8] = aten.sub.Tensor(%s2, %b2)\n"
+                                                     "output %y0, %y1, %y2\n";
+
+static void test_a_reduction_plus_a_scalar_tensor_gives_every_row_its_own_value_on_both_chips(void)
+{
+    expect_text_validates_on_both_chips(reduction_scalar_epilogue_graph);
+}
+
 static const char *relu_chain_graph = "graph rc\n"
                                       "input %x: f32[96, 320]\n"
                                       "input %w: f32[320, 200]\n"
@@ -3616,6 +3636,25 @@ static void expect_text_runs_natively_and_validates_on_both_chips(const char *te
     expect_text_validates_on_both_chips(text);
 }
 
+/* pixel_shuffle and pixel_unshuffle (super-resolution nets, nn.PixelShuffle)
+ * ran on the host, 16,818 cycles of a 42,640-cycle model: they are a reshape,
+ * a permute and a reshape, of rank 3 to 5, and run natively (one with no
+ * elements as well: it divided by zero, an OpInfo sample found it). */
+static void test_pixel_shuffle_and_unshuffle_run_natively_and_validate(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph ps\n"
+        "input %x: f32[2, 12, 3, 5]\n"
+        "input %y: f32[2, 2, 1, 6, 9]\n"
+        "input %z: f32[12, 3, 5]\n"
+        "input %e: f32[1, 0, 2, 2]\n"
+        "%a: f32[2, 3, 6, 10] = aten.pixel_shuffle.default(%x, 2)\n"
+        "%b: f32[2, 2, 9, 2, 3] = aten.pixel_unshuffle.default(%y, 3)\n"
+        "%c: f32[3, 6, 10] = aten.pixel_shuffle.default(%z, 2)\n"
+        "%d: f32[1, 0, 4, 4] = aten.pixel_shuffle.default(%e, 2)\n"
+        "output %a, %b, %c, %d\n");
+}
+
 /* torchvision's ResNet-50 ran a layer4 conv on the host: a stride-2 3x3
  * conv of 512 channels took the im2col copy, whose zeros past kw*C were
  * told by an index up to 1535, not exact in DL16 ("index values from 0 to
@@ -5165,6 +5204,9 @@ int main(void)
         {"mlp runs and matches the reference and PyTorch on both chips",
          test_mlp_runs_and_matches_reference_and_pytorch_on_both_chips},
         {"a softmax graph validates on both chips", test_softmax_graph_validates_on_both_chips},
+        {"a reduction plus a scalar tensor gives every row its own value on both chips",
+         test_a_reduction_plus_a_scalar_tensor_gives_every_row_its_own_value_on_both_chips},
+        {"pixel_shuffle and unshuffle run natively and validate", test_pixel_shuffle_and_unshuffle_run_natively_and_validate},
         {"matmuls on all cores broadcast B over the ring and validate",
          test_matmuls_on_all_cores_broadcast_b_over_the_ring_and_validate},
         {"matmuls on a grid over the ring share A and B and validate",

@@ -517,6 +517,67 @@ def check_recorded_draws(tmp):
           f"err/tol {errs}")
 
 
+RECURRENT = """
+import torch
+from torch import nn
+
+
+class Recurrent(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(6, 8, num_layers=2, batch_first=True)
+        self.gru = nn.GRU(8, 8, num_layers=2)
+
+    def forward(self, x):
+        y, (h, c) = self.lstm(x)
+        z, g = self.gru(y.transpose(0, 1))
+        return z, h, c, g
+
+
+def recurrent():
+    torch.manual_seed(0)
+    return Recurrent(), (torch.randn(2, 4, 6),)
+"""
+
+
+def check_recurrent_exports(tmp):
+    """nn.LSTM and nn.GRU (2 layers, batch_first and not): their flat weights
+    are traced once per time step; each is one param line and one tensor of
+    weights.safetensors (it was one tensor per step, leaving bytes of the file
+    that belong to no tensor), and the simulator's result is PyTorch's."""
+    src = os.path.join(tmp, "recurrent.py")
+    with open(src, "w") as f:
+        f.write(RECURRENT)
+    out = os.path.join(tmp, "recurrent")
+    r = subprocess.run([sys.executable, EXPORT, f"{src}:recurrent", "-o", out], capture_output=True, text=True)
+    if not check("LSTM + GRU: export exits 0", r.returncode == 0, r.stderr.strip()):
+        return
+    with open(os.path.join(out, "graph.txt")) as f:
+        g = read_graph(f.read())
+    keys = [key for _, key in g["params"]]
+    check("LSTM + GRU: one param line per weights key", len(keys) == len(set(keys)), " ".join(keys))
+    try:
+        weights = read_safetensors(os.path.join(out, "weights.safetensors"))
+    except ValueError as e:
+        check("LSTM + GRU: weights.safetensors is laid out tensor after tensor", False, str(e))
+        return
+    check("LSTM + GRU: every param key is in weights.safetensors", set(keys) == set(weights))
+    ins = read_safetensors(os.path.join(out, "inputs.safetensors"))
+    expected = read_safetensors(os.path.join(out, "expected.safetensors"))
+    errs = [tensor_err(o, e) for o, e in zip(run_graph(g, ins, weights)[0], expected.values())]
+    check("LSTM + GRU: graph.txt run with torch.ops.aten reproduces PyTorch (FP_SCALE_TOL)",
+          len(errs) == 4 and all(e <= 1 for e in errs), f"err/tol {errs}")
+    spyre = os.path.join(ROOT, "build", "spyre")
+    if not os.path.exists(spyre):
+        skip("LSTM + GRU: spyre run --check matches PyTorch", "no build/spyre")
+        return
+    r = subprocess.run([spyre, "run", out, "--check"], capture_output=True, text=True)
+    mism = [ln for ln in r.stdout.splitlines() if "MISMATCH" in ln]
+    check("LSTM + GRU: spyre run --check matches PyTorch (unsafe_split runs as split)",
+          r.returncode == 0 and not mism and r.stdout.count("expected ") == 4,
+          f"status {r.returncode}: {(mism or r.stderr.strip().splitlines() or [''])[-1]}")
+
+
 def check_state_exports(tmp):
     """The whole models' steps (decoder_gen.py): the caches are state lines
     with update lines, not inputs or outputs; the decode step reads the
@@ -565,6 +626,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         check_recorded_draws(tmp)
         check_state_exports(tmp)
+        check_recurrent_exports(tmp)
         fresh = {}
         for file, func in SMALL:
             out = os.path.join(tmp, func)

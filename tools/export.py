@@ -439,11 +439,18 @@ def graph_text(name, comment, gm, roles, in_names, types, state=None, weights="w
 
     inputs = sorted((r[1], n) for n, r in zip(placeholders, roles) if r[0] == "input")
     params = [(n, r[1], r[2]) for n, r in zip(placeholders, roles) if r[0] == "param"]
-    params += [(n, n.target, fetch_attr(gm, n.target)) for n in consts]
+    # nn.LSTM/GRU's flat weights are traced once per step: several get_attr
+    # nodes of one target share one param line (and one tensor in the file)
+    first = {}
+    for n in consts:
+        first.setdefault(n.target, n)
+    params += [(n, n.target, fetch_attr(gm, n.target)) for n in first.values()]
     for index, node in inputs:
         define(node, in_names[index])
     for node, key, _ in params:
         define(node, key)
+    for n in consts:
+        names[n] = names[first[n.target]]
     for node in ops:
         define(node, node.name)
 

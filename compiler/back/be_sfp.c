@@ -827,6 +827,13 @@ int rk_eval_nodes(rk_plan *k, be_tile *T, be_val *nv)
             if ((rn->cls == BE_V_TILE || body.cls == BE_V_CONST) && body.cls != rn->cls &&
                 be_widen(T, &body, rn->cls, &v))
                 return -1;
+            if (rn->cls == BE_V_ROW && body.cls == BE_V_TILE) {
+                /* a per-row node that read a broadcast stick (a 0-d operand
+                 * loads as COL): every lane holds the row's value; the
+                 * stores and later readers take a ROW's lane */
+                v.cls = BE_V_ROW;
+                v.lane = 0;
+            }
         }
         nv[j < 64 ? j : 63] = v;
         /* later nodes read this node's buffer through loads: bind them */

@@ -1088,6 +1088,36 @@ static int r_repeat(dctx *c, const gr_node *n, int *out)
     return 1;
 }
 
+/* pixel_shuffle(x, r): [*, C*r*r, H, W] as [B, C, r, r, H, W], permuted to
+ * [B, C, H, r, W, r], as [*, C, H*r, W*r]; pixel_unshuffle(x, r) the
+ * inverse: [B, C, H, r, W, r] permuted to [B, C, r, r, H, W]. */
+static int r_pixel_shuffle(dctx *c, const gr_node *n, int *out)
+{
+    const int un = !strcmp(n->base, "pixel_unshuffle");
+    int x = dc_val(c, n, 0, "self");
+    int64_t r = (int64_t)dc_num(c, n, 1, un ? "downscale_factor" : "upscale_factor", 0);
+    gr_ttype t = dc_T(c, x);
+    if (t.rank < 3 || r < 1)
+        dc_fail(c, "needs a tensor of rank 3 or more and a factor of 1 or more");
+    const int64_t *chw = t.shape + t.rank - 3;
+    int64_t b = 1; /* the leading dimensions as one (of a tensor with no elements too) */
+    for (int d = 0; d < t.rank - 3; d++)
+        b *= t.shape[d];
+    if ((un && (chw[1] % r || chw[2] % r)) || (!un && chw[0] % (r * r)))
+        dc_fail(c, "the shape does not divide by the factor %lld", (long long)r);
+    int64_t C = un ? chw[0] : chw[0] / (r * r), H = un ? chw[1] / r : chw[1], W = un ? chw[2] / r : chw[2];
+    int64_t spread[6] = {b, C, H, r, W, r}, packed[6] = {b, C, r, r, H, W};
+    static const int64_t to_spread[6] = {0, 1, 4, 2, 5, 3}, to_packed[6] = {0, 1, 3, 5, 2, 4};
+    gr_ttype pt = t;
+    pt.rank = 6;
+    memcpy(pt.shape, un ? packed : spread, sizeof spread);
+    int v = dc_reshape(c, x, 6, un ? spread : packed);
+    v = DC_EMIT(c, "aten.permute.default", pt, da_val(v), da_ints(6, un ? to_packed : to_spread));
+    const gr_ttype o = c->g->values[n->out].type;
+    out[0] = dc_reshape(c, v, o.rank, o.shape);
+    return 1;
+}
+
 /* scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal, scale) */
 static int r_sdpa(dctx *c, const gr_node *n, int *out)
 {
@@ -2449,6 +2479,8 @@ static const struct {
     {"repeat_interleave", r_repeat_interleave, "unsqueeze, expand, reshape (int repeats); of repeats alone: "
                                                "position j is #{i: cumsum(repeats)[i] <= j} (total within 1024)"},
     {"repeat", r_repeat, "reshape, expand, reshape"},
+    {"pixel_shuffle", r_pixel_shuffle, "reshape, permute, reshape"},
+    {"pixel_unshuffle", r_pixel_shuffle, "reshape, permute, reshape"},
     {"scaled_dot_product_attention", r_sdpa, "matmul(q, k^T) * scale, mask (add, or where), "
                                              "softmax, matmul v"},
     {"clone", r_identity, "identity"},
