@@ -110,7 +110,25 @@ static void test_request_larger_than_cache(void)
     sv_request r[1] = {req(0, 200, 10, -1, 0)}; /* 209 positions: 4 blocks */
     sv_policy p = {.max_seqs = 2, .chunk = 64, .kv_blocks = 3, .context = 256};
     sv_run run;
-    CU_ASSERT_EQUAL(sv_simulate(&p, r, 1, flat_cost, NULL, &run, NULL), -1);
+    CU_ASSERT_EQUAL(sv_simulate(&p, r, 1, flat_cost, NULL, &run, NULL), -2);
+    CU_ASSERT_PTR_NULL(run.res); /* no step ran: nothing to free */
+    sv_run_free(&run);
+}
+
+/* --kv-blocks too small for one request: the one line naming it, exit 2
+ * (it crashed freeing reports never made). */
+static void test_kv_blocks_below_one_request_is_a_usage_error(void)
+{
+    const char *text = "{\"arrival\": 0, \"prompt\": 250, \"output\": 7}\n"; /* 256 positions: 4 blocks */
+    char path[4096], args[16384], out[4096];
+    tu_write_tmpfile(".jsonl", text, strlen(text), path, sizeof path);
+    snprintf(args, sizeof args, "serve %s --model " SPYRE_SOURCE_DIR "/traces/serve_tiny --out %s.out --cost-cache %s.costs "
+             "--kv-blocks 3", path, path, path);
+    CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "spyre serve: the request of line 1 needs 4 KV blocks of 64 tokens, more than the 3 "
+                                       "there are\n"));
+    CU_ASSERT_PTR_NULL(strstr(out, "requests=")); /* no summary */
+    remove(path);
 }
 
 static void test_percentile(void)
@@ -263,6 +281,7 @@ int main(void)
         {"preemption", test_preemption},
         {"prefix_cache", test_prefix_cache},
         {"request_larger_than_cache", test_request_larger_than_cache},
+        {"kv_blocks_below_one_request_is_a_usage_error", test_kv_blocks_below_one_request_is_a_usage_error},
         {"percentile", test_percentile},
         {"bad_request_files", test_bad_request_files},
         {"serve_tiny", test_serve_tiny},

@@ -168,7 +168,8 @@ static int serve(const sv_args *a, sv_costs *c)
     double t0 = host_now();
     sv_run r;
     int tty = isatty(STDOUT_FILENO);
-    rc = sv_simulate(&p, req, n, sv_costs_step, c, &r, tty ? progress_bar : NULL) ? SV_FAULT : 0;
+    rc = sv_simulate(&p, req, n, sv_costs_step, c, &r, tty ? progress_bar : NULL);
+    rc = rc == -2 ? SV_USAGE : rc ? SV_FAULT : 0;
     double host_s = host_now() - t0;
     if (tty && !rc)
         progress_bar(NULL, n, n); /* the bar is drawn every 256 steps: show the end */

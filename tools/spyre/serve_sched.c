@@ -302,7 +302,7 @@ static int check_fits(const sv_policy *p, const sv_request *req, int n)
         if (blocks_for(req[i].prompt + req[i].output - 1) > p->kv_blocks) {
             fprintf(stderr, "spyre serve: the request of line %ld needs %d KV blocks of %d tokens, more than the %d there are\n",
                     req[i].line, blocks_for(req[i].prompt + req[i].output - 1), SV_BLOCK_TOKENS, p->kv_blocks);
-            return -1;
+            return -2;
         }
     return 0;
 }
@@ -362,6 +362,7 @@ int sv_simulate(const sv_policy *p, const sv_request *req, int n, sv_cost_fn cos
 {
     sv_state st;
     memset(&st, 0, sizeof st);
+    memset(out, 0, sizeof *out); /* freed by the caller even when no step ran */
     long cap = 0;
     int rc = check_fits(p, req, n), last_prefill = 0, next = 0;
     if (!rc && alloc_state(&st, p, req, n, out))
