@@ -151,6 +151,8 @@ static void test_bad_request_files(void)
         {"{\"arrival\": 0, \"prompt\": 250, \"output\": 10}\n", ":1: prompt 250 and output 10 need 259 positions"},
         {"{\"arrival\": 0, \"prompt\": 10, \"output\": 3, \"prefix\": 4}\n", ":1: \"prefix\" without \"prefix_group\""},
         {"{\"arrival\": 0, \"prompt\": 10\n", ":1: not a JSON object"},
+        {"{\"arrival\": 0, \"prompt\": 10, \"output\": 3}{\"arrival\": 0, \"prompt\": 10, \"output\": 3}\n",
+         ":1: text after the JSON object: one request a line"},
     };
     char path[4096], args[16384], out[4096];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
