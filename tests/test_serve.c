@@ -171,6 +171,32 @@ static void test_bad_request_files(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "--tp 9: the system spyre-x8 has 8 cards"));
 }
 
+/* Five requests at once on serve_tiny, whose grid stops at batch 4: the
+ * default --max-seqs is 4 (16 ran into a decode step of 5 outside the
+ * grid, exit 3 after the whole run); --max-seqs 5 is refused up front. */
+static void test_max_seqs_is_bounded_by_the_grid(void)
+{
+    char path[4096], args[16384], out[8192], text[512] = "";
+    for (int i = 0; i < 5; i++)
+        strcat(text, "{\"arrival\": 0, \"prompt\": 10, \"output\": 5}\n");
+    tu_write_tmpfile(".jsonl", text, strlen(text), path, sizeof path);
+    for (int k = 0; k < 2; k++) {
+        snprintf(args, sizeof args, "serve %s --model " SPYRE_SOURCE_DIR "/traces/serve_tiny --out %s.out "
+                 "--cost-cache %s.costs%s", path, path, path, k ? " --max-seqs 5" : "");
+        CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), k ? 2 : 0);
+        if (!k) {
+            CU_ASSERT_PTR_NOT_NULL(strstr(out, "\nmax_seqs=4\n"));
+            CU_ASSERT_PTR_NOT_NULL(strstr(out, "\noutput_tokens=25\n"));
+        } else {
+            CU_ASSERT_STRING_EQUAL(out, "spyre serve: --max-seqs 5: the model of " SPYRE_SOURCE_DIR "/traces/serve_tiny "
+                                        "has decode step graphs up to batch 4\n");
+        }
+    }
+    char rm[3 * 4096 + 64];
+    snprintf(rm, sizeof rm, "rm -f %s %s.out* %s.costs", path, path, path);
+    CU_ASSERT_EQUAL(system(rm), 0);
+}
+
 /* The tiny model end to end: every request in the CSV, SVGs with ticks,
  * and the grid's interpolation within 5% of direct simulations. */
 static void test_serve_tiny(void)
@@ -286,6 +312,7 @@ int main(void)
         {"kv_blocks_below_one_request_is_a_usage_error", test_kv_blocks_below_one_request_is_a_usage_error},
         {"percentile", test_percentile},
         {"bad_request_files", test_bad_request_files},
+        {"max_seqs_is_bounded_by_the_grid", test_max_seqs_is_bounded_by_the_grid},
         {"serve_tiny", test_serve_tiny},
         {"step_cost_is_the_graphs", test_step_cost_is_the_graphs},
         {"step_cost_at_tp2_is_the_split_graphs", test_step_cost_at_tp2_is_the_split_graphs},

@@ -20,9 +20,9 @@ const char serve_help[] =
     "output tokens, optionally prefix_group and prefix) with a whole model of DIR (model.txt and step\n"
     "graphs: traces/models/llama_serve.py grid) on the chip of --config (default spyre), as Spyre's vLLM\n"
     "plugin serves: chunked prefill of --chunk tokens (the model's compiled chunk; default 512)\n"
-    "alternating with decode steps of up to --max-seqs sequences (default 16), the KV cache in blocks of\n"
-    "64 tokens (--kv-blocks, default what the DRAM holds beside the weights), preemption when blocks run\n"
-    "out, prefix caching of whole chunks.  Each step's cost is simulated from the model's step graph at\n"
+    "alternating with decode steps of up to --max-seqs sequences (default 16, or the model's largest\n"
+    "decode batch when smaller), the KV cache in blocks of 64 tokens (--kv-blocks, default what the DRAM\n"
+    "holds beside the weights), preemption when blocks run out, prefix caching of whole chunks.  Each step's cost is simulated from the model's step graph at\n"
     "its shape (interpolated between grid shapes, each simulated once and kept in --cost-cache FILE,\n"
     "default DIR/costs-CONFIG.txt).\n"
     "Writes PREFIX.csv, PREFIX.json, PREFIX_latency.svg and PREFIX_timeline.svg (--out, default serve)\n"
@@ -62,7 +62,7 @@ static int count_arg(const char *o, const char *v, long *out)
 static int parse_args(int argc, char **argv, sv_args *a)
 {
     memset(a, 0, sizeof *a);
-    a->tp = 1, a->max_seqs = 16, a->out = "serve", a->config = "spyre", a->system = "spyre-x8";
+    a->tp = 1, a->max_seqs = 0, a->out = "serve", a->config = "spyre", a->system = "spyre-x8";
     static const char *valued[] = {"--model",  "--tp",  "--max-seqs",      "--chunk",      "--kv-blocks",
                                    "--config", "--out", "--check-buckets", "--cost-cache", "--system"};
     for (int i = 1; i < argc; i++) {
@@ -129,7 +129,13 @@ static void print_summary(const sv_request *req, int n, const sv_run *r)
 static int policy(const sv_args *a, sv_costs *c, sv_policy *p)
 {
     double weights;
-    p->max_seqs = (int)a->max_seqs;
+    int most = sv_costs_max_batch(c); /* a larger decode step is outside the grid: fail now, not mid-run */
+    if (a->max_seqs > most) {
+        fprintf(stderr, "spyre serve: --max-seqs %ld: the model of %s has decode step graphs up to batch %d\n",
+                a->max_seqs, a->model, most);
+        return SV_USAGE;
+    }
+    p->max_seqs = a->max_seqs ? (int)a->max_seqs : most < 16 ? most : 16;
     p->chunk = sv_costs_chunk(c);
     p->context = sv_costs_context(c);
     if (a->chunk && a->chunk != p->chunk) {
@@ -147,7 +153,7 @@ static int policy(const sv_args *a, sv_costs *c, sv_policy *p)
         return SV_USAGE;
     }
     p->kv_blocks = (int)(a->kv_blocks ? a->kv_blocks : cap > 1 << 30 ? 1 << 30 : cap);
-    printf("tp=%ld\nweight_bytes=%.0f\nkv_blocks=%d (%s)\n", a->tp, weights, p->kv_blocks,
+    printf("tp=%ld\nmax_seqs=%d\nweight_bytes=%.0f\nkv_blocks=%d (%s)\n", a->tp, p->max_seqs, weights, p->kv_blocks,
            a->kv_blocks ? "--kv-blocks" : a->tp > 1 ? "one card's DRAM minus its weights" : "DRAM minus weights");
     return 0;
 }

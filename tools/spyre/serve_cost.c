@@ -311,6 +311,7 @@ void sv_costs_close(sv_costs *c)
 int sv_costs_layers(const sv_costs *c) { return c->layers; }
 int sv_costs_context(const sv_costs *c) { return c->context; }
 int sv_costs_chunk(const sv_costs *c) { return c->chunk; }
+int sv_costs_max_batch(const sv_costs *c) { return c->batches[c->nb - 1]; }
 
 void sv_costs_counts(const sv_costs *c, long *sims, double *host_s, long *cached)
 {
