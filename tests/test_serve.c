@@ -302,6 +302,47 @@ static void test_tp2_weights_per_card(void)
     free(out);
 }
 
+/* A run of 96 us (one request on serve_tiny): makespan_s on stdout and in
+ * the JSON is the CSV's end to end time (it printed 0.000), and the 100
+ * kv_use_over_time points have 100 distinct times (t_s was rounded to
+ * 0.1 ms: all 0.0000 or 0.0001). */
+static void test_short_runs_report_their_times(void)
+{
+    char *out = malloc(65536), dir[4096], path[4200], args[16384];
+    tu_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/one.jsonl", dir);
+    const char *one = "{\"arrival\": 0, \"prompt\": 10, \"output\": 5}\n";
+    tu_write_file(path, one, strlen(one));
+    snprintf(args, sizeof args, "serve %s --model " SPYRE_SOURCE_DIR "/traces/serve_tiny --out %s/o --cost-cache %s/c.txt",
+             path, dir, dir);
+    CU_ASSERT_EQUAL_FATAL(tu_spyre(args, out, 65536), 0);
+    snprintf(path, sizeof path, "%s/o.csv", dir);
+    char *csv = tu_read_file(path, NULL);
+    const char *row = csv ? strstr(csv, "\n1,") : NULL;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(row);
+    double e2e = 0;
+    CU_ASSERT_EQUAL(sscanf(row, "\n1,%*[^,],%*[^,],%*[^,],%*[^,],%*[^,],%lf", &e2e), 1);
+    CU_ASSERT(e2e > 5e-5 && e2e < 2e-4);
+    CU_ASSERT_DOUBLE_EQUAL(key_value(out, "makespan_s="), e2e, e2e * 1e-5);
+    snprintf(path, sizeof path, "%s/o.json", dir);
+    char *json = tu_read_file(path, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(json);
+    CU_ASSERT_DOUBLE_EQUAL(key_value(json, "\"makespan_s\": "), e2e, e2e * 1e-8);
+    double last = 0;
+    int points = 0, rising = 0;
+    for (const char *p = strstr(json, "\"t_s\": "); p; p = strstr(p + 1, "\"t_s\": ")) {
+        double t = strtod(p + 7, NULL);
+        points++, rising += t > last, last = t;
+    }
+    CU_ASSERT_EQUAL(points, 100);
+    CU_ASSERT_EQUAL(rising, 100);
+    CU_ASSERT_DOUBLE_EQUAL(last, e2e, e2e * 1e-5);
+    free(json);
+    free(csv);
+    tu_rmtree(dir);
+    free(out);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -317,6 +358,7 @@ int main(void)
         {"step_cost_is_the_graphs", test_step_cost_is_the_graphs},
         {"step_cost_at_tp2_is_the_split_graphs", test_step_cost_at_tp2_is_the_split_graphs},
         {"tp2_weights_per_card", test_tp2_weights_per_card},
+        {"short_runs_report_their_times", test_short_runs_report_their_times},
         {NULL, NULL},
     };
     return tu_run("serve", tests);

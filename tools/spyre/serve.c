@@ -109,7 +109,7 @@ static void print_summary(const sv_request *req, int n, const sv_run *r)
     double *v = malloc((size_t)n * sizeof *v);
     if (!v)
         return;
-    printf("requests=%d\nmakespan_s=%.3f\noutput_tokens=%ld\n", n, r->makespan, r->out_tokens);
+    printf("requests=%d\nmakespan_s=%.6g\noutput_tokens=%ld\n", n, r->makespan, r->out_tokens);
     printf("prefill_steps=%ld\ndecode_steps=%ld\ncached_chunks=%ld\npreemptions=%ld\n", r->prefill_steps,
            r->decode_steps, r->cached_chunks, r->preemptions);
     for (int k = 0; k < 2; k++) {
