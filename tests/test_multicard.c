@@ -508,6 +508,36 @@ static void test_tp_decoder_and_transformer_small_at_2_and_4_cards(void)
     }
 }
 
+/* generate, serve and a run without --tp under mpirun with 2 ranks (the
+ * launcher's environment, as OpenMPI sets it): each rank ran the whole
+ * command, printing everything twice and writing the same report files;
+ * now rank 0 names the problem in one line, rank 1 says nothing, both
+ * exit 2. */
+static void test_one_process_commands_refuse_several_mpi_ranks(void)
+{
+    static const char *const cmds[][2] = {
+        {"generate " SPYRE_SOURCE_DIR "/traces/llama_gen --prompt 1,2 --max-new-tokens 2 --tp 2",
+         "spyre generate: under mpirun with 2 ranks: --tp N runs the cards in threads of one process; run it without "
+         "mpirun\n"},
+        {"serve x.jsonl --model " SPYRE_SOURCE_DIR "/traces/serve_tiny --tp 2",
+         "spyre serve: under mpirun with 2 ranks: --tp N simulates the cards in one process; run it without mpirun\n"},
+        {"run " SPYRE_SOURCE_DIR "/traces/mlp",
+         "spyre run: under mpirun with 2 ranks: one rank per card needs --tp N (N the ranks)\n"},
+    };
+    char out[4096];
+    setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        setenv("OMPI_COMM_WORLD_RANK", "0", 1);
+        CU_ASSERT_EQUAL(tu_spyre(cmds[i][0], out, sizeof out), 2);
+        CU_ASSERT_STRING_EQUAL(out, cmds[i][1]);
+        setenv("OMPI_COMM_WORLD_RANK", "1", 1);
+        CU_ASSERT_EQUAL(tu_spyre(cmds[i][0], out, sizeof out), 2);
+        CU_ASSERT_STRING_EQUAL(out, "");
+    }
+    unsetenv("OMPI_COMM_WORLD_SIZE");
+    unsetenv("OMPI_COMM_WORLD_RANK");
+}
+
 #ifdef SPYRE_MPIEXEC
 /* `mpirun -np n spyre ARGS` (at most 120 s), its output in out: the status. */
 static int mpi_spyre(int n, const char *args, char *out, size_t len)
@@ -622,6 +652,7 @@ int main(void)
         {"tp_cut_inputs_and_outputs_validate", test_tp_cut_inputs_and_outputs_validate},
         {"tp_trace_has_a_process_per_card_and_stats_totals", test_tp_trace_has_a_process_per_card_and_stats_totals},
         {"tp_decoder_and_transformer_small_at_2_and_4_cards", test_tp_decoder_and_transformer_small_at_2_and_4_cards},
+        {"one_process_commands_refuse_several_mpi_ranks", test_one_process_commands_refuse_several_mpi_ranks},
 #ifdef SPYRE_MPIEXEC
         {"mpi_ranks_give_the_threads_bits_and_cycles", test_mpi_ranks_give_the_threads_bits_and_cycles},
         {"mpi_failing_rank_stops_every_rank", test_mpi_failing_rank_stops_every_rank},

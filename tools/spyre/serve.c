@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "serve.h"
+#include "tp.h"
 
 enum { SV_OK = 0, SV_USAGE = 2, SV_FAULT = 3 };
 
@@ -204,6 +205,8 @@ int cmd_serve(int argc, char **argv)
             printf("usage: spyre %s\n\n%s\n", serve_usage, serve_help);
             return SV_OK;
         }
+    if (tp_refuse_mpirun("serve", "--tp N simulates the cards in one process; run it without mpirun"))
+        return SV_USAGE;
     sv_args a;
     char err[4200];
     int rc = parse_args(argc, argv, &a);

@@ -66,6 +66,27 @@ typedef struct {
     char err[1024];
 } tp_state;
 
+/* The first of the launchers' variables set (OpenMPI's, then PMI's), or -1. */
+static long env_count(const char *const *names)
+{
+    for (; *names; names++)
+        if (getenv(*names))
+            return atol(getenv(*names));
+    return -1;
+}
+
+int tp_refuse_mpirun(const char *cmd, const char *why)
+{
+    static const char *const size_vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", NULL};
+    static const char *const rank_vars[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", NULL};
+    long ranks = env_count(size_vars);
+    if (ranks < 2)
+        return 0;
+    if (env_count(rank_vars) <= 0)
+        fprintf(stderr, "spyre %s: under mpirun with %ld ranks: %s\n", cmd, ranks, why);
+    return 2;
+}
+
 int tp_wanted(int argc, char **argv)
 {
     for (int i = 2; i < argc; i++)

@@ -6,6 +6,13 @@
 
 #include "rt.h"
 
+/* Under mpirun with several ranks a command that runs its cards in one
+ * process (or runs one card) would run whole in every rank, each writing
+ * the same output: rank 0 prints "spyre CMD: under mpirun with N ranks:
+ * why" and every rank gets exit status 2.  0 otherwise (no MPI needed:
+ * the launcher's environment says). */
+int tp_refuse_mpirun(const char *cmd, const char *why);
+
 /* Does the run's command line ask for several cards? */
 int tp_wanted(int argc, char **argv);
 /* The run; an exit status. */
