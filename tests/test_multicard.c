@@ -508,6 +508,23 @@ static void test_tp_decoder_and_transformer_small_at_2_and_4_cards(void)
     }
 }
 
+/* llama_tiny (4 heads) at TP 3: no linear splits, every card computes the
+ * whole layer; the run said only allreduces=0, generate nothing at all.
+ * Now one note names it; at TP 2 there is none. */
+static void test_tp_that_splits_nothing_says_so(void)
+{
+    static char out[16384];
+    CU_ASSERT_EQUAL(tu_spyre("run " SPYRE_SOURCE_DIR "/traces/llama_tiny --tp 3", out, sizeof out), 0);
+    TU_ASSERT_CONTAINS(out, "spyre: note: --tp 3: no linear of " SPYRE_SOURCE_DIR "/traces/llama_tiny splits 3 ways: "
+                            "every card computes the whole graph, with no allreduces", "allreduces=0");
+    CU_ASSERT_EQUAL(tu_spyre("generate " SPYRE_SOURCE_DIR "/traces/llama_gen --prompt 1,2 --max-new-tokens 2 --tp 3", out,
+                             sizeof out), 0);
+    TU_ASSERT_CONTAINS(out, "spyre: note: --tp 3: no linear of " SPYRE_SOURCE_DIR "/traces/llama_gen/prefill/graph.txt "
+                            "splits 3 ways", "tokens=");
+    CU_ASSERT_EQUAL(tu_spyre("run " SPYRE_SOURCE_DIR "/traces/llama_tiny --tp 2", out, sizeof out), 0);
+    TU_ASSERT_LACKS(out, "note:");
+}
+
 /* generate, serve and a run without --tp under mpirun with 2 ranks (the
  * launcher's environment, as OpenMPI sets it): each rank ran the whole
  * command, printing everything twice and writing the same report files;
@@ -652,6 +669,7 @@ int main(void)
         {"tp_cut_inputs_and_outputs_validate", test_tp_cut_inputs_and_outputs_validate},
         {"tp_trace_has_a_process_per_card_and_stats_totals", test_tp_trace_has_a_process_per_card_and_stats_totals},
         {"tp_decoder_and_transformer_small_at_2_and_4_cards", test_tp_decoder_and_transformer_small_at_2_and_4_cards},
+        {"tp_that_splits_nothing_says_so", test_tp_that_splits_nothing_says_so},
         {"one_process_commands_refuse_several_mpi_ranks", test_one_process_commands_refuse_several_mpi_ranks},
 #ifdef SPYRE_MPIEXEC
         {"mpi_ranks_give_the_threads_bits_and_cycles", test_mpi_ranks_give_the_threads_bits_and_cycles},

@@ -26,6 +26,7 @@
 #include "rt.h"
 #include "serve.h"
 #include "tp.h"
+#include "tp.h"
 
 enum { SV_GRID_MAX = 32 };
 
@@ -389,6 +390,7 @@ static gr_graph *card_graph(const char *path, int tp)
     char err[1024];
     gr_graph *g = gr_graph_load(path, err, sizeof err), *cg = NULL;
     cc_tp_plan *plan = g && tp > 1 ? cc_tp_split(g, tp, err, sizeof err) : NULL;
+    tp_note_whole(path, tp, plan);
     char *text = plan ? cc_tp_graph_text(plan, NULL) : NULL;
     if (text)
         cg = gr_graph_parse(text, path, err, sizeof err);

@@ -87,6 +87,16 @@ int tp_refuse_mpirun(const char *cmd, const char *why)
     return 2;
 }
 
+void tp_note_whole(const char *graph, int ncards, const cc_tp_plan *p)
+{
+    static int said;
+    if (said || !p || ncards < 2 || cc_tp_rows(p))
+        return;
+    said = 1;
+    fprintf(stderr, "spyre: note: --tp %d: no linear of %s splits %d ways: every card computes the whole graph, with "
+                    "no allreduces (docs/multicard.md: heads that %d does not divide)\n", ncards, graph, ncards, ncards);
+}
+
 int tp_wanted(int argc, char **argv)
 {
     for (int i = 2; i < argc; i++)
@@ -716,6 +726,8 @@ static int tp_setup(tp_state *s)
     if (tp_system(s) || !(s->g = gr_graph_load(s->a.path, s->err, sizeof s->err)) ||
         !(s->plan = cc_tp_split(s->g, s->a.ncards, s->err, sizeof s->err)) || write_cards(s) || compile_cards(s))
         return -1;
+    if (s->rank == 0)
+        tp_note_whole(s->a.path, s->a.ncards, s->plan);
 #ifdef SPYRE_MPI
     if (s->mpi)
         s->link = tp_mpi_link_new(&s->sys, s->rank, s->a.ncards);
@@ -839,6 +851,8 @@ int tp_load_split(const char *graph, int ncards, rt_device *const *devs, int val
     s->sys.chip = *rt_config(devs[0]);
     int rc = !(s->g = gr_graph_load(graph, s->err, sizeof s->err)) ||
              !(s->plan = cc_tp_split(s->g, ncards, s->err, sizeof s->err)) || write_cards(s) || compile_cards(s);
+    if (!rc)
+        tp_note_whole(graph, ncards, s->plan);
     for (int c = 0; c < ncards && !rc; c++) {
         s->dev[c] = devs[c];
         rc = load_card(s, c);
