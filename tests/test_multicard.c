@@ -509,8 +509,8 @@ static void test_tp_decoder_and_transformer_small_at_2_and_4_cards(void)
 }
 
 /* llama_tiny (4 heads) at TP 3: no linear splits, every card computes the
- * whole layer; the run said only allreduces=0, generate nothing at all.
- * Now one note names it; at TP 2 there is none. */
+ * whole layer; the run said only allreduces=0, generate and serve nothing
+ * at all.  Now one note names it; at TP 2 there is none. */
 static void test_tp_that_splits_nothing_says_so(void)
 {
     static char out[16384];
@@ -523,6 +523,23 @@ static void test_tp_that_splits_nothing_says_so(void)
                             "splits 3 ways", "tokens=");
     CU_ASSERT_EQUAL(tu_spyre("run " SPYRE_SOURCE_DIR "/traces/llama_tiny --tp 2", out, sizeof out), 0);
     TU_ASSERT_LACKS(out, "note:");
+    /* serve: for its layer graphs only (the ends, embedding and LM head, are whole at any TP) */
+    char req[1024], args[4096];
+    const char *one = "{\"arrival\": 0, \"prompt\": 64, \"output\": 1}\n";
+    tu_write_tmpfile(".jsonl", one, strlen(one), req, sizeof req);
+    for (int tp = 2; tp <= 3; tp++) {
+        snprintf(args, sizeof args, "serve %s --model " SPYRE_SOURCE_DIR "/traces/serve_tiny --tp %d --out %s.o "
+                 "--cost-cache %s.c", req, tp, req, req);
+        CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 0);
+        if (tp == 2)
+            TU_ASSERT_LACKS(out, "note:");
+        else
+            TU_ASSERT_CONTAINS(out, "spyre: note: --tp 3: no linear of " SPYRE_SOURCE_DIR "/traces/serve_tiny/decode_b1_c64/"
+                                    "graph.txt splits 3 ways");
+        snprintf(args, sizeof args, "rm -f %s.o* %s.c", req, req);
+        CU_ASSERT_EQUAL(system(args), 0);
+    }
+    remove(req);
 }
 
 /* generate, serve and a run without --tp under mpirun with 2 ranks (the

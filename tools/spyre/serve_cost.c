@@ -384,13 +384,16 @@ double sv_costs_step(void *ctx, int prefill, int batch, int context)
     return cy < 0 ? -1 : cy / (rt_config(c->dev)->clock_ghz * 1e9);
 }
 
-/* The graph of one of tp cards (its parameters the card's shards); NULL: message printed. */
-static gr_graph *card_graph(const char *path, int tp)
+/* The graph of one of tp cards (its parameters the card's shards); NULL:
+ * message printed.  note: say when nothing splits (a layer graph; the
+ * ends are whole by design). */
+static gr_graph *card_graph(const char *path, int tp, int note)
 {
     char err[1024];
     gr_graph *g = gr_graph_load(path, err, sizeof err), *cg = NULL;
     cc_tp_plan *plan = g && tp > 1 ? cc_tp_split(g, tp, err, sizeof err) : NULL;
-    tp_note_whole(path, tp, plan);
+    if (note)
+        tp_note_whole(path, tp, plan);
     char *text = plan ? cc_tp_graph_text(plan, NULL) : NULL;
     if (text)
         cg = gr_graph_parse(text, path, err, sizeof err);
@@ -406,10 +409,10 @@ static gr_graph *card_graph(const char *path, int tp)
 }
 
 /* Bytes of one card's parameters (DL16; the state, the cache, is not a
- * weight) and, in *state, its state's elements. */
-static double param_bytes(const char *path, int tp, double *state)
+ * weight) and, in *state, its state's elements; note as card_graph's. */
+static double param_bytes(const char *path, int tp, int note, double *state)
 {
-    gr_graph *g = card_graph(path, tp);
+    gr_graph *g = card_graph(path, tp, note);
     if (!g)
         return -1;
     double b = 0;
@@ -427,8 +430,8 @@ long sv_costs_capacity_blocks(sv_costs *c, double *weight_bytes)
     snprintf(layer, sizeof layer, "%s/decode_b%d_c%d/graph.txt", c->dir, c->batches[0], c->contexts[0]);
     snprintf(ends, sizeof ends, "%s/ends_prefill/graph.txt", c->dir);
     double state, whole_state, s;
-    double l = param_bytes(layer, c->tp, &state), e = l < 0 ? -1 : param_bytes(ends, c->tp, &s);
-    if (e < 0 || (c->tp > 1 && param_bytes(layer, 1, &whole_state) < 0))
+    double l = param_bytes(layer, c->tp, 1, &state), e = l < 0 ? -1 : param_bytes(ends, c->tp, 0, &s);
+    if (e < 0 || (c->tp > 1 && param_bytes(layer, 1, 0, &whole_state) < 0))
         return -1;
     *weight_bytes = c->layers * l + e;
     /* a card keeps its heads' part of each block (all of it for key/value heads the cards share) */

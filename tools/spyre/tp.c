@@ -94,7 +94,7 @@ void tp_note_whole(const char *graph, int ncards, const cc_tp_plan *p)
         return;
     said = 1;
     fprintf(stderr, "spyre: note: --tp %d: no linear of %s splits %d ways: every card computes the whole graph, with "
-                    "no allreduces (docs/multicard.md: heads that %d does not divide)\n", ncards, graph, ncards, ncards);
+                    "no allreduces (docs/multicard.md)\n", ncards, graph, ncards);
 }
 
 int tp_wanted(int argc, char **argv)
@@ -726,8 +726,6 @@ static int tp_setup(tp_state *s)
     if (tp_system(s) || !(s->g = gr_graph_load(s->a.path, s->err, sizeof s->err)) ||
         !(s->plan = cc_tp_split(s->g, s->a.ncards, s->err, sizeof s->err)) || write_cards(s) || compile_cards(s))
         return -1;
-    if (s->rank == 0)
-        tp_note_whole(s->a.path, s->a.ncards, s->plan);
 #ifdef SPYRE_MPI
     if (s->mpi)
         s->link = tp_mpi_link_new(&s->sys, s->rank, s->a.ncards);
@@ -758,6 +756,8 @@ static int tp_go(tp_state *s)
     int bad = tp_setup(s);
     if (bad && s->rank == 0)
         fprintf(stderr, "spyre run: %s\n", s->err);
+    if (!bad && s->rank == 0)
+        tp_note_whole(s->a.path, s->a.ncards, s->plan);
     if (!all_set_up(s, bad))
         return TP_USAGE;
     rt_launch_cards(&s->prog[s->here0], s->here1 - s->here0, &s->res[s->here0]);

@@ -14,9 +14,10 @@
  * the launcher's environment says). */
 int tp_refuse_mpirun(const char *cmd, const char *why);
 
-/* A split of GRAPH for ncards with no row-parallel linear (heads that
- * ncards does not divide): every card computes the whole graph, so a
- * run's numbers are one card's.  Says so on stderr, once per process. */
+/* A split of GRAPH for ncards with no row-parallel linear (a model's
+ * heads that ncards does not divide): every card computes the whole graph,
+ * so a run's numbers are one card's.  Says so on stderr, once per process
+ * (spyre run, generate, serve's layer graphs: its ends are whole by design). */
 void tp_note_whole(const char *graph, int ncards, const cc_tp_plan *p);
 
 /* Does the run's command line ask for several cards? */
