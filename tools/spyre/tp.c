@@ -335,13 +335,14 @@ static int shard_inputs(tp_state *s, int c, const char *path)
     return rc;
 }
 
-/* Card c's program on its device s->dev[c], with its data. */
-static int load_card(tp_state *s, int c)
+/* Card c's program on its device s->dev[c], with its data (fill: the
+ * inputs first seeded random values, as spyre run's). */
+static int load_card(tp_state *s, int c, int fill)
 {
     char *elf = dir_file(s->dir, "card.elf");
     s->prog[c] = rt_load(s->dev[c], elf, s->err, sizeof s->err);
     free(elf);
-    if (!s->prog[c] || rt_fill_inputs(s->prog[c], s->a.seed, s->err, sizeof s->err))
+    if (!s->prog[c] || (fill && rt_fill_inputs(s->prog[c], s->a.seed, s->err, sizeof s->err)))
         return -1;
     if (!s->a.opt.values)
         return 0;
@@ -372,7 +373,7 @@ static int open_card(tp_state *s, int c)
         opt.max_insns = 0; /* the default */
     rt_set_options(s->dev[c], &opt);
     rt_set_link(s->dev[c], LINK_OPS(s), s->link, c);
-    return load_card(s, c);
+    return load_card(s, c, 1);
 }
 
 /* Per card and overall: cycles, the collectives' share. */
@@ -855,7 +856,7 @@ int tp_load_split(const char *graph, int ncards, rt_device *const *devs, int val
         tp_note_whole(graph, ncards, s->plan);
     for (int c = 0; c < ncards && !rc; c++) {
         s->dev[c] = devs[c];
-        rc = load_card(s, c);
+        rc = load_card(s, c, 0); /* the caller sets the inputs: random ones were uploaded (and counted) too */
         progs[c] = s->prog[c];
     }
     if (rc) {
