@@ -167,6 +167,13 @@ static void test_bad_request_files(void)
             fprintf(stderr, "case %zu: %s", i, out);
         remove(path);
     }
+    /* --check-buckets of a directory that is not there or holds no decode graph: a bad argument (was 3, a fault) */
+    CU_ASSERT_EQUAL(tu_spyre("serve --model " SPYRE_SOURCE_DIR "/traces/serve_tiny --check-buckets /nonexistent-dir", out,
+                             sizeof out), 2);
+    CU_ASSERT_STRING_EQUAL(out, "spyre serve: /nonexistent-dir: cannot open\n");
+    CU_ASSERT_EQUAL(tu_spyre("serve --model " SPYRE_SOURCE_DIR "/traces/serve_tiny --check-buckets " SPYRE_SOURCE_DIR
+                             "/traces/models", out, sizeof out), 2);
+    CU_ASSERT_STRING_EQUAL(out, "spyre serve: " SPYRE_SOURCE_DIR "/traces/models: no decode_bB_cC step graphs to check\n");
     CU_ASSERT_EQUAL(tu_spyre("serve x.jsonl --model " SPYRE_SOURCE_DIR "/traces/serve_tiny --tp 9", out, sizeof out), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "--tp 9: the system spyre-x8 has 8 cards"));
 }

@@ -217,7 +217,8 @@ int cmd_serve(int argc, char **argv)
         return bad("%s", err);
     if (a.check) {
         double worst;
-        rc = sv_costs_check(c, a.check, &worst) ? SV_FAULT : 0;
+        rc = sv_costs_check(c, a.check, &worst);
+        rc = rc == -2 ? SV_USAGE : rc ? SV_FAULT : 0;
         if (!rc)
             printf("bucket_worst_error=%.4f\n", worst);
     }

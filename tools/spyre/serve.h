@@ -81,7 +81,8 @@ double sv_costs_step(void *c, int prefill, int batch, int context);
 /* Simulations run and their host seconds, grid points read from the cache file. */
 void sv_costs_counts(const sv_costs *c, long *sims, double *host_s, long *cached);
 /* Every decode_bB_cC graph in dir: its grid-interpolated cost against a
- * direct simulation; prints one line each and the worst error.  0 or -1. */
+ * direct simulation; prints one line each and the worst error.  0, -1 (a
+ * step failed) or -2 (dir cannot be opened or has no such graph). */
 int sv_costs_check(sv_costs *c, const char *dir, double *worst);
 void sv_costs_close(sv_costs *c);
 

@@ -445,7 +445,7 @@ int sv_costs_check(sv_costs *c, const char *dir, double *worst)
     DIR *d = opendir(dir);
     if (!d) {
         fprintf(stderr, "spyre serve: %s: cannot open\n", dir);
-        return -1;
+        return -2;
     }
     struct dirent *e;
     int rc = 0, count = 0;
@@ -471,7 +471,7 @@ int sv_costs_check(sv_costs *c, const char *dir, double *worst)
     closedir(d);
     if (!rc && !count) {
         fprintf(stderr, "spyre serve: %s: no decode_bB_cC step graphs to check\n", dir);
-        rc = -1;
+        rc = -2;
     }
     return rc;
 }
