@@ -26,9 +26,13 @@
 #include "rt.h"
 #include "serve.h"
 #include "tp.h"
-#include "tp.h"
 
 enum { SV_GRID_MAX = 32 };
+
+typedef struct {
+    char *path;
+    uint64_t hash;
+} sv_hashed;
 
 struct sv_costs {
     char dir[4096], cache_path[4200];
@@ -43,6 +47,9 @@ struct sv_costs {
     /* known costs in cycles: by graph name */
     struct { char name[64]; uint64_t hash; double cycles; } *known;
     int nknown, capknown;
+    /* graph files hashed so far: a step's graphs are not read again */
+    sv_hashed *hashed;
+    int nhashed;
     long sims, cached;
     double sim_host_s;
 };
@@ -66,6 +73,22 @@ static uint64_t file_hash(const char *path)
     while ((n = fread(buf, 1, sizeof buf, f)) > 0)
         h = fnv(h, buf, n);
     fclose(f);
+    return h;
+}
+
+/* file_hash of path, read once per run. */
+static uint64_t graph_hash(sv_costs *c, const char *path)
+{
+    for (int i = 0; i < c->nhashed; i++)
+        if (!strcmp(c->hashed[i].path, path))
+            return c->hashed[i].hash;
+    uint64_t h = file_hash(path);
+    void *p = realloc(c->hashed, (size_t)(c->nhashed + 1) * sizeof *c->hashed);
+    char *copy = p ? strdup(path) : NULL;
+    if (p)
+        c->hashed = p;
+    if (copy)
+        c->hashed[c->nhashed++] = (sv_hashed){copy, h};
     return h;
 }
 
@@ -145,7 +168,7 @@ static double grid_cycles(sv_costs *c, const char *dir, const char *name)
 {
     char path[8300];
     snprintf(path, sizeof path, "%s/%s/graph.txt", dir, name);
-    uint64_t h = file_hash(path) ^ c->config_hash;
+    uint64_t h = graph_hash(c, path) ^ c->config_hash;
     for (int i = 0; i < c->nknown; i++)
         if (c->known[i].hash == h)
             return c->known[i].cycles;
@@ -306,6 +329,9 @@ void sv_costs_close(sv_costs *c)
     if (c->dev)
         rt_close(c->dev);
     free(c->known);
+    for (int i = 0; i < c->nhashed; i++)
+        free(c->hashed[i].path);
+    free(c->hashed);
     free(c);
 }
 
