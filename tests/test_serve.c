@@ -374,6 +374,37 @@ static void test_step_costs_read_the_graphs_once(void)
     tu_rmtree(dir);
 }
 
+/* serve_tiny without its context-256 decode graphs (contexts to 128, the
+ * model's context still 256): prompt 120 and output 10 end at 128 cached
+ * positions and run; output 11 ends at 129, 192 in whole blocks, and is
+ * refused before the run naming its line (it ran until that step, then
+ * exited 3 "outside the grid"). */
+static void test_requests_beyond_the_grids_contexts_are_refused_up_front(void)
+{
+    char dir[4096], cmd[6 * 4096], out[8192];
+    tu_tmpdir(dir, sizeof dir);
+    snprintf(cmd, sizeof cmd, "cd " SPYRE_SOURCE_DIR "/traces/serve_tiny && cp -r model.txt ends_* prefill_* "
+             "decode_b*_c64 decode_b*_c128 %s/", dir);
+    CU_ASSERT_EQUAL_FATAL(system(cmd), 0);
+    for (int output = 10; output <= 11; output++) {
+        char text[4400], path[4200];
+        snprintf(path, sizeof path, "%s/r.jsonl", dir);
+        snprintf(text, sizeof text, "{\"arrival\": 0, \"prompt\": 120, \"output\": %d}\n", output);
+        tu_write_file(path, text, strlen(text));
+        snprintf(cmd, sizeof cmd, "serve %s --model %s --out %s/o --cost-cache %s/c.txt", path, dir, dir, dir);
+        CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), output == 10 ? 0 : 2);
+        if (output == 10) {
+            TU_ASSERT_CONTAINS(out, "\noutput_tokens=10\n");
+        } else {
+            snprintf(text, sizeof text, "%s/r.jsonl:1: its last decode step reads 129 cached positions (192 in whole "
+                     "blocks), beyond", dir);
+            TU_ASSERT_CONTAINS(out, text, "(contexts to 128)\n");
+            TU_ASSERT_LACKS(out, "requests=");
+        }
+    }
+    tu_rmtree(dir);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -391,6 +422,8 @@ int main(void)
         {"tp2_weights_per_card", test_tp2_weights_per_card},
         {"short_runs_report_their_times", test_short_runs_report_their_times},
         {"step_costs_read_the_graphs_once", test_step_costs_read_the_graphs_once},
+        {"requests_beyond_the_grids_contexts_are_refused_up_front",
+         test_requests_beyond_the_grids_contexts_are_refused_up_front},
         {NULL, NULL},
     };
     return tu_run("serve", tests);

@@ -159,6 +159,26 @@ static int policy(const sv_args *a, sv_costs *c, sv_policy *p)
     return 0;
 }
 
+/* Does every request's last decode step lie in the grid?  Its k-th decode
+ * step reads prompt + k - 1 cached positions, charged in whole blocks
+ * (serve_sched.c); a grid whose contexts stop short of the model's would
+ * otherwise fail at that step, after the run so far. */
+static int reaches_grid(const sv_args *a, const sv_costs *c, const sv_request *req, int n)
+{
+    int most = sv_costs_max_context(c);
+    for (int i = 0; i < n; i++) {
+        int last = req[i].prompt + req[i].output - 2;
+        int charged = (last + SV_BLOCK_TOKENS - 1) / SV_BLOCK_TOKENS * SV_BLOCK_TOKENS;
+        if (req[i].output > 1 && charged > most) {
+            fprintf(stderr, "spyre serve: %s:%ld: its last decode step reads %d cached positions (%d in whole "
+                            "blocks), beyond the decode graphs of %s (contexts to %d)\n",
+                    a->requests, req[i].line, last, charged, a->model, most);
+            return SV_USAGE;
+        }
+    }
+    return 0;
+}
+
 static int serve(const sv_args *a, sv_costs *c)
 {
     sv_policy p;
@@ -167,7 +187,9 @@ static int serve(const sv_args *a, sv_costs *c)
     sv_request *req = sv_read_requests(a->requests, sv_costs_context(c), &n, err, sizeof err);
     if (!req)
         return bad("%s", err);
-    int rc = policy(a, c, &p);
+    int rc = reaches_grid(a, c, req, n);
+    if (!rc)
+        rc = policy(a, c, &p);
     if (rc) {
         free(req);
         return rc;

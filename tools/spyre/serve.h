@@ -73,8 +73,8 @@ typedef struct sv_costs sv_costs;
 sv_costs *sv_costs_open(const char *dir, const char *config, const char *system, int tp, const char *cache, char *err,
                         size_t errlen);
 int sv_costs_layers(const sv_costs *c), sv_costs_context(const sv_costs *c), sv_costs_chunk(const sv_costs *c);
-/* The largest batch of the grid's decode step graphs. */
-int sv_costs_max_batch(const sv_costs *c);
+/* The largest batch and context of the grid's decode step graphs. */
+int sv_costs_max_batch(const sv_costs *c), sv_costs_max_context(const sv_costs *c);
 /* KV blocks that fit in one card's DRAM beside its weights (*weight_bytes: one card's). */
 long sv_costs_capacity_blocks(sv_costs *c, double *weight_bytes);
 double sv_costs_step(void *c, int prefill, int batch, int context);

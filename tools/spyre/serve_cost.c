@@ -339,6 +339,7 @@ int sv_costs_layers(const sv_costs *c) { return c->layers; }
 int sv_costs_context(const sv_costs *c) { return c->context; }
 int sv_costs_chunk(const sv_costs *c) { return c->chunk; }
 int sv_costs_max_batch(const sv_costs *c) { return c->batches[c->nb - 1]; }
+int sv_costs_max_context(const sv_costs *c) { return c->contexts[c->nc - 1]; }
 
 void sv_costs_counts(const sv_costs *c, long *sims, double *host_s, long *cached)
 {
