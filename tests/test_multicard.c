@@ -542,6 +542,21 @@ static void test_tp_that_splits_nothing_says_so(void)
     remove(req);
 }
 
+/* `spyre run --tp 2 GRAPH` (the option first, as the single-card run
+ * takes it) was "unexpected argument '--tp'"; --max-insns abc and
+ * --seed x ran with no limit and seed 0. */
+static void test_tp_options_may_precede_the_graph_and_bad_values_are_refused(void)
+{
+    static char out[16384];
+    CU_ASSERT_EQUAL(tu_spyre("run --tp 2 " SPYRE_SOURCE_DIR "/traces/llama_tiny", out, sizeof out), 0);
+    TU_ASSERT_CONTAINS(out, "tp=2 system=spyre-x8 chip=spyre allreduces=2 link=threads\n");
+    CU_ASSERT_EQUAL(tu_spyre("run " SPYRE_SOURCE_DIR "/traces/llama_tiny --tp 2 --max-insns abc", out, sizeof out), 2);
+    TU_ASSERT_CONTAINS(out, "spyre run: with --tp: unexpected argument '--max-insns' (");
+    CU_ASSERT_EQUAL(tu_spyre("run " SPYRE_SOURCE_DIR "/traces/llama_tiny --tp 2 --seed x", out, sizeof out), 2);
+    TU_ASSERT_CONTAINS(out, "spyre run: with --tp: unexpected argument '--seed' (");
+    CU_ASSERT_EQUAL(tu_spyre("run " SPYRE_SOURCE_DIR "/traces/llama_tiny --tp 2 --seed 0x10", out, sizeof out), 0);
+}
+
 /* generate, serve and a run without --tp under mpirun with 2 ranks (the
  * launcher's environment, as OpenMPI sets it): each rank ran the whole
  * command, printing everything twice and writing the same report files;
@@ -687,6 +702,8 @@ int main(void)
         {"tp_trace_has_a_process_per_card_and_stats_totals", test_tp_trace_has_a_process_per_card_and_stats_totals},
         {"tp_decoder_and_transformer_small_at_2_and_4_cards", test_tp_decoder_and_transformer_small_at_2_and_4_cards},
         {"tp_that_splits_nothing_says_so", test_tp_that_splits_nothing_says_so},
+        {"tp_options_may_precede_the_graph_and_bad_values_are_refused",
+         test_tp_options_may_precede_the_graph_and_bad_values_are_refused},
         {"one_process_commands_refuse_several_mpi_ranks", test_one_process_commands_refuse_several_mpi_ranks},
 #ifdef SPYRE_MPIEXEC
         {"mpi_ranks_give_the_threads_bits_and_cycles", test_mpi_ranks_give_the_threads_bits_and_cycles},

@@ -99,20 +99,32 @@ void tp_note_whole(const char *graph, int ncards, const cc_tp_plan *p)
 
 int tp_wanted(int argc, char **argv)
 {
-    for (int i = 2; i < argc; i++)
+    for (int i = 1; i < argc; i++) /* options may come before GRAPH */
         if (!strcmp(argv[i], "--tp"))
             return 1;
     return 0;
 }
 
+/* --max-insns's value: N or N:CARD, whole decimal numbers. */
+static int insns_ok(const char *v)
+{
+    char *end;
+    strtoull(v, &end, 10);
+    if (*end == ':' && end[1] >= '0' && end[1] <= '9')
+        strtoull(end + 1, &end, 10);
+    return *v >= '0' && *v <= '9' && !*end;
+}
+
 static int tp_parse(int argc, char **argv, tp_args *a)
 {
-    *a = (tp_args){.path = argc > 1 ? argv[1] : NULL, .system = "spyre-x8", .seed = 1, .limit_card = -1,
-                   .level = SIM_TRACE_INSN};
+    *a = (tp_args){.system = "spyre-x8", .seed = 1, .limit_card = -1, .level = SIM_TRACE_INSN};
     a->opt = (sim_options){.values = 1};
-    for (int i = 2; i < argc; i++) {
+    int64_t seed;
+    for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(o, "--check"))
+        if (o[0] != '-' && !a->path)
+            a->path = o;
+        else if (!strcmp(o, "--check"))
             a->check = 1;
         else if (!strcmp(o, "--no-values"))
             a->opt.values = 0;
@@ -125,14 +137,14 @@ static int tp_parse(int argc, char **argv, tp_args *a)
             a->system = v;
         else if (v && !strcmp(o, "--config") && ++i)
             a->config = v;
-        else if (v && !strcmp(o, "--max-insns") && ++i) {
+        else if (v && !strcmp(o, "--max-insns") && insns_ok(v) && ++i) {
             char *end;
             a->opt.max_insns = strtoull(v, &end, 10);
             a->limit_card = *end == ':' ? atoi(end + 1) : -1;
         } else if (v && !strcmp(o, "-o") && ++i)
             a->out = v;
-        else if (v && !strcmp(o, "--seed") && ++i)
-            a->seed = strtoull(v, NULL, 0);
+        else if (v && !strcmp(o, "--seed") && !isa_parse_int(v, &seed) && seed >= 0 && ++i)
+            a->seed = (uint64_t)seed;
         else if (v && !strcmp(o, "--trace") && ++i)
             a->trace = v;
         else if (v && !strcmp(o, "--stats-json") && ++i)
