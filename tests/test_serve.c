@@ -405,6 +405,26 @@ static void test_requests_beyond_the_grids_contexts_are_refused_up_front(void)
     tu_rmtree(dir);
 }
 
+/* --cost-cache in a directory that is not there: the run serves, and one
+ * note says the costs were not kept (nothing was said). */
+static void test_unwritable_cost_cache_is_said_once(void)
+{
+    char path[4096], args[16384], out[8192];
+    const char *one = "{\"arrival\": 0, \"prompt\": 10, \"output\": 5}\n";
+    tu_write_tmpfile(".jsonl", one, strlen(one), path, sizeof path);
+    snprintf(args, sizeof args, "serve %s --model " SPYRE_SOURCE_DIR "/traces/serve_tiny --out %s.o "
+             "--cost-cache /nonexistent-dir/costs.txt", path, path);
+    CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 0);
+    const char *note = "spyre serve: note: --cost-cache /nonexistent-dir/costs.txt: cannot write (No such file or "
+                       "directory): the costs will be simulated again next run\n";
+    const char *at = strstr(out, note);
+    CU_ASSERT_PTR_NOT_NULL(at);
+    CU_ASSERT(at && !strstr(at + strlen(note), "note:")); /* once, though 8 graphs were simulated */
+    TU_ASSERT_CONTAINS(out, "\noutput_tokens=5\n", "step_graphs_simulated=8 ");
+    snprintf(args, sizeof args, "rm -f %s %s.o*", path, path);
+    CU_ASSERT_EQUAL(system(args), 0);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -422,6 +442,7 @@ int main(void)
         {"tp2_weights_per_card", test_tp2_weights_per_card},
         {"short_runs_report_their_times", test_short_runs_report_their_times},
         {"step_costs_read_the_graphs_once", test_step_costs_read_the_graphs_once},
+        {"unwritable_cost_cache_is_said_once", test_unwritable_cost_cache_is_said_once},
         {"requests_beyond_the_grids_contexts_are_refused_up_front",
          test_requests_beyond_the_grids_contexts_are_refused_up_front},
         {NULL, NULL},

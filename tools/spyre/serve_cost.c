@@ -15,6 +15,7 @@
  * card's DRAM beside that card's shard of the weights (each card keeps its
  * heads' part of every block). */
 #include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -52,6 +53,7 @@ struct sv_costs {
     int nhashed;
     long sims, cached;
     double sim_host_s;
+    int cache_given, cache_warned; /* --cost-cache named; said once that it cannot be written */
 };
 
 static uint64_t fnv(uint64_t h, const char *p, size_t n)
@@ -176,6 +178,11 @@ static double grid_cycles(sv_costs *c, const char *dir, const char *name)
     if (cycles < 0 || remember(c, name, h, cycles))
         return -1;
     FILE *f = fopen(c->cache_path, "a"); /* best effort: a read-only DIR just simulates again next time */
+    if (!f && c->cache_given && !c->cache_warned) { /* but a file the user named should be said */
+        c->cache_warned = 1;
+        fprintf(stderr, "spyre serve: note: --cost-cache %s: cannot write (%s): the costs will be simulated again "
+                        "next run\n", c->cache_path, strerror(errno));
+    }
     if (f) {
         fprintf(f, "%s %016llx %.0f\n", name, (unsigned long long)h, cycles);
         fclose(f);
@@ -304,6 +311,7 @@ sv_costs *sv_costs_open(const char *dir, const char *config, const char *system,
     c->dev = rt_open(cfg, err, errlen);
     c->config_hash = file_hash(cfg);
     const char *base = strrchr(cfg, '/') ? strrchr(cfg, '/') + 1 : cfg;
+    c->cache_given = cache != NULL;
     if (cache)
         snprintf(c->cache_path, sizeof c->cache_path, "%s", cache);
     else if (tp == 1)
