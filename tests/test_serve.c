@@ -425,6 +425,52 @@ static void test_unwritable_cost_cache_is_said_once(void)
     CU_ASSERT_EQUAL(system(args), 0);
 }
 
+/* The line of text at key (a leading newline of key skipped), into buf ("" when absent). */
+static void line_of(const char *text, const char *key, char *buf, size_t len)
+{
+    const char *p = strstr(text, key);
+    p = p && *p == '\n' ? p + 1 : p;
+    size_t n = p ? strcspn(p, "\n") : 0;
+    snprintf(buf, len, "%.*s", (int)n, p ? p : "");
+}
+
+/* The same 20 requests arriving at 1000 s (a log's timestamps) and at 0:
+ * the same makespan, tokens/s and timeline (tokens_per_s was 0.40 and
+ * makespan 1000 s, every step in the timeline's last window). */
+static void test_reports_start_at_the_first_arrival(void)
+{
+    char dir[4096], path[4200], args[16384], a[3][128], b[3][128], *out = malloc(65536), *svg[2];
+    const char *keys[3] = {"\nmakespan_s=", "\ntokens_per_s=", "\nttft_p50_s="};
+    tu_tmpdir(dir, sizeof dir);
+    for (int k = -1; k < 2; k++) { /* k -1: fills the cost cache (its cycles are rounded: docs/serving.md) */
+        char text[2048] = "";
+        for (int i = 0; i < 20; i++)
+            snprintf(text + strlen(text), sizeof text - strlen(text), /* at once: no arrival ties a step's end */
+                     "{\"arrival\": %d, \"prompt\": %d, \"output\": 20}\n", k > 0 ? 1000 : 0, 10 + 10 * i);
+        snprintf(path, sizeof path, "%s/r%d.jsonl", dir, k);
+        tu_write_file(path, text, strlen(text));
+        snprintf(args, sizeof args, "serve %s --model " SPYRE_SOURCE_DIR "/traces/serve_tiny --out %s/o%d "
+                 "--cost-cache %s/c.txt", path, dir, k, dir);
+        CU_ASSERT_EQUAL_FATAL(tu_spyre(args, out, 65536), 0);
+        if (k < 0)
+            continue;
+        for (int j = 0; j < 3; j++)
+            line_of(out, keys[j], k ? b[j] : a[j], sizeof a[j]);
+        snprintf(path, sizeof path, "%s/o%d_timeline.svg", dir, k);
+        svg[k] = tu_read_file(path, NULL);
+    }
+    for (int j = 0; j < 3; j++)
+        CU_ASSERT_STRING_EQUAL(a[j], b[j]);
+    CU_ASSERT(key_value(a[1], "tokens_per_s=") > 1e4); /* 400 tokens in a few ms */
+    CU_ASSERT_PTR_NOT_NULL_FATAL(svg[0]);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(svg[1]);
+    CU_ASSERT_STRING_EQUAL(svg[0], svg[1]);
+    free(svg[0]);
+    free(svg[1]);
+    tu_rmtree(dir);
+    free(out);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -443,6 +489,7 @@ int main(void)
         {"short_runs_report_their_times", test_short_runs_report_their_times},
         {"step_costs_read_the_graphs_once", test_step_costs_read_the_graphs_once},
         {"unwritable_cost_cache_is_said_once", test_unwritable_cost_cache_is_said_once},
+        {"reports_start_at_the_first_arrival", test_reports_start_at_the_first_arrival},
         {"requests_beyond_the_grids_contexts_are_refused_up_front",
          test_requests_beyond_the_grids_contexts_are_refused_up_front},
         {NULL, NULL},

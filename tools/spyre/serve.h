@@ -45,7 +45,8 @@ typedef struct {
     int preemptions;
 } sv_result;
 
-/* The state after each step: its end, blocks in use, tokens produced. */
+/* The state after each step: its end (from the first arrival), blocks in
+ * use, tokens produced. */
 typedef struct {
     double t;
     int kv_used, tokens, prefill;
@@ -55,7 +56,7 @@ typedef struct {
     sv_result *res; /* one per request, in the requests' order */
     sv_sample *steps;
     long nsteps, prefill_steps, decode_steps, cached_chunks, preemptions;
-    double makespan;
+    double makespan; /* from the first arrival to the last token */
     long out_tokens;
 } sv_run;
 
