@@ -442,7 +442,7 @@ static void test_reports_start_at_the_first_arrival(void)
     char dir[4096], path[4200], args[16384], a[3][128], b[3][128], *out = malloc(65536), *svg[2];
     const char *keys[3] = {"\nmakespan_s=", "\ntokens_per_s=", "\nttft_p50_s="};
     tu_tmpdir(dir, sizeof dir);
-    for (int k = -1; k < 2; k++) { /* k -1: fills the cost cache (its cycles are rounded: docs/serving.md) */
+    for (int k = -1; k < 2; k++) { /* k -1 fills the cost cache: k 0 reads it as k 1 does */
         char text[2048] = "";
         for (int i = 0; i < 20; i++)
             snprintf(text + strlen(text), sizeof text - strlen(text), /* at once: no arrival ties a step's end */
@@ -471,6 +471,35 @@ static void test_reports_start_at_the_first_arrival(void)
     free(out);
 }
 
+/* The same file served twice, the first run filling the cost cache and the
+ * second reading it: the same times (the cache kept the cycles rounded to
+ * whole ones, so the second run's TTFT p50 was 1.3546e-3 s, the first's
+ * 1.35458e-3). */
+static void test_cached_costs_give_the_simulated_times(void)
+{
+    char dir[4096], path[4200], args[16384], line[2][3][128], *out = malloc(65536), text[2048] = "";
+    const char *keys[3] = {"\nttft_p50_s=", "\ntpot_p50_s=", "\ntokens_per_s="};
+    tu_tmpdir(dir, sizeof dir);
+    for (int i = 0; i < 20; i++)
+        snprintf(text + strlen(text), sizeof text - strlen(text),
+                 "{\"arrival\": 0, \"prompt\": %d, \"output\": 20}\n", 10 + 10 * i);
+    snprintf(path, sizeof path, "%s/r.jsonl", dir);
+    tu_write_file(path, text, strlen(text));
+    snprintf(args, sizeof args, "serve %s --model " SPYRE_SOURCE_DIR "/traces/serve_tiny --out %s/o --cost-cache "
+             "%s/c.txt", path, dir, dir);
+    for (int k = 0; k < 2; k++) {
+        CU_ASSERT_EQUAL_FATAL(tu_spyre(args, out, 65536), 0);
+        TU_ASSERT_CONTAINS(out, k ? "\nstep_graphs_simulated=0 " : "\nstep_costs_from_cache_file=0\n");
+        for (int j = 0; j < 3; j++)
+            line_of(out, keys[j], line[k][j], sizeof line[k][j]);
+    }
+    for (int j = 0; j < 3; j++)
+        CU_ASSERT_STRING_EQUAL(line[0][j], line[1][j]);
+    CU_ASSERT(strlen(line[0][0]) > 12);
+    tu_rmtree(dir);
+    free(out);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -490,6 +519,7 @@ int main(void)
         {"step_costs_read_the_graphs_once", test_step_costs_read_the_graphs_once},
         {"unwritable_cost_cache_is_said_once", test_unwritable_cost_cache_is_said_once},
         {"reports_start_at_the_first_arrival", test_reports_start_at_the_first_arrival},
+        {"cached_costs_give_the_simulated_times", test_cached_costs_give_the_simulated_times},
         {"requests_beyond_the_grids_contexts_are_refused_up_front",
          test_requests_beyond_the_grids_contexts_are_refused_up_front},
         {NULL, NULL},

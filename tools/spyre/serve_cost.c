@@ -177,14 +177,16 @@ static double grid_cycles(sv_costs *c, const char *dir, const char *name)
     double cycles = simulate(c, dir, name);
     if (cycles < 0 || remember(c, name, h, cycles))
         return -1;
-    FILE *f = fopen(c->cache_path, "a"); /* best effort: a read-only DIR just simulates again next time */
+    /* best effort: a read-only DIR just simulates again next time; every digit
+     * of the cycles (a run's mean, fractional), so a rerun gives the same times */
+    FILE *f = fopen(c->cache_path, "a");
     if (!f && c->cache_given && !c->cache_warned) { /* but a file the user named should be said */
         c->cache_warned = 1;
         fprintf(stderr, "spyre serve: note: --cost-cache %s: cannot write (%s): the costs will be simulated again "
                         "next run\n", c->cache_path, strerror(errno));
     }
     if (f) {
-        fprintf(f, "%s %016llx %.0f\n", name, (unsigned long long)h, cycles);
+        fprintf(f, "%s %016llx %.17g\n", name, (unsigned long long)h, cycles);
         fclose(f);
     }
     return cycles;
