@@ -500,6 +500,22 @@ static void test_cached_costs_give_the_simulated_times(void)
     free(out);
 }
 
+/* --out in a directory that is not there: one line before the run, exit 2
+ * (the run was simulated first, then its reports failed). */
+static void test_unwritable_reports_are_refused_before_the_run(void)
+{
+    char path[4096], args[16384], out[8192];
+    const char *one = "{\"arrival\": 0, \"prompt\": 10, \"output\": 5}\n";
+    tu_write_tmpfile(".jsonl", one, strlen(one), path, sizeof path);
+    snprintf(args, sizeof args, "serve %s --model " SPYRE_SOURCE_DIR "/traces/serve_tiny --out /nonexistent-dir/o "
+             "--cost-cache %s.c", path, path);
+    CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 2);
+    CU_ASSERT_STRING_EQUAL(out, "spyre serve: --out /nonexistent-dir/o: cannot write /nonexistent-dir/o.csv: No such "
+                                "file or directory\n");
+    snprintf(args, sizeof args, "rm -f %s %s.c", path, path);
+    CU_ASSERT_EQUAL(system(args), 0);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -520,6 +536,7 @@ int main(void)
         {"unwritable_cost_cache_is_said_once", test_unwritable_cost_cache_is_said_once},
         {"reports_start_at_the_first_arrival", test_reports_start_at_the_first_arrival},
         {"cached_costs_give_the_simulated_times", test_cached_costs_give_the_simulated_times},
+        {"unwritable_reports_are_refused_before_the_run", test_unwritable_reports_are_refused_before_the_run},
         {"requests_beyond_the_grids_contexts_are_refused_up_front",
          test_requests_beyond_the_grids_contexts_are_refused_up_front},
         {NULL, NULL},

@@ -179,6 +179,21 @@ static int reaches_grid(const sv_args *a, const sv_costs *c, const sv_request *r
     return 0;
 }
 
+/* Can PREFIX.csv be written?  Asked before the run, not after it (a long
+ * one: the 8B model's took minutes). */
+static int reports_writable(const char *prefix)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s.csv", prefix);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "spyre serve: --out %s: cannot write %s: %s\n", prefix, path, strerror(errno));
+        return SV_USAGE;
+    }
+    fclose(f);
+    return 0;
+}
+
 static int serve(const sv_args *a, sv_costs *c)
 {
     sv_policy p;
@@ -188,6 +203,8 @@ static int serve(const sv_args *a, sv_costs *c)
     if (!req)
         return bad("%s", err);
     int rc = reaches_grid(a, c, req, n);
+    if (!rc)
+        rc = reports_writable(a->out);
     if (!rc)
         rc = policy(a, c, &p);
     if (rc) {
