@@ -185,7 +185,7 @@ static int reports_writable(const char *prefix)
 {
     char path[4200];
     snprintf(path, sizeof path, "%s.csv", prefix);
-    FILE *f = fopen(path, "w");
+    FILE *f = fopen(path, "a"); /* a previous run's report stays until this one's is written */
     if (!f) {
         fprintf(stderr, "spyre serve: --out %s: cannot write %s: %s\n", prefix, path, strerror(errno));
         return SV_USAGE;
