@@ -119,6 +119,30 @@ static void test_decode_steps_move_no_weight(void)
     TU_ASSERT_CONTAINS(out, "ttft_cycles=", "tpot_cycles=", "(mean of 31 decode steps)");
 }
 
+/* The prefill's "uploaded=" of llama_gen, generated at --tp tp. */
+static long prefill_uploaded(int tp, const char *more)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "generate %s/traces/llama_gen --prompt 1,2,3 --max-new-tokens 2 --tp %d %s",
+             SPYRE_SOURCE_DIR, tp, more);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+    const char *u = strstr(out, "prefill:") ? strstr(strstr(out, "prefill:"), "uploaded=") : NULL;
+    return u ? atol(u + 9) : -1;
+}
+
+/* A card at --tp 2 uploads its shards once: fewer bytes than the whole
+ * model at TP 1 (each card was first given seeded random inputs, weights
+ * and cache included, then its shards: 546,816 bytes at TP 2 against
+ * 363,648 at TP 1); timing only, the two inputs alone, as at TP 1. */
+static void test_tp_cards_upload_their_shards_once(void)
+{
+    long one = prefill_uploaded(1, ""), two = prefill_uploaded(2, "");
+    CU_ASSERT(one > 300000);
+    CU_ASSERT(two > one / 2 && two < one); /* the embedding and LM head are whole on every card */
+    CU_ASSERT_EQUAL(prefill_uploaded(2, "--no-values"), 256);
+    CU_ASSERT_EQUAL(prefill_uploaded(1, "--no-values"), 256);
+}
+
 /* A copy of the steps' graph.txt files alone (as tools/export.py
  * --graph-only writes them) generates timing only, with the cycles of the
  * same --no-values run on the full export. */
@@ -179,6 +203,7 @@ int main(void)
         {"gpt2 tokens equal PyTorch's on spyre-4core", test_gpt2_tokens_equal_pytorchs_on_spyre_4core},
         {"decode steps move no weight", test_decode_steps_move_no_weight},
         {"timing only needs no weights", test_timing_only_needs_no_weights},
+        {"tp cards upload their shards once", test_tp_cards_upload_their_shards_once},
         {"bad arguments are one line and exit 2", test_bad_arguments_are_one_line_and_exit_2},
         {NULL, NULL},
     };

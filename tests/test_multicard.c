@@ -508,6 +508,85 @@ static void test_tp_decoder_and_transformer_small_at_2_and_4_cards(void)
     }
 }
 
+/* llama_tiny (4 heads) at TP 3: no linear splits, every card computes the
+ * whole layer; the run said only allreduces=0, generate and serve nothing
+ * at all.  Now one note names it; at TP 2 there is none. */
+static void test_tp_that_splits_nothing_says_so(void)
+{
+    static char out[16384];
+    CU_ASSERT_EQUAL(tu_spyre("run " SPYRE_SOURCE_DIR "/traces/llama_tiny --tp 3", out, sizeof out), 0);
+    TU_ASSERT_CONTAINS(out, "spyre: note: --tp 3: no linear of " SPYRE_SOURCE_DIR "/traces/llama_tiny splits 3 ways: "
+                            "every card computes the whole graph, with no allreduces", "allreduces=0");
+    CU_ASSERT_EQUAL(tu_spyre("generate " SPYRE_SOURCE_DIR "/traces/llama_gen --prompt 1,2 --max-new-tokens 2 --tp 3", out,
+                             sizeof out), 0);
+    TU_ASSERT_CONTAINS(out, "spyre: note: --tp 3: no linear of " SPYRE_SOURCE_DIR "/traces/llama_gen/prefill/graph.txt "
+                            "splits 3 ways", "tokens=");
+    CU_ASSERT_EQUAL(tu_spyre("run " SPYRE_SOURCE_DIR "/traces/llama_tiny --tp 2", out, sizeof out), 0);
+    TU_ASSERT_LACKS(out, "note:");
+    /* serve: for its layer graphs only (the ends, embedding and LM head, are whole at any TP) */
+    char req[1024], args[4096];
+    const char *one = "{\"arrival\": 0, \"prompt\": 64, \"output\": 1}\n";
+    tu_write_tmpfile(".jsonl", one, strlen(one), req, sizeof req);
+    for (int tp = 2; tp <= 3; tp++) {
+        snprintf(args, sizeof args, "serve %s --model " SPYRE_SOURCE_DIR "/traces/serve_tiny --tp %d --out %s.o "
+                 "--cost-cache %s.c", req, tp, req, req);
+        CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 0);
+        if (tp == 2)
+            TU_ASSERT_LACKS(out, "note:");
+        else
+            TU_ASSERT_CONTAINS(out, "spyre: note: --tp 3: no linear of " SPYRE_SOURCE_DIR "/traces/serve_tiny/decode_b1_c64/"
+                                    "graph.txt splits 3 ways");
+        snprintf(args, sizeof args, "rm -f %s.o* %s.c", req, req);
+        CU_ASSERT_EQUAL(system(args), 0);
+    }
+    remove(req);
+}
+
+/* `spyre run --tp 2 GRAPH` (the option first, as the single-card run
+ * takes it) was "unexpected argument '--tp'"; --max-insns abc and
+ * --seed x ran with no limit and seed 0. */
+static void test_tp_options_may_precede_the_graph_and_bad_values_are_refused(void)
+{
+    static char out[16384];
+    CU_ASSERT_EQUAL(tu_spyre("run --tp 2 " SPYRE_SOURCE_DIR "/traces/llama_tiny", out, sizeof out), 0);
+    TU_ASSERT_CONTAINS(out, "tp=2 system=spyre-x8 chip=spyre allreduces=2 link=threads\n");
+    CU_ASSERT_EQUAL(tu_spyre("run " SPYRE_SOURCE_DIR "/traces/llama_tiny --tp 2 --max-insns abc", out, sizeof out), 2);
+    TU_ASSERT_CONTAINS(out, "spyre run: with --tp: unexpected argument '--max-insns' (");
+    CU_ASSERT_EQUAL(tu_spyre("run " SPYRE_SOURCE_DIR "/traces/llama_tiny --tp 2 --seed x", out, sizeof out), 2);
+    TU_ASSERT_CONTAINS(out, "spyre run: with --tp: unexpected argument '--seed' (");
+    CU_ASSERT_EQUAL(tu_spyre("run " SPYRE_SOURCE_DIR "/traces/llama_tiny --tp 2 --seed 0x10", out, sizeof out), 0);
+}
+
+/* generate, serve and a run without --tp under mpirun with 2 ranks (the
+ * launcher's environment, as OpenMPI sets it): each rank ran the whole
+ * command, printing everything twice and writing the same report files;
+ * now rank 0 names the problem in one line, rank 1 says nothing, both
+ * exit 2. */
+static void test_one_process_commands_refuse_several_mpi_ranks(void)
+{
+    static const char *const cmds[][2] = {
+        {"generate " SPYRE_SOURCE_DIR "/traces/llama_gen --prompt 1,2 --max-new-tokens 2 --tp 2",
+         "spyre generate: under mpirun with 2 ranks: --tp N runs the cards in threads of one process; run it without "
+         "mpirun\n"},
+        {"serve x.jsonl --model " SPYRE_SOURCE_DIR "/traces/serve_tiny --tp 2",
+         "spyre serve: under mpirun with 2 ranks: --tp N simulates the cards in one process; run it without mpirun\n"},
+        {"run " SPYRE_SOURCE_DIR "/traces/mlp",
+         "spyre run: under mpirun with 2 ranks: one rank per card needs --tp N (N the ranks)\n"},
+    };
+    char out[4096];
+    setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        setenv("OMPI_COMM_WORLD_RANK", "0", 1);
+        CU_ASSERT_EQUAL(tu_spyre(cmds[i][0], out, sizeof out), 2);
+        CU_ASSERT_STRING_EQUAL(out, cmds[i][1]);
+        setenv("OMPI_COMM_WORLD_RANK", "1", 1);
+        CU_ASSERT_EQUAL(tu_spyre(cmds[i][0], out, sizeof out), 2);
+        CU_ASSERT_STRING_EQUAL(out, "");
+    }
+    unsetenv("OMPI_COMM_WORLD_SIZE");
+    unsetenv("OMPI_COMM_WORLD_RANK");
+}
+
 #ifdef SPYRE_MPIEXEC
 /* `mpirun -np n spyre ARGS` (at most 120 s), its output in out: the status. */
 static int mpi_spyre(int n, const char *args, char *out, size_t len)
@@ -622,6 +701,10 @@ int main(void)
         {"tp_cut_inputs_and_outputs_validate", test_tp_cut_inputs_and_outputs_validate},
         {"tp_trace_has_a_process_per_card_and_stats_totals", test_tp_trace_has_a_process_per_card_and_stats_totals},
         {"tp_decoder_and_transformer_small_at_2_and_4_cards", test_tp_decoder_and_transformer_small_at_2_and_4_cards},
+        {"tp_that_splits_nothing_says_so", test_tp_that_splits_nothing_says_so},
+        {"tp_options_may_precede_the_graph_and_bad_values_are_refused",
+         test_tp_options_may_precede_the_graph_and_bad_values_are_refused},
+        {"one_process_commands_refuse_several_mpi_ranks", test_one_process_commands_refuse_several_mpi_ranks},
 #ifdef SPYRE_MPIEXEC
         {"mpi_ranks_give_the_threads_bits_and_cycles", test_mpi_ranks_give_the_threads_bits_and_cycles},
         {"mpi_failing_rank_stops_every_rank", test_mpi_failing_rank_stops_every_rank},

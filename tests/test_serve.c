@@ -110,7 +110,25 @@ static void test_request_larger_than_cache(void)
     sv_request r[1] = {req(0, 200, 10, -1, 0)}; /* 209 positions: 4 blocks */
     sv_policy p = {.max_seqs = 2, .chunk = 64, .kv_blocks = 3, .context = 256};
     sv_run run;
-    CU_ASSERT_EQUAL(sv_simulate(&p, r, 1, flat_cost, NULL, &run, NULL), -1);
+    CU_ASSERT_EQUAL(sv_simulate(&p, r, 1, flat_cost, NULL, &run, NULL), -2);
+    CU_ASSERT_PTR_NULL(run.res); /* no step ran: nothing to free */
+    sv_run_free(&run);
+}
+
+/* --kv-blocks too small for one request: the one line naming it, exit 2
+ * (it crashed freeing reports never made). */
+static void test_kv_blocks_below_one_request_is_a_usage_error(void)
+{
+    const char *text = "{\"arrival\": 0, \"prompt\": 250, \"output\": 7}\n"; /* 256 positions: 4 blocks */
+    char path[4096], args[16384], out[4096];
+    tu_write_tmpfile(".jsonl", text, strlen(text), path, sizeof path);
+    snprintf(args, sizeof args, "serve %s --model " SPYRE_SOURCE_DIR "/traces/serve_tiny --out %s.out --cost-cache %s.costs "
+             "--kv-blocks 3", path, path, path);
+    CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "spyre serve: the request of line 1 needs 4 KV blocks of 64 tokens, more than the 3 "
+                                       "there are\n"));
+    CU_ASSERT_PTR_NULL(strstr(out, "requests=")); /* no summary */
+    remove(path);
 }
 
 static void test_percentile(void)
@@ -133,6 +151,8 @@ static void test_bad_request_files(void)
         {"{\"arrival\": 0, \"prompt\": 250, \"output\": 10}\n", ":1: prompt 250 and output 10 need 259 positions"},
         {"{\"arrival\": 0, \"prompt\": 10, \"output\": 3, \"prefix\": 4}\n", ":1: \"prefix\" without \"prefix_group\""},
         {"{\"arrival\": 0, \"prompt\": 10\n", ":1: not a JSON object"},
+        {"{\"arrival\": 0, \"prompt\": 10, \"output\": 3}{\"arrival\": 0, \"prompt\": 10, \"output\": 3}\n",
+         ":1: text after the JSON object: one request a line"},
     };
     char path[4096], args[16384], out[4096];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -147,8 +167,41 @@ static void test_bad_request_files(void)
             fprintf(stderr, "case %zu: %s", i, out);
         remove(path);
     }
+    /* --check-buckets of a directory that is not there or holds no decode graph: a bad argument (was 3, a fault) */
+    CU_ASSERT_EQUAL(tu_spyre("serve --model " SPYRE_SOURCE_DIR "/traces/serve_tiny --check-buckets /nonexistent-dir", out,
+                             sizeof out), 2);
+    CU_ASSERT_STRING_EQUAL(out, "spyre serve: /nonexistent-dir: cannot open\n");
+    CU_ASSERT_EQUAL(tu_spyre("serve --model " SPYRE_SOURCE_DIR "/traces/serve_tiny --check-buckets " SPYRE_SOURCE_DIR
+                             "/traces/models", out, sizeof out), 2);
+    CU_ASSERT_STRING_EQUAL(out, "spyre serve: " SPYRE_SOURCE_DIR "/traces/models: no decode_bB_cC step graphs to check\n");
     CU_ASSERT_EQUAL(tu_spyre("serve x.jsonl --model " SPYRE_SOURCE_DIR "/traces/serve_tiny --tp 9", out, sizeof out), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "--tp 9: the system spyre-x8 has 8 cards"));
+}
+
+/* Five requests at once on serve_tiny, whose grid stops at batch 4: the
+ * default --max-seqs is 4 (16 ran into a decode step of 5 outside the
+ * grid, exit 3 after the whole run); --max-seqs 5 is refused up front. */
+static void test_max_seqs_is_bounded_by_the_grid(void)
+{
+    char path[4096], args[16384], out[8192], text[512] = "";
+    for (int i = 0; i < 5; i++)
+        strcat(text, "{\"arrival\": 0, \"prompt\": 10, \"output\": 5}\n");
+    tu_write_tmpfile(".jsonl", text, strlen(text), path, sizeof path);
+    for (int k = 0; k < 2; k++) {
+        snprintf(args, sizeof args, "serve %s --model " SPYRE_SOURCE_DIR "/traces/serve_tiny --out %s.out "
+                 "--cost-cache %s.costs%s", path, path, path, k ? " --max-seqs 5" : "");
+        CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), k ? 2 : 0);
+        if (!k) {
+            CU_ASSERT_PTR_NOT_NULL(strstr(out, "\nmax_seqs=4\n"));
+            CU_ASSERT_PTR_NOT_NULL(strstr(out, "\noutput_tokens=25\n"));
+        } else {
+            CU_ASSERT_STRING_EQUAL(out, "spyre serve: --max-seqs 5: the model of " SPYRE_SOURCE_DIR "/traces/serve_tiny "
+                                        "has decode step graphs up to batch 4\n");
+        }
+    }
+    char rm[3 * 4096 + 64];
+    snprintf(rm, sizeof rm, "rm -f %s %s.out* %s.costs", path, path, path);
+    CU_ASSERT_EQUAL(system(rm), 0);
 }
 
 /* The tiny model end to end: every request in the CSV, SVGs with ticks,
@@ -256,6 +309,213 @@ static void test_tp2_weights_per_card(void)
     free(out);
 }
 
+/* A run of 96 us (one request on serve_tiny): makespan_s on stdout and in
+ * the JSON is the CSV's end to end time (it printed 0.000), and the 100
+ * kv_use_over_time points have 100 distinct times (t_s was rounded to
+ * 0.1 ms: all 0.0000 or 0.0001). */
+static void test_short_runs_report_their_times(void)
+{
+    char *out = malloc(65536), dir[4096], path[4200], args[16384];
+    tu_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/one.jsonl", dir);
+    const char *one = "{\"arrival\": 0, \"prompt\": 10, \"output\": 5}\n";
+    tu_write_file(path, one, strlen(one));
+    snprintf(args, sizeof args, "serve %s --model " SPYRE_SOURCE_DIR "/traces/serve_tiny --out %s/o --cost-cache %s/c.txt",
+             path, dir, dir);
+    CU_ASSERT_EQUAL_FATAL(tu_spyre(args, out, 65536), 0);
+    snprintf(path, sizeof path, "%s/o.csv", dir);
+    char *csv = tu_read_file(path, NULL);
+    const char *row = csv ? strstr(csv, "\n1,") : NULL;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(row);
+    double e2e = 0;
+    CU_ASSERT_EQUAL(sscanf(row, "\n1,%*[^,],%*[^,],%*[^,],%*[^,],%*[^,],%lf", &e2e), 1);
+    CU_ASSERT(e2e > 5e-5 && e2e < 2e-4);
+    CU_ASSERT_DOUBLE_EQUAL(key_value(out, "makespan_s="), e2e, e2e * 1e-5);
+    snprintf(path, sizeof path, "%s/o.json", dir);
+    char *json = tu_read_file(path, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(json);
+    CU_ASSERT_DOUBLE_EQUAL(key_value(json, "\"makespan_s\": "), e2e, e2e * 1e-8);
+    double last = 0;
+    int points = 0, rising = 0;
+    for (const char *p = strstr(json, "\"t_s\": "); p; p = strstr(p + 1, "\"t_s\": ")) {
+        double t = strtod(p + 7, NULL);
+        points++, rising += t > last, last = t;
+    }
+    CU_ASSERT_EQUAL(points, 100);
+    CU_ASSERT_EQUAL(rising, 100);
+    CU_ASSERT_DOUBLE_EQUAL(last, e2e, e2e * 1e-5);
+    free(json);
+    free(csv);
+    tu_rmtree(dir);
+    free(out);
+}
+
+/* A decode step's cost reads its grid graphs once: with them deleted after
+ * the first step the same step costs the same.  (Each step hashed its
+ * graph files again, reading them from disk: 20,000 requests on
+ * serve_tiny took 26 s, 0.5 s now.) */
+static void test_step_costs_read_the_graphs_once(void)
+{
+    char dir[4096], cmd[5 * 4096 + 256], err[1024];
+    tu_tmpdir(dir, sizeof dir);
+    snprintf(cmd, sizeof cmd, "cp -r " SPYRE_SOURCE_DIR "/traces/serve_tiny/model.txt " SPYRE_SOURCE_DIR
+             "/traces/serve_tiny/decode_* " SPYRE_SOURCE_DIR "/traces/serve_tiny/ends_* " SPYRE_SOURCE_DIR
+             "/traces/serve_tiny/prefill_* %s/", dir);
+    CU_ASSERT_EQUAL_FATAL(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "%s/costs.txt", dir);
+    sv_costs *c = sv_costs_open(dir, "spyre", "spyre-x8", 1, cmd, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    double first = sv_costs_step(c, 0, 3, 100); /* between batches 2 and 4, contexts 64 and 128 */
+    CU_ASSERT(first > 1e-6 && first < 1e-3);
+    snprintf(cmd, sizeof cmd, "rm -r %s/decode_b2_c64 %s/decode_b4_c128 %s/ends_b2 %s/ends_b4", dir, dir, dir, dir);
+    CU_ASSERT_EQUAL_FATAL(system(cmd), 0);
+    CU_ASSERT_EQUAL(sv_costs_step(c, 0, 3, 100), first);
+    sv_costs_close(c);
+    tu_rmtree(dir);
+}
+
+/* serve_tiny without its context-256 decode graphs (contexts to 128, the
+ * model's context still 256): prompt 120 and output 10 end at 128 cached
+ * positions and run; output 11 ends at 129, 192 in whole blocks, and is
+ * refused before the run naming its line (it ran until that step, then
+ * exited 3 "outside the grid"). */
+static void test_requests_beyond_the_grids_contexts_are_refused_up_front(void)
+{
+    char dir[4096], cmd[6 * 4096], out[8192];
+    tu_tmpdir(dir, sizeof dir);
+    snprintf(cmd, sizeof cmd, "cd " SPYRE_SOURCE_DIR "/traces/serve_tiny && cp -r model.txt ends_* prefill_* "
+             "decode_b*_c64 decode_b*_c128 %s/", dir);
+    CU_ASSERT_EQUAL_FATAL(system(cmd), 0);
+    for (int output = 10; output <= 11; output++) {
+        char text[4400], path[4200];
+        snprintf(path, sizeof path, "%s/r.jsonl", dir);
+        snprintf(text, sizeof text, "{\"arrival\": 0, \"prompt\": 120, \"output\": %d}\n", output);
+        tu_write_file(path, text, strlen(text));
+        snprintf(cmd, sizeof cmd, "serve %s --model %s --out %s/o --cost-cache %s/c.txt", path, dir, dir, dir);
+        CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), output == 10 ? 0 : 2);
+        if (output == 10) {
+            TU_ASSERT_CONTAINS(out, "\noutput_tokens=10\n");
+        } else {
+            snprintf(text, sizeof text, "%s/r.jsonl:1: its last decode step reads 129 cached positions (192 in whole "
+                     "blocks), beyond", dir);
+            TU_ASSERT_CONTAINS(out, text, "(contexts to 128)\n");
+            TU_ASSERT_LACKS(out, "requests=");
+        }
+    }
+    tu_rmtree(dir);
+}
+
+/* --cost-cache in a directory that is not there: the run serves, and one
+ * note says the costs were not kept (nothing was said). */
+static void test_unwritable_cost_cache_is_said_once(void)
+{
+    char path[4096], args[16384], out[8192];
+    const char *one = "{\"arrival\": 0, \"prompt\": 10, \"output\": 5}\n";
+    tu_write_tmpfile(".jsonl", one, strlen(one), path, sizeof path);
+    snprintf(args, sizeof args, "serve %s --model " SPYRE_SOURCE_DIR "/traces/serve_tiny --out %s.o "
+             "--cost-cache /nonexistent-dir/costs.txt", path, path);
+    CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 0);
+    const char *note = "spyre serve: note: --cost-cache /nonexistent-dir/costs.txt: cannot write (No such file or "
+                       "directory): the costs will be simulated again next run\n";
+    const char *at = strstr(out, note);
+    CU_ASSERT_PTR_NOT_NULL(at);
+    CU_ASSERT(at && !strstr(at + strlen(note), "note:")); /* once, though 8 graphs were simulated */
+    TU_ASSERT_CONTAINS(out, "\noutput_tokens=5\n", "step_graphs_simulated=8 ");
+    snprintf(args, sizeof args, "rm -f %s %s.o*", path, path);
+    CU_ASSERT_EQUAL(system(args), 0);
+}
+
+/* The line of text at key (a leading newline of key skipped), into buf ("" when absent). */
+static void line_of(const char *text, const char *key, char *buf, size_t len)
+{
+    const char *p = strstr(text, key);
+    p = p && *p == '\n' ? p + 1 : p;
+    size_t n = p ? strcspn(p, "\n") : 0;
+    snprintf(buf, len, "%.*s", (int)n, p ? p : "");
+}
+
+/* The same 20 requests arriving at 1000 s (a log's timestamps) and at 0:
+ * the same makespan, tokens/s and timeline (tokens_per_s was 0.40 and
+ * makespan 1000 s, every step in the timeline's last window). */
+static void test_reports_start_at_the_first_arrival(void)
+{
+    char dir[4096], path[4200], args[16384], a[3][128], b[3][128], *out = malloc(65536), *svg[2];
+    const char *keys[3] = {"\nmakespan_s=", "\ntokens_per_s=", "\nttft_p50_s="};
+    tu_tmpdir(dir, sizeof dir);
+    for (int k = -1; k < 2; k++) { /* k -1 fills the cost cache: k 0 reads it as k 1 does */
+        char text[2048] = "";
+        for (int i = 0; i < 20; i++)
+            snprintf(text + strlen(text), sizeof text - strlen(text), /* at once: no arrival ties a step's end */
+                     "{\"arrival\": %d, \"prompt\": %d, \"output\": 20}\n", k > 0 ? 1000 : 0, 10 + 10 * i);
+        snprintf(path, sizeof path, "%s/r%d.jsonl", dir, k);
+        tu_write_file(path, text, strlen(text));
+        snprintf(args, sizeof args, "serve %s --model " SPYRE_SOURCE_DIR "/traces/serve_tiny --out %s/o%d "
+                 "--cost-cache %s/c.txt", path, dir, k, dir);
+        CU_ASSERT_EQUAL_FATAL(tu_spyre(args, out, 65536), 0);
+        if (k < 0)
+            continue;
+        for (int j = 0; j < 3; j++)
+            line_of(out, keys[j], k ? b[j] : a[j], sizeof a[j]);
+        snprintf(path, sizeof path, "%s/o%d_timeline.svg", dir, k);
+        svg[k] = tu_read_file(path, NULL);
+    }
+    for (int j = 0; j < 3; j++)
+        CU_ASSERT_STRING_EQUAL(a[j], b[j]);
+    CU_ASSERT(key_value(a[1], "tokens_per_s=") > 1e4); /* 400 tokens in a few ms */
+    CU_ASSERT_PTR_NOT_NULL_FATAL(svg[0]);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(svg[1]);
+    CU_ASSERT_STRING_EQUAL(svg[0], svg[1]);
+    free(svg[0]);
+    free(svg[1]);
+    tu_rmtree(dir);
+    free(out);
+}
+
+/* The same file served twice, the first run filling the cost cache and the
+ * second reading it: the same times (the cache kept the cycles rounded to
+ * whole ones, so the second run's TTFT p50 was 1.3546e-3 s, the first's
+ * 1.35458e-3). */
+static void test_cached_costs_give_the_simulated_times(void)
+{
+    char dir[4096], path[4200], args[16384], line[2][3][128], *out = malloc(65536), text[2048] = "";
+    const char *keys[3] = {"\nttft_p50_s=", "\ntpot_p50_s=", "\ntokens_per_s="};
+    tu_tmpdir(dir, sizeof dir);
+    for (int i = 0; i < 20; i++)
+        snprintf(text + strlen(text), sizeof text - strlen(text),
+                 "{\"arrival\": 0, \"prompt\": %d, \"output\": 20}\n", 10 + 10 * i);
+    snprintf(path, sizeof path, "%s/r.jsonl", dir);
+    tu_write_file(path, text, strlen(text));
+    snprintf(args, sizeof args, "serve %s --model " SPYRE_SOURCE_DIR "/traces/serve_tiny --out %s/o --cost-cache "
+             "%s/c.txt", path, dir, dir);
+    for (int k = 0; k < 2; k++) {
+        CU_ASSERT_EQUAL_FATAL(tu_spyre(args, out, 65536), 0);
+        TU_ASSERT_CONTAINS(out, k ? "\nstep_graphs_simulated=0 " : "\nstep_costs_from_cache_file=0\n");
+        for (int j = 0; j < 3; j++)
+            line_of(out, keys[j], line[k][j], sizeof line[k][j]);
+    }
+    for (int j = 0; j < 3; j++)
+        CU_ASSERT_STRING_EQUAL(line[0][j], line[1][j]);
+    CU_ASSERT(strlen(line[0][0]) > 12);
+    tu_rmtree(dir);
+    free(out);
+}
+
+/* --out in a directory that is not there: one line before the run, exit 2
+ * (the run was simulated first, then its reports failed). */
+static void test_unwritable_reports_are_refused_before_the_run(void)
+{
+    char path[4096], args[16384], out[8192];
+    const char *one = "{\"arrival\": 0, \"prompt\": 10, \"output\": 5}\n";
+    tu_write_tmpfile(".jsonl", one, strlen(one), path, sizeof path);
+    snprintf(args, sizeof args, "serve %s --model " SPYRE_SOURCE_DIR "/traces/serve_tiny --out /nonexistent-dir/o "
+             "--cost-cache %s.c", path, path);
+    CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 2);
+    CU_ASSERT_STRING_EQUAL(out, "spyre serve: --out /nonexistent-dir/o: cannot write /nonexistent-dir/o.csv: No such "
+                                "file or directory\n");
+    snprintf(args, sizeof args, "rm -f %s %s.c", path, path);
+    CU_ASSERT_EQUAL(system(args), 0);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -263,12 +523,22 @@ int main(void)
         {"preemption", test_preemption},
         {"prefix_cache", test_prefix_cache},
         {"request_larger_than_cache", test_request_larger_than_cache},
+        {"kv_blocks_below_one_request_is_a_usage_error", test_kv_blocks_below_one_request_is_a_usage_error},
         {"percentile", test_percentile},
         {"bad_request_files", test_bad_request_files},
+        {"max_seqs_is_bounded_by_the_grid", test_max_seqs_is_bounded_by_the_grid},
         {"serve_tiny", test_serve_tiny},
         {"step_cost_is_the_graphs", test_step_cost_is_the_graphs},
         {"step_cost_at_tp2_is_the_split_graphs", test_step_cost_at_tp2_is_the_split_graphs},
         {"tp2_weights_per_card", test_tp2_weights_per_card},
+        {"short_runs_report_their_times", test_short_runs_report_their_times},
+        {"step_costs_read_the_graphs_once", test_step_costs_read_the_graphs_once},
+        {"unwritable_cost_cache_is_said_once", test_unwritable_cost_cache_is_said_once},
+        {"reports_start_at_the_first_arrival", test_reports_start_at_the_first_arrival},
+        {"cached_costs_give_the_simulated_times", test_cached_costs_give_the_simulated_times},
+        {"unwritable_reports_are_refused_before_the_run", test_unwritable_reports_are_refused_before_the_run},
+        {"requests_beyond_the_grids_contexts_are_refused_up_front",
+         test_requests_beyond_the_grids_contexts_are_refused_up_front},
         {NULL, NULL},
     };
     return tu_run("serve", tests);

@@ -368,6 +368,8 @@ int cmd_generate(int argc, char **argv)
             printf("usage: spyre %s\n\n%s\n", generate_usage, generate_help);
             return GEN_OK;
         }
+    if (tp_refuse_mpirun("generate", "--tp N runs the cards in threads of one process; run it without mpirun"))
+        return GEN_USAGE;
     gen_args *a = malloc(sizeof *a);
     gen_step pre = {0}, dec = {0};
     gen_cards *k = calloc(1, sizeof *k);

@@ -845,6 +845,8 @@ static int cmd_run(int argc, char **argv)
         return kt_cli_run(argc, argv);
     if (tp_wanted(argc, argv)) /* several cards (tp.c) */
         return tp_run(argc, argv);
+    if (tp_refuse_mpirun("run", "one rank per card needs --tp N (N the ranks)"))
+        return EXIT_USAGE;
     run_args a;
     int status = run_parse(argc, argv, &a);
     if (status)

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "serve.h"
+#include "tp.h"
 
 enum { SV_OK = 0, SV_USAGE = 2, SV_FAULT = 3 };
 
@@ -20,9 +21,9 @@ const char serve_help[] =
     "output tokens, optionally prefix_group and prefix) with a whole model of DIR (model.txt and step\n"
     "graphs: traces/models/llama_serve.py grid) on the chip of --config (default spyre), as Spyre's vLLM\n"
     "plugin serves: chunked prefill of --chunk tokens (the model's compiled chunk; default 512)\n"
-    "alternating with decode steps of up to --max-seqs sequences (default 16), the KV cache in blocks of\n"
-    "64 tokens (--kv-blocks, default what the DRAM holds beside the weights), preemption when blocks run\n"
-    "out, prefix caching of whole chunks.  Each step's cost is simulated from the model's step graph at\n"
+    "alternating with decode steps of up to --max-seqs sequences (default 16, or the model's largest\n"
+    "decode batch when smaller), the KV cache in blocks of 64 tokens (--kv-blocks, default what the DRAM\n"
+    "holds beside the weights), preemption when blocks run out, prefix caching of whole chunks.  Each step's cost is simulated from the model's step graph at\n"
     "its shape (interpolated between grid shapes, each simulated once and kept in --cost-cache FILE,\n"
     "default DIR/costs-CONFIG.txt).\n"
     "Writes PREFIX.csv, PREFIX.json, PREFIX_latency.svg and PREFIX_timeline.svg (--out, default serve)\n"
@@ -62,7 +63,7 @@ static int count_arg(const char *o, const char *v, long *out)
 static int parse_args(int argc, char **argv, sv_args *a)
 {
     memset(a, 0, sizeof *a);
-    a->tp = 1, a->max_seqs = 16, a->out = "serve", a->config = "spyre", a->system = "spyre-x8";
+    a->tp = 1, a->max_seqs = 0, a->out = "serve", a->config = "spyre", a->system = "spyre-x8";
     static const char *valued[] = {"--model",  "--tp",  "--max-seqs",      "--chunk",      "--kv-blocks",
                                    "--config", "--out", "--check-buckets", "--cost-cache", "--system"};
     for (int i = 1; i < argc; i++) {
@@ -109,7 +110,7 @@ static void print_summary(const sv_request *req, int n, const sv_run *r)
     double *v = malloc((size_t)n * sizeof *v);
     if (!v)
         return;
-    printf("requests=%d\nmakespan_s=%.3f\noutput_tokens=%ld\n", n, r->makespan, r->out_tokens);
+    printf("requests=%d\nmakespan_s=%.6g\noutput_tokens=%ld\n", n, r->makespan, r->out_tokens);
     printf("prefill_steps=%ld\ndecode_steps=%ld\ncached_chunks=%ld\npreemptions=%ld\n", r->prefill_steps,
            r->decode_steps, r->cached_chunks, r->preemptions);
     for (int k = 0; k < 2; k++) {
@@ -129,7 +130,13 @@ static void print_summary(const sv_request *req, int n, const sv_run *r)
 static int policy(const sv_args *a, sv_costs *c, sv_policy *p)
 {
     double weights;
-    p->max_seqs = (int)a->max_seqs;
+    int most = sv_costs_max_batch(c); /* a larger decode step is outside the grid: fail now, not mid-run */
+    if (a->max_seqs > most) {
+        fprintf(stderr, "spyre serve: --max-seqs %ld: the model of %s has decode step graphs up to batch %d\n",
+                a->max_seqs, a->model, most);
+        return SV_USAGE;
+    }
+    p->max_seqs = a->max_seqs ? (int)a->max_seqs : most < 16 ? most : 16;
     p->chunk = sv_costs_chunk(c);
     p->context = sv_costs_context(c);
     if (a->chunk && a->chunk != p->chunk) {
@@ -147,8 +154,43 @@ static int policy(const sv_args *a, sv_costs *c, sv_policy *p)
         return SV_USAGE;
     }
     p->kv_blocks = (int)(a->kv_blocks ? a->kv_blocks : cap > 1 << 30 ? 1 << 30 : cap);
-    printf("tp=%ld\nweight_bytes=%.0f\nkv_blocks=%d (%s)\n", a->tp, weights, p->kv_blocks,
+    printf("tp=%ld\nmax_seqs=%d\nweight_bytes=%.0f\nkv_blocks=%d (%s)\n", a->tp, p->max_seqs, weights, p->kv_blocks,
            a->kv_blocks ? "--kv-blocks" : a->tp > 1 ? "one card's DRAM minus its weights" : "DRAM minus weights");
+    return 0;
+}
+
+/* Does every request's last decode step lie in the grid?  Its k-th decode
+ * step reads prompt + k - 1 cached positions, charged in whole blocks
+ * (serve_sched.c); a grid whose contexts stop short of the model's would
+ * otherwise fail at that step, after the run so far. */
+static int reaches_grid(const sv_args *a, const sv_costs *c, const sv_request *req, int n)
+{
+    int most = sv_costs_max_context(c);
+    for (int i = 0; i < n; i++) {
+        int last = req[i].prompt + req[i].output - 2;
+        int charged = (last + SV_BLOCK_TOKENS - 1) / SV_BLOCK_TOKENS * SV_BLOCK_TOKENS;
+        if (req[i].output > 1 && charged > most) {
+            fprintf(stderr, "spyre serve: %s:%ld: its last decode step reads %d cached positions (%d in whole "
+                            "blocks), beyond the decode graphs of %s (contexts to %d)\n",
+                    a->requests, req[i].line, last, charged, a->model, most);
+            return SV_USAGE;
+        }
+    }
+    return 0;
+}
+
+/* Can PREFIX.csv be written?  Asked before the run, not after it (a long
+ * one: the 8B model's took minutes). */
+static int reports_writable(const char *prefix)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s.csv", prefix);
+    FILE *f = fopen(path, "a"); /* a previous run's report stays until this one's is written */
+    if (!f) {
+        fprintf(stderr, "spyre serve: --out %s: cannot write %s: %s\n", prefix, path, strerror(errno));
+        return SV_USAGE;
+    }
+    fclose(f);
     return 0;
 }
 
@@ -160,7 +202,11 @@ static int serve(const sv_args *a, sv_costs *c)
     sv_request *req = sv_read_requests(a->requests, sv_costs_context(c), &n, err, sizeof err);
     if (!req)
         return bad("%s", err);
-    int rc = policy(a, c, &p);
+    int rc = reaches_grid(a, c, req, n);
+    if (!rc)
+        rc = reports_writable(a->out);
+    if (!rc)
+        rc = policy(a, c, &p);
     if (rc) {
         free(req);
         return rc;
@@ -168,7 +214,8 @@ static int serve(const sv_args *a, sv_costs *c)
     double t0 = host_now();
     sv_run r;
     int tty = isatty(STDOUT_FILENO);
-    rc = sv_simulate(&p, req, n, sv_costs_step, c, &r, tty ? progress_bar : NULL) ? SV_FAULT : 0;
+    rc = sv_simulate(&p, req, n, sv_costs_step, c, &r, tty ? progress_bar : NULL);
+    rc = rc == -2 ? SV_USAGE : rc ? SV_FAULT : 0;
     double host_s = host_now() - t0;
     if (tty && !rc)
         progress_bar(NULL, n, n); /* the bar is drawn every 256 steps: show the end */
@@ -197,6 +244,8 @@ int cmd_serve(int argc, char **argv)
             printf("usage: spyre %s\n\n%s\n", serve_usage, serve_help);
             return SV_OK;
         }
+    if (tp_refuse_mpirun("serve", "--tp N simulates the cards in one process; run it without mpirun"))
+        return SV_USAGE;
     sv_args a;
     char err[4200];
     int rc = parse_args(argc, argv, &a);
@@ -207,7 +256,8 @@ int cmd_serve(int argc, char **argv)
         return bad("%s", err);
     if (a.check) {
         double worst;
-        rc = sv_costs_check(c, a.check, &worst) ? SV_FAULT : 0;
+        rc = sv_costs_check(c, a.check, &worst);
+        rc = rc == -2 ? SV_USAGE : rc ? SV_FAULT : 0;
         if (!rc)
             printf("bucket_worst_error=%.4f\n", worst);
     }

@@ -45,7 +45,8 @@ typedef struct {
     int preemptions;
 } sv_result;
 
-/* The state after each step: its end, blocks in use, tokens produced. */
+/* The state after each step: its end (from the first arrival), blocks in
+ * use, tokens produced. */
 typedef struct {
     double t;
     int kv_used, tokens, prefill;
@@ -55,12 +56,13 @@ typedef struct {
     sv_result *res; /* one per request, in the requests' order */
     sv_sample *steps;
     long nsteps, prefill_steps, decode_steps, cached_chunks, preemptions;
-    double makespan;
+    double makespan; /* from the first arrival to the last token */
     long out_tokens;
 } sv_run;
 
-/* Serve the requests; 0, or -1 (a step's cost failed, or a request that
- * can never fit: message printed).  progress(ctx, done, n) after steps. */
+/* Serve the requests; 0, -1 (a step's cost failed) or -2 (a request that
+ * can never fit: message printed); out is set either way (sv_run_free).
+ * progress(ctx, done, n) after steps. */
 int sv_simulate(const sv_policy *p, const sv_request *req, int n, sv_cost_fn cost, void *ctx, sv_run *out,
                 void (*progress)(void *, int, int));
 void sv_run_free(sv_run *r);
@@ -72,13 +74,16 @@ typedef struct sv_costs sv_costs;
 sv_costs *sv_costs_open(const char *dir, const char *config, const char *system, int tp, const char *cache, char *err,
                         size_t errlen);
 int sv_costs_layers(const sv_costs *c), sv_costs_context(const sv_costs *c), sv_costs_chunk(const sv_costs *c);
+/* The largest batch and context of the grid's decode step graphs. */
+int sv_costs_max_batch(const sv_costs *c), sv_costs_max_context(const sv_costs *c);
 /* KV blocks that fit in one card's DRAM beside its weights (*weight_bytes: one card's). */
 long sv_costs_capacity_blocks(sv_costs *c, double *weight_bytes);
 double sv_costs_step(void *c, int prefill, int batch, int context);
 /* Simulations run and their host seconds, grid points read from the cache file. */
 void sv_costs_counts(const sv_costs *c, long *sims, double *host_s, long *cached);
 /* Every decode_bB_cC graph in dir: its grid-interpolated cost against a
- * direct simulation; prints one line each and the worst error.  0 or -1. */
+ * direct simulation; prints one line each and the worst error.  0, -1 (a
+ * step failed) or -2 (dir cannot be opened or has no such graph). */
 int sv_costs_check(sv_costs *c, const char *dir, double *worst);
 void sv_costs_close(sv_costs *c);
 

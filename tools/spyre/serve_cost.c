@@ -15,6 +15,7 @@
  * card's DRAM beside that card's shard of the weights (each card keeps its
  * heads' part of every block). */
 #include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -29,6 +30,11 @@
 
 enum { SV_GRID_MAX = 32 };
 
+typedef struct {
+    char *path;
+    uint64_t hash;
+} sv_hashed;
+
 struct sv_costs {
     char dir[4096], cache_path[4200];
     rt_device *dev;
@@ -42,8 +48,12 @@ struct sv_costs {
     /* known costs in cycles: by graph name */
     struct { char name[64]; uint64_t hash; double cycles; } *known;
     int nknown, capknown;
+    /* graph files hashed so far: a step's graphs are not read again */
+    sv_hashed *hashed;
+    int nhashed;
     long sims, cached;
     double sim_host_s;
+    int cache_given, cache_warned; /* --cost-cache named; said once that it cannot be written */
 };
 
 static uint64_t fnv(uint64_t h, const char *p, size_t n)
@@ -65,6 +75,22 @@ static uint64_t file_hash(const char *path)
     while ((n = fread(buf, 1, sizeof buf, f)) > 0)
         h = fnv(h, buf, n);
     fclose(f);
+    return h;
+}
+
+/* file_hash of path, read once per run. */
+static uint64_t graph_hash(sv_costs *c, const char *path)
+{
+    for (int i = 0; i < c->nhashed; i++)
+        if (!strcmp(c->hashed[i].path, path))
+            return c->hashed[i].hash;
+    uint64_t h = file_hash(path);
+    void *p = realloc(c->hashed, (size_t)(c->nhashed + 1) * sizeof *c->hashed);
+    char *copy = p ? strdup(path) : NULL;
+    if (p)
+        c->hashed = p;
+    if (copy)
+        c->hashed[c->nhashed++] = (sv_hashed){copy, h};
     return h;
 }
 
@@ -144,16 +170,23 @@ static double grid_cycles(sv_costs *c, const char *dir, const char *name)
 {
     char path[8300];
     snprintf(path, sizeof path, "%s/%s/graph.txt", dir, name);
-    uint64_t h = file_hash(path) ^ c->config_hash;
+    uint64_t h = graph_hash(c, path) ^ c->config_hash;
     for (int i = 0; i < c->nknown; i++)
         if (c->known[i].hash == h)
             return c->known[i].cycles;
     double cycles = simulate(c, dir, name);
     if (cycles < 0 || remember(c, name, h, cycles))
         return -1;
-    FILE *f = fopen(c->cache_path, "a"); /* best effort: a read-only DIR just simulates again next time */
+    /* best effort: a read-only DIR just simulates again next time; every digit
+     * of the cycles (a run's mean, fractional), so a rerun gives the same times */
+    FILE *f = fopen(c->cache_path, "a");
+    if (!f && c->cache_given && !c->cache_warned) { /* but a file the user named should be said */
+        c->cache_warned = 1;
+        fprintf(stderr, "spyre serve: note: --cost-cache %s: cannot write (%s): the costs will be simulated again "
+                        "next run\n", c->cache_path, strerror(errno));
+    }
     if (f) {
-        fprintf(f, "%s %016llx %.0f\n", name, (unsigned long long)h, cycles);
+        fprintf(f, "%s %016llx %.17g\n", name, (unsigned long long)h, cycles);
         fclose(f);
     }
     return cycles;
@@ -280,6 +313,7 @@ sv_costs *sv_costs_open(const char *dir, const char *config, const char *system,
     c->dev = rt_open(cfg, err, errlen);
     c->config_hash = file_hash(cfg);
     const char *base = strrchr(cfg, '/') ? strrchr(cfg, '/') + 1 : cfg;
+    c->cache_given = cache != NULL;
     if (cache)
         snprintf(c->cache_path, sizeof c->cache_path, "%s", cache);
     else if (tp == 1)
@@ -305,12 +339,17 @@ void sv_costs_close(sv_costs *c)
     if (c->dev)
         rt_close(c->dev);
     free(c->known);
+    for (int i = 0; i < c->nhashed; i++)
+        free(c->hashed[i].path);
+    free(c->hashed);
     free(c);
 }
 
 int sv_costs_layers(const sv_costs *c) { return c->layers; }
 int sv_costs_context(const sv_costs *c) { return c->context; }
 int sv_costs_chunk(const sv_costs *c) { return c->chunk; }
+int sv_costs_max_batch(const sv_costs *c) { return c->batches[c->nb - 1]; }
+int sv_costs_max_context(const sv_costs *c) { return c->contexts[c->nc - 1]; }
 
 void sv_costs_counts(const sv_costs *c, long *sims, double *host_s, long *cached)
 {
@@ -382,12 +421,16 @@ double sv_costs_step(void *ctx, int prefill, int batch, int context)
     return cy < 0 ? -1 : cy / (rt_config(c->dev)->clock_ghz * 1e9);
 }
 
-/* The graph of one of tp cards (its parameters the card's shards); NULL: message printed. */
-static gr_graph *card_graph(const char *path, int tp)
+/* The graph of one of tp cards (its parameters the card's shards); NULL:
+ * message printed.  note: say when nothing splits (a layer graph; the
+ * ends are whole by design). */
+static gr_graph *card_graph(const char *path, int tp, int note)
 {
     char err[1024];
     gr_graph *g = gr_graph_load(path, err, sizeof err), *cg = NULL;
     cc_tp_plan *plan = g && tp > 1 ? cc_tp_split(g, tp, err, sizeof err) : NULL;
+    if (note)
+        tp_note_whole(path, tp, plan);
     char *text = plan ? cc_tp_graph_text(plan, NULL) : NULL;
     if (text)
         cg = gr_graph_parse(text, path, err, sizeof err);
@@ -403,10 +446,10 @@ static gr_graph *card_graph(const char *path, int tp)
 }
 
 /* Bytes of one card's parameters (DL16; the state, the cache, is not a
- * weight) and, in *state, its state's elements. */
-static double param_bytes(const char *path, int tp, double *state)
+ * weight) and, in *state, its state's elements; note as card_graph's. */
+static double param_bytes(const char *path, int tp, int note, double *state)
 {
-    gr_graph *g = card_graph(path, tp);
+    gr_graph *g = card_graph(path, tp, note);
     if (!g)
         return -1;
     double b = 0;
@@ -424,8 +467,8 @@ long sv_costs_capacity_blocks(sv_costs *c, double *weight_bytes)
     snprintf(layer, sizeof layer, "%s/decode_b%d_c%d/graph.txt", c->dir, c->batches[0], c->contexts[0]);
     snprintf(ends, sizeof ends, "%s/ends_prefill/graph.txt", c->dir);
     double state, whole_state, s;
-    double l = param_bytes(layer, c->tp, &state), e = l < 0 ? -1 : param_bytes(ends, c->tp, &s);
-    if (e < 0 || (c->tp > 1 && param_bytes(layer, 1, &whole_state) < 0))
+    double l = param_bytes(layer, c->tp, 1, &state), e = l < 0 ? -1 : param_bytes(ends, c->tp, 0, &s);
+    if (e < 0 || (c->tp > 1 && param_bytes(layer, 1, 0, &whole_state) < 0))
         return -1;
     *weight_bytes = c->layers * l + e;
     /* a card keeps its heads' part of each block (all of it for key/value heads the cards share) */
@@ -439,7 +482,7 @@ int sv_costs_check(sv_costs *c, const char *dir, double *worst)
     DIR *d = opendir(dir);
     if (!d) {
         fprintf(stderr, "spyre serve: %s: cannot open\n", dir);
-        return -1;
+        return -2;
     }
     struct dirent *e;
     int rc = 0, count = 0;
@@ -465,7 +508,7 @@ int sv_costs_check(sv_costs *c, const char *dir, double *worst)
     closedir(d);
     if (!rc && !count) {
         fprintf(stderr, "spyre serve: %s: no decode_bB_cC step graphs to check\n", dir);
-        rc = -1;
+        rc = -2;
     }
     return rc;
 }

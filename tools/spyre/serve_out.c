@@ -98,7 +98,7 @@ static int write_json(const char *path, int n, const sv_run *r, int kv_blocks,
     FILE *f = fopen(path, "w");
     if (!f)
         return -1;
-    fprintf(f, "{\n  \"requests\": %d,\n  \"makespan_s\": %.6f,\n  \"output_tokens\": %ld,\n", n, r->makespan,
+    fprintf(f, "{\n  \"requests\": %d,\n  \"makespan_s\": %.9g,\n  \"output_tokens\": %ld,\n", n, r->makespan,
             r->out_tokens);
     fprintf(f, "  \"tokens_per_s\": %.3f,\n", r->makespan > 0 ? r->out_tokens / r->makespan : 0);
     percentiles(f, "ttft_s", ttft, n);
@@ -107,7 +107,7 @@ static int write_json(const char *path, int n, const sv_run *r, int kv_blocks,
             r->decode_steps, r->cached_chunks);
     fprintf(f, "  \"preemptions\": %ld,\n  \"kv_blocks\": %d,\n  \"kv_use_over_time\": [", r->preemptions, kv_blocks);
     for (int b = 0; b < SV_BINS; b++)
-        fprintf(f, "%s{\"t_s\": %.4f, \"used_pct\": %.2f}", b ? ", " : "", kx[b], ky[b]);
+        fprintf(f, "%s{\"t_s\": %.6g, \"used_pct\": %.2f}", b ? ", " : "", kx[b], ky[b]);
     fprintf(f, "]\n}\n");
     return fclose(f);
 }

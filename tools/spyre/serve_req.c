@@ -78,10 +78,13 @@ static int parse_prefix(const cJSON *o, sv_request *r, sv_groups *g, const char 
 static int parse_line(const char *text, sv_request *r, sv_groups *g, int context, const char *path, char *err,
                       size_t errlen)
 {
-    cJSON *o = cJSON_Parse(text);
+    const char *end = NULL;
+    cJSON *o = cJSON_ParseWithOpts(text, &end, 0);
     int rc = 0;
     if (!cJSON_IsObject(o)) {
         rc = fail(err, errlen, path, r->line, "not a JSON object");
+    } else if (end[strspn(end, " \t\r\n")]) { /* a second object on the line would be dropped */
+        rc = fail(err, errlen, path, r->line, "text after the JSON object: one request a line");
     } else {
         const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, "arrival");
         if (!a)

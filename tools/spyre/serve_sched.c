@@ -36,7 +36,7 @@ typedef struct {
     int free_blocks, admit_count, finished;
     sv_chunk *cache;
     int ncache;
-    double t;
+    double t, start; /* the clock; the first arrival, where the reports' time begins */
     sv_run *out;
 } sv_state;
 
@@ -208,7 +208,7 @@ static void finish_token(sv_state *st, int i)
 static void sample(sv_state *st, int tokens, int prefill)
 {
     sv_sample *s = &st->out->steps[st->out->nsteps++];
-    s->t = st->t;
+    s->t = st->t - st->start;
     s->kv_used = st->p->kv_blocks - st->free_blocks;
     s->tokens = tokens;
     s->prefill = prefill;
@@ -302,7 +302,7 @@ static int check_fits(const sv_policy *p, const sv_request *req, int n)
         if (blocks_for(req[i].prompt + req[i].output - 1) > p->kv_blocks) {
             fprintf(stderr, "spyre serve: the request of line %ld needs %d KV blocks of %d tokens, more than the %d there are\n",
                     req[i].line, blocks_for(req[i].prompt + req[i].output - 1), SV_BLOCK_TOKENS, p->kv_blocks);
-            return -1;
+            return -2;
         }
     return 0;
 }
@@ -354,7 +354,7 @@ static void results(sv_state *st)
         r->e2e = r->done - st->req[i].arrival;
         r->tpot = st->req[i].output > 1 ? (r->done - r->first) / (st->req[i].output - 1) : 0;
     }
-    st->out->makespan = st->t;
+    st->out->makespan = st->t - st->start;
 }
 
 int sv_simulate(const sv_policy *p, const sv_request *req, int n, sv_cost_fn cost, void *ctx, sv_run *out,
@@ -362,10 +362,13 @@ int sv_simulate(const sv_policy *p, const sv_request *req, int n, sv_cost_fn cos
 {
     sv_state st;
     memset(&st, 0, sizeof st);
+    memset(out, 0, sizeof *out); /* freed by the caller even when no step ran */
     long cap = 0;
     int rc = check_fits(p, req, n), last_prefill = 0, next = 0;
     if (!rc && alloc_state(&st, p, req, n, out))
         rc = -1, fprintf(stderr, "spyre serve: out of host memory\n");
+    for (int i = 0; i < n; i++) /* a file's clock may start anywhere (a log's timestamps) */
+        st.start = i && st.start < req[i].arrival ? st.start : req[i].arrival;
     while (!rc && st.finished < n) {
         for (; next < n && req[next].arrival <= st.t; next++)
             st.queue[(st.qhead + st.qlen++) % n] = next;

@@ -66,22 +66,65 @@ typedef struct {
     char err[1024];
 } tp_state;
 
+/* The first of the launchers' variables set (OpenMPI's, then PMI's), or -1. */
+static long env_count(const char *const *names)
+{
+    for (; *names; names++)
+        if (getenv(*names))
+            return atol(getenv(*names));
+    return -1;
+}
+
+int tp_refuse_mpirun(const char *cmd, const char *why)
+{
+    static const char *const size_vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", NULL};
+    static const char *const rank_vars[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", NULL};
+    long ranks = env_count(size_vars);
+    if (ranks < 2)
+        return 0;
+    if (env_count(rank_vars) <= 0)
+        fprintf(stderr, "spyre %s: under mpirun with %ld ranks: %s\n", cmd, ranks, why);
+    return 2;
+}
+
+void tp_note_whole(const char *graph, int ncards, const cc_tp_plan *p)
+{
+    static int said;
+    if (said || !p || ncards < 2 || cc_tp_rows(p))
+        return;
+    said = 1;
+    fprintf(stderr, "spyre: note: --tp %d: no linear of %s splits %d ways: every card computes the whole graph, with "
+                    "no allreduces (docs/multicard.md)\n", ncards, graph, ncards);
+}
+
 int tp_wanted(int argc, char **argv)
 {
-    for (int i = 2; i < argc; i++)
+    for (int i = 1; i < argc; i++) /* options may come before GRAPH */
         if (!strcmp(argv[i], "--tp"))
             return 1;
     return 0;
 }
 
+/* --max-insns's value: N or N:CARD, whole decimal numbers. */
+static int insns_ok(const char *v)
+{
+    char *end;
+    strtoull(v, &end, 10);
+    if (*end == ':' && end[1] >= '0' && end[1] <= '9')
+        strtoull(end + 1, &end, 10);
+    return *v >= '0' && *v <= '9' && !*end;
+}
+
 static int tp_parse(int argc, char **argv, tp_args *a)
 {
-    *a = (tp_args){.path = argc > 1 ? argv[1] : NULL, .system = "spyre-x8", .seed = 1, .limit_card = -1,
-                   .level = SIM_TRACE_INSN};
+    *a = (tp_args){.system = "spyre-x8", .seed = 1, .limit_card = -1, .level = SIM_TRACE_INSN};
     a->opt = (sim_options){.values = 1};
-    for (int i = 2; i < argc; i++) {
+    int64_t seed;
+    for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(o, "--check"))
+        if (o[0] != '-' && !a->path)
+            a->path = o;
+        else if (!strcmp(o, "--check"))
             a->check = 1;
         else if (!strcmp(o, "--no-values"))
             a->opt.values = 0;
@@ -94,14 +137,14 @@ static int tp_parse(int argc, char **argv, tp_args *a)
             a->system = v;
         else if (v && !strcmp(o, "--config") && ++i)
             a->config = v;
-        else if (v && !strcmp(o, "--max-insns") && ++i) {
+        else if (v && !strcmp(o, "--max-insns") && insns_ok(v) && ++i) {
             char *end;
             a->opt.max_insns = strtoull(v, &end, 10);
             a->limit_card = *end == ':' ? atoi(end + 1) : -1;
         } else if (v && !strcmp(o, "-o") && ++i)
             a->out = v;
-        else if (v && !strcmp(o, "--seed") && ++i)
-            a->seed = strtoull(v, NULL, 0);
+        else if (v && !strcmp(o, "--seed") && !isa_parse_int(v, &seed) && seed >= 0 && ++i)
+            a->seed = (uint64_t)seed;
         else if (v && !strcmp(o, "--trace") && ++i)
             a->trace = v;
         else if (v && !strcmp(o, "--stats-json") && ++i)
@@ -304,13 +347,14 @@ static int shard_inputs(tp_state *s, int c, const char *path)
     return rc;
 }
 
-/* Card c's program on its device s->dev[c], with its data. */
-static int load_card(tp_state *s, int c)
+/* Card c's program on its device s->dev[c], with its data (fill: the
+ * inputs first seeded random values, as spyre run's). */
+static int load_card(tp_state *s, int c, int fill)
 {
     char *elf = dir_file(s->dir, "card.elf");
     s->prog[c] = rt_load(s->dev[c], elf, s->err, sizeof s->err);
     free(elf);
-    if (!s->prog[c] || rt_fill_inputs(s->prog[c], s->a.seed, s->err, sizeof s->err))
+    if (!s->prog[c] || (fill && rt_fill_inputs(s->prog[c], s->a.seed, s->err, sizeof s->err)))
         return -1;
     if (!s->a.opt.values)
         return 0;
@@ -341,7 +385,7 @@ static int open_card(tp_state *s, int c)
         opt.max_insns = 0; /* the default */
     rt_set_options(s->dev[c], &opt);
     rt_set_link(s->dev[c], LINK_OPS(s), s->link, c);
-    return load_card(s, c);
+    return load_card(s, c, 1);
 }
 
 /* Per card and overall: cycles, the collectives' share. */
@@ -725,6 +769,8 @@ static int tp_go(tp_state *s)
     int bad = tp_setup(s);
     if (bad && s->rank == 0)
         fprintf(stderr, "spyre run: %s\n", s->err);
+    if (!bad && s->rank == 0)
+        tp_note_whole(s->a.path, s->a.ncards, s->plan);
     if (!all_set_up(s, bad))
         return TP_USAGE;
     rt_launch_cards(&s->prog[s->here0], s->here1 - s->here0, &s->res[s->here0]);
@@ -818,9 +864,11 @@ int tp_load_split(const char *graph, int ncards, rt_device *const *devs, int val
     s->sys.chip = *rt_config(devs[0]);
     int rc = !(s->g = gr_graph_load(graph, s->err, sizeof s->err)) ||
              !(s->plan = cc_tp_split(s->g, ncards, s->err, sizeof s->err)) || write_cards(s) || compile_cards(s);
+    if (!rc)
+        tp_note_whole(graph, ncards, s->plan);
     for (int c = 0; c < ncards && !rc; c++) {
         s->dev[c] = devs[c];
-        rc = load_card(s, c);
+        rc = load_card(s, c, 0); /* the caller sets the inputs: random ones were uploaded (and counted) too */
         progs[c] = s->prog[c];
     }
     if (rc) {

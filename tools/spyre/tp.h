@@ -4,7 +4,21 @@
 #ifndef SPYRE_TP_H
 #define SPYRE_TP_H
 
+#include "cc.h"
 #include "rt.h"
+
+/* Under mpirun with several ranks a command that runs its cards in one
+ * process (or runs one card) would run whole in every rank, each writing
+ * the same output: rank 0 prints "spyre CMD: under mpirun with N ranks:
+ * why" and every rank gets exit status 2.  0 otherwise (no MPI needed:
+ * the launcher's environment says). */
+int tp_refuse_mpirun(const char *cmd, const char *why);
+
+/* A split of GRAPH for ncards with no row-parallel linear (a model's
+ * heads that ncards does not divide): every card computes the whole graph,
+ * so a run's numbers are one card's.  Says so on stderr, once per process
+ * (spyre run, generate, serve's layer graphs: its ends are whole by design). */
+void tp_note_whole(const char *graph, int ncards, const cc_tp_plan *p);
 
 /* Does the run's command line ask for several cards? */
 int tp_wanted(int argc, char **argv);
