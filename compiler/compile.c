@@ -203,14 +203,20 @@ static int mark_op(const gr_graph *g, char *host, int s)
  * of its epilogue (a bias slice that starts inside a stick), that node's
  * op keeps its pointwise nodes out of matmul epilogues, as row kernels of
  * their own, which restickify what they read; 0 when it already did.
- * Not a host op: it is tried with --no-fallback too. */
+ * Not a host op: it is tried with --no-fallback too.  Only for the
+ * kernel the error names (the op is one of its ops). */
 static int mark_apart(const ir_prog *p, char *host)
 {
     const int s = p->fail_epilogue;
-    if (s < 0 || (host[s] & (IR_SRC_APART | IR_SRC_HOST)))
+    if (s < 0 || p->fail_kernel < 0 || (host[s] & (IR_SRC_APART | IR_SRC_HOST)))
         return 0;
-    host[s] |= IR_SRC_APART;
-    return 1;
+    const ir_kernel *K = &p->kernels[p->fail_kernel];
+    for (int j = 0; j < K->nops; j++)
+        if (K->ops[j] == s) {
+            host[s] |= IR_SRC_APART;
+            return 1;
+        }
+    return 0;
 }
 
 /* After a failed attempt: the op it failed on, or the first op (by line)
