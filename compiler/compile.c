@@ -29,6 +29,7 @@ static ir_prog *prog_new(const gr_graph *g, const cc_compile_opts *opts, char *e
     p->host = ir_xalloc((size_t)(g->nnodes + 1));
     p->fail_src = -1;
     p->fail_kernel = -1;
+    p->fail_epilogue = -1;
     p->src = ir_xalloc((size_t)(g->nnodes + 1) * sizeof *p->src);
     for (int n = 0; n < g->nnodes; n++) {
         p->src[n].op = ir_xstrdup(g->nodes[n].op);
@@ -95,7 +96,7 @@ static void copy_ir(ir_prog *q, const ir_prog *p)
  * is not copied: nothing after lower reads it.  A field added to
  * cc_result must be copied here too (or left out with a reason), and
  * freed in cc_result_free: the size check stops the build until it is. */
-_Static_assert(sizeof(struct cc_result) == 440, "compile.c's prog_copy copies every cc_result field: add the new one");
+_Static_assert(sizeof(struct cc_result) == 448, "compile.c's prog_copy copies every cc_result field: add the new one");
 static ir_prog *prog_copy(const ir_prog *p)
 {
     assert(!p->be && !p->program && !p->order && !p->ndconsts == !p->dconsts);
@@ -192,10 +193,30 @@ static int compile_once(ir_prog *p, const gr_graph *g, const cc_compile_opts *op
  * picks a result of a host op). */
 static int mark_op(const gr_graph *g, char *host, int s)
 {
-    if (s < 0 || host[s] || !strcmp(g->nodes[s].op, "getitem"))
+    if (s < 0 || (host[s] & IR_SRC_HOST) || !strcmp(g->nodes[s].op, "getitem"))
         return 0;
-    host[s] = 1;
+    host[s] |= IR_SRC_HOST;
     return 1;
+}
+
+/* After a failed attempt: when a matmul kernel could not load an operand
+ * of its epilogue (a bias slice that starts inside a stick), that node's
+ * op keeps its pointwise nodes out of matmul epilogues, as row kernels of
+ * their own, which restickify what they read; 0 when it already did.
+ * Not a host op: it is tried with --no-fallback too.  Only for the
+ * kernel the error names (the op is one of its ops). */
+static int mark_apart(const ir_prog *p, char *host)
+{
+    const int s = p->fail_epilogue;
+    if (s < 0 || p->fail_kernel < 0 || (host[s] & (IR_SRC_APART | IR_SRC_HOST)))
+        return 0;
+    const ir_kernel *K = &p->kernels[p->fail_kernel];
+    for (int j = 0; j < K->nops; j++)
+        if (K->ops[j] == s) {
+            host[s] |= IR_SRC_APART;
+            return 1;
+        }
+    return 0;
 }
 
 /* After a failed attempt: the op it failed on, or the first op (by line)
@@ -214,9 +235,10 @@ static int mark_host(const ir_prog *p, const gr_graph *g, char *host)
 
 /* The host fallback (docs/compiler.md, "Host ops"): when an attempt
  * fails on a source op (p->fail_src) that is not yet a host op, that op
- * becomes one and the graph is compiled again from the start.  Each
- * attempt marks one more op, so there are at most as many as ops.  host:
- * the source ops the attempts start with as host ops (taken).  The last
+ * becomes one and the graph is compiled again from the start (an
+ * epilogue a matmul kernel could not load is first kept apart: mark_apart).
+ * Each attempt marks one more op, so there are at most twice as many as
+ * ops.  host: the source ops' marks the attempts start with (taken).  The last
  * attempt's dump (dump_after) is handed back in *dump; *fused is set when
  * fuse_siblings fused products in any attempt.  With plan_only the
  * result is planned, not compiled (compile_finish). */
@@ -242,7 +264,7 @@ static cc_result *compile_graph(const gr_graph *g, const cc_compile_opts *opts, 
         int failed = compile_once(p, g, opts, plan_only, err, errlen, sh);
         sh = NULL; /* a later try has host ops */
         *fused |= p->nsiblings > 0; /* an attempt the back half refused may have fused some */
-        int marked = failed && !(opts && opts->no_fallback) && mark_host(p, g, host);
+        int marked = failed && (mark_apart(p, host) || (!(opts && opts->no_fallback) && mark_host(p, g, host)));
         if (mem) {
             fclose(mem);
             if (marked) {
@@ -283,7 +305,7 @@ static cc_result *compile_finish(cc_result *p, const gr_graph *g, const cc_compi
     }
     char *host = ir_xalloc((size_t)g->nnodes + 1);
     memcpy(host, p->host, (size_t)g->nnodes);
-    const int marked = !opts->no_fallback && mark_host(p, g, host);
+    const int marked = mark_apart(p, host) || (!opts->no_fallback && mark_host(p, g, host));
     struct be_spancache **spans = p->spans;
     cc_result_free(p);
     if (!marked) {
@@ -299,7 +321,7 @@ static int host_ops(const cc_result *r)
 {
     int n = 0;
     for (int i = 0; i < r->nsrc; i++)
-        n += r->host[i];
+        n += (r->host[i] & IR_SRC_HOST) != 0;
     return n;
 }
 

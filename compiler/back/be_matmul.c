@@ -246,6 +246,16 @@ static int mm_operands(mm_plan *m)
     return 0;
 }
 
+/* Did the epilogue node whose loads start at k->loads[nl0] fail to load
+ * one (failed), or need one restickified, which an epilogue cannot do?
+ * As a row kernel of its own it could (be_collect_load stages it). */
+static int epi_unloadable(const rk_plan *k, int nl0, int failed)
+{
+    for (int i = nl0; i < k->nl && !failed; i++)
+        failed = k->loads[i].staged;
+    return failed;
+}
+
 /* The epilogue as a row structure: node 0 stores acc, each later node
  * its epi value; results whose stick layout the store cannot take
  * directly go through a staged copy. */
@@ -282,7 +292,10 @@ static int mm_epilogue(be_ctx *c, int pos, mm_plan *m)
             free(seen);
             return be_error(c, K, "internal: node %s of a matmul kernel is not an epilogue", p->bufs[N->out].name);
         }
+        const int nl0 = k->nl;
         ir_expr_walk(&p->A, rn->expr, be_collect_load, &w);
+        if (j && epi_unloadable(k, nl0, w.failed))
+            p->fail_epilogue = N->ops[N->nops - 1]; /* kept apart on the next attempt (compile.c) */
         /* the product itself is the PT's DL16 in the C slot: no SFP work,
          * no temps (counting them shrank plain products' blocks fourfold) */
         if (j)

@@ -2806,7 +2806,7 @@ static void decompose_node(dctx *c, int id)
         return;
     c->cur = id;
     c->fresh = c->d->nvalues;
-    if (c->p->host[id]) { /* a host op: lower makes it a HOST node as it is */
+    if (c->p->host[id] & IR_SRC_HOST) { /* a host op: lower makes it a HOST node as it is */
         if (c->g->values[n->out].ntuple)
             copy_tuple(c, n);
         else

@@ -202,6 +202,13 @@ typedef struct {
 int64_t ir_dtype_size(gr_dtype dt);
 int64_t ir_buf_bytes(const ir_buf *b);
 
+/* The marks of a source op (ir_prog.host), which the host fallback's
+ * attempts set one at a time (docs/compiler.md, "Host ops"). */
+enum {
+    IR_SRC_HOST = 1,  /* it runs on the host */
+    IR_SRC_APART = 2, /* its pointwise nodes stay out of matmul epilogues (own row kernels) */
+};
+
 /* ---- Nodes ---- */
 
 /* HOST: a source op that runs on the host (the host fallback, docs/compiler.md):
@@ -336,9 +343,11 @@ struct cc_result {
 
     ir_srcop *src;     /* the source graph's nodes */
     int nsrc;
-    char *host;        /* per source node: 1 = it runs on the host (the host fallback) */
+    char *host;        /* per source node: its IR_SRC_* marks (the host fallback, docs/compiler.md) */
     int fail_src;      /* the source node a pass failed on (the fallback's candidate), -1 none */
     int fail_kernel;   /* the kernel the back half refused (its source ops are the candidates), -1 none */
+    int fail_epilogue; /* the source op of an epilogue node whose operand a matmul kernel could not
+                          load (kept apart and compiled again, before any host op), -1 none */
 
     gr_graph *dg;      /* decompose: the graph in core ops */
     int *dfrom;        /* per node of dg: the source node it comes from */

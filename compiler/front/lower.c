@@ -2494,7 +2494,7 @@ static void lower_node(lctx *c, int id)
 {
     const gr_node *n = &c->d->nodes[id];
     c->cur = id;
-    if (c->p->host[c->p->dfrom[id]]) {
+    if (c->p->host[c->p->dfrom[id]] & IR_SRC_HOST) {
         l_host(c, id);
         return;
     }

@@ -499,6 +499,22 @@ static int epilogue_reads_across_n(const ir_prog *p, int k1, int k2, const ir_si
     return some_read(p, k1, k2, s, 0, computed_read_across_n);
 }
 
+/* A pointwise node of k1 or k2 whose op the host fallback keeps out of
+ * matmul epilogues (IR_SRC_APART: a product could not load its operand,
+ * a bias slice that starts inside a stick; as a row kernel of its own the
+ * read is restickified).  A node's last op by line is the one it computes. */
+static int kept_apart(const ir_prog *p, int k1, int k2)
+{
+    const int ks[2] = {k1, k2};
+    for (int side = 0; side < 2; side++)
+        for (int i = 0; i < p->kernels[ks[side]].nnodes; i++) {
+            const ir_node *N = &p->nodes[p->kernels[ks[side]].nodes[i]];
+            if (N->kind == IR_POINTWISE && N->nops && (p->host[N->ops[N->nops - 1]] & IR_SRC_APART))
+                return 1;
+        }
+    return 0;
+}
+
 typedef enum { DEP_NONE, DEP_12, DEP_21 } dep_dir;
 
 /* The kinds of fusion each pass makes, given kernels a (lower id) and b,
@@ -584,7 +600,7 @@ static int fuse(ir_prog *p, fusion_rule rule)
             if (!rule(A, B, dir) || ir_sig_join(&A->sig, &B->sig, &s) || !nodes_fit(p, k1, k2, &s) ||
                 !indices_match(p, k1, k2, &s))
                 continue;
-            if (epilogue_reads_across_n(p, k1, k2, &s))
+            if (epilogue_reads_across_n(p, k1, k2, &s) || (s.kind == IR_MATMUL && kept_apart(p, k1, k2)))
                 continue;
             if (s.kind == IR_REDUCTION && some_read(p, k1, k2, &s, 1, per_row_read_in_sticks))
                 continue;
