@@ -2376,9 +2376,39 @@ static int64_t nearest_src(int64_t i, float scale, int64_t in)
     return s < in - 1 ? s : in - 1;
 }
 
+/* Whether axis d of t goes by nearest_last_product: an expand on the last
+ * axis makes a last dim of `up` elements, each row of it a padded stick
+ * (32x the bytes at up 2).  Taken while the matrix is no larger than the
+ * output (in <= rows): a wider one costs more to load than those sticks
+ * (docs/compiler.md). */
+static int nearest_last_pays(const gr_ttype *t, int d)
+{
+    int64_t in = t->shape[t->rank - 1];
+    return d == t->rank - 1 && dc_is_float(t->dtype) && in <= dc_numel(t) / in;
+}
+
+/* The last axis of x repeated `up` times per element: the rows times a
+ * constant (in x in*up) 0/1 matrix. */
+static int nearest_last_product(dctx *c, int x, int64_t up)
+{
+    gr_ttype t = dc_T(c, x);
+    int64_t in = t.shape[t.rank - 1], rows[2] = {dc_numel(&t) / in, in};
+    float *m = calloc((size_t)(in * in * up), sizeof *m);
+    if (!m)
+        abort();
+    for (int64_t o = 0; o < in * up; o++)
+        m[(o / up) * in * up + o] = 1;
+    gr_ttype mt = {.dtype = t.dtype, .rank = 2, .shape = {in, in * up}};
+    int y = dc_matmul(c, "aten.mm.default", dc_reshape(c, x, 2, rows), dc_const(c, mt, m));
+    t.shape[t.rank - 1] = in * up;
+    return dc_reshape(c, y, t.rank, t.shape);
+}
+
 /* One axis d of a nearest resampling to `to` elements: an integer factor up
- * (unsqueeze, expand, reshape); else the runs of outputs whose sources step
- * evenly, each a strided slice (or one element expanded), joined by cat. */
+ * (unsqueeze, expand, reshape; the last axis of a float tensor of at least
+ * as many rows as elements a row a product, above); else the runs of
+ * outputs whose sources step evenly, each a strided slice (or one element
+ * expanded), joined by cat. */
 static int nearest_axis(dctx *c, int x, int d, int64_t to, float scale)
 {
     gr_ttype t = dc_T(c, x);
@@ -2387,6 +2417,8 @@ static int nearest_axis(dctx *c, int x, int d, int64_t to, float scale)
         ok_up &= nearest_src(i, scale, in) == i / (up ? up : 1);
     if (ok_up && up == 1)
         return x;
+    if (ok_up && nearest_last_pays(&t, d))
+        return nearest_last_product(c, x, up);
     if (ok_up) {
         int u = dc_unsqueeze(c, x, d + 1);
         gr_ttype e = dc_T(c, u);
@@ -2610,8 +2642,9 @@ static const struct {
     {"replication_pad1d", r_mode_pad, "cat of the edge slices expanded, and x"},
     {"replication_pad2d", r_mode_pad, "as replication_pad1d, per dimension"},
     {"replication_pad3d", r_mode_pad, "as replication_pad1d, per dimension"},
-    {"upsample_nearest1d", r_upsample_nearest, "integer factor up: unsqueeze, expand, reshape; else cat of the runs "
-                                               "of evenly stepping sources (strided slices, or an element expanded)"},
+    {"upsample_nearest1d", r_upsample_nearest, "integer factor up: unsqueeze, expand, reshape (the last axis of a float "
+                                               "tensor of as many rows: mm by a constant 0/1 matrix); else cat of the runs of evenly "
+                                               "stepping sources (strided slices, or an element expanded)"},
     {"upsample_nearest2d", r_upsample_nearest, "as upsample_nearest1d, per axis"},
     {"upsample_linear1d", dc_r_upsample_interp, "per spatial axis from the last, one product with a constant "
                                                 "(out x in) matrix of PyTorch's weights"},
