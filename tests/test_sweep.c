@@ -345,6 +345,43 @@ static void test_vary(void)
     CU_ASSERT_EQUAL(system(args), 0);
 }
 
+/* --vary's cycles are whole cycles, the figure `spyre run --config` of the
+ * same chip prints in its --stats-json: mlp on spyre with 2 cores ends at
+ * a fraction of a cycle (3824.4375), the CSV and JSON said so. */
+static void test_vary_cycles_are_what_run_prints(void)
+{
+    char dir[1024], cfg[1024], json[1024], args[4096];
+    tu_tmpfile("-sweepvw", dir, sizeof dir);
+    tu_tmpfile("-vw.cfg", cfg, sizeof cfg);
+    tu_tmpfile("-vw.json", json, sizeof json);
+    FILE *f = fopen(cfg, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fprintf(f, "include = %s/chip/configs/spyre.cfg\ncores = 2\n", SPYRE_SOURCE_DIR);
+    fclose(f);
+    snprintf(args, sizeof args, "sweep " MLP " --out %s --vary cores=2", dir);
+    CU_ASSERT_EQUAL_FATAL(tu_spyre(args, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "best_config=cores=2 cycles=3824\n"));
+    char path[1100], line[512] = "";
+    snprintf(path, sizeof path, "%s/sweep.csv", dir);
+    f = fopen(path, "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_PTR_NOT_NULL(fgets(line, sizeof line, f));
+    CU_ASSERT_PTR_NOT_NULL(fgets(line, sizeof line, f));
+    fclose(f);
+    CU_ASSERT_EQUAL(strncmp(line, "0,cores=2,ok,3824,77440,", 24), 0);
+    snprintf(args, sizeof args, "run " MLP " --no-values --config %s --stats-json %s", cfg, json);
+    CU_ASSERT_EQUAL_FATAL(tu_spyre(args, out, sizeof out), 0);
+    f = fopen(json, "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    int found = 0;
+    while (fgets(line, sizeof line, f))
+        found |= strcmp(line, "  \"cycles\": 3824,\n") == 0;
+    fclose(f);
+    CU_ASSERT(found);
+    snprintf(args, sizeof args, "rm -rf '%s' '%s' '%s'", dir, cfg, json);
+    CU_ASSERT_EQUAL(system(args), 0);
+}
+
 /* `spyre run` of mlp on spyre-4core with k1_addmm forced to choice, at
  * refresh phase ns: the run's cycles and k1_addmm's span, from its
  * statistics file. */
@@ -480,6 +517,7 @@ static const tu_test tests[] = {
     {"a batch split default is a variant of its own", test_a_batch_split_default_is_a_variant},
     {"--autotune writes a file --tuning applies", test_autotune},
     {"--vary runs the graph on each configuration", test_vary},
+    {"--vary's cycles are what spyre run prints", test_vary_cycles_are_what_run_prints},
     {"cycles are the mean over refresh phases", test_cycles_are_the_mean_over_refresh_phases},
     {"a short graph takes more refresh phases", test_a_short_graph_takes_more_refresh_phases},
     {NULL, NULL},
