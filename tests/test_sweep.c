@@ -382,6 +382,48 @@ static void test_vary_cycles_are_what_run_prints(void)
     CU_ASSERT_EQUAL(system(args), 0);
 }
 
+/* Write to f a tuning line for each kernel of transformer_small's report
+ * (its default split: `grid SPEC on` or `rows over CORES cores`); their count. */
+static int tune_every_kernel(const char *report, FILE *f)
+{
+    int n = 0;
+    for (const char *l = report; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+        char k[128], spec[64];
+        if (sscanf(l, "%127[a-z0-9_]: grid %63[0-9xbr] on", k, spec) == 2 ||
+            sscanf(l, "%127[a-z0-9_]: rows over %63[0-9] cores", k, spec) == 2)
+            n += fprintf(f, "tune transformer_small spyre %s %s\n", k, spec) > 0;
+    }
+    return n;
+}
+
+/* An autotune file may tune up to 256 kernels: --tuning took only 64
+ * (transformer_small's 70 defaults failed "big.tune:65: too many work
+ * divisions"); forced, the defaults give the default's cycles. */
+static void test_a_tuning_file_of_70_kernels_applies(void)
+{
+    static char report[1 << 20];
+    char tune[1024], elf[1024], args[4096];
+    tu_tmpfile("-tune70.txt", tune, sizeof tune);
+    tu_tmpfile("-tune70.elf", elf, sizeof elf);
+    snprintf(args, sizeof args, "compile " SPYRE_SOURCE_DIR "/traces/transformer_small --report -o %s", elf);
+    CU_ASSERT_EQUAL_FATAL(tu_spyre(args, report, sizeof report), 0);
+    FILE *f = fopen(tune, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL(tune_every_kernel(report, f), 70);
+    fclose(f);
+    snprintf(args, sizeof args, "run " SPYRE_SOURCE_DIR "/traces/transformer_small --no-values");
+    CU_ASSERT_EQUAL_FATAL(tu_spyre(args, out, sizeof out), 0);
+    const char *plain = strstr(out, "\ncycles=");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(plain);
+    char want[64];
+    snprintf(want, sizeof want, "%.*s", (int)strcspn(plain + 1, " "), plain + 1);
+    snprintf(args, sizeof args, "run " SPYRE_SOURCE_DIR "/traces/transformer_small --no-values --tuning %s", tune);
+    CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, want));
+    snprintf(args, sizeof args, "rm -f '%s' '%s'", tune, elf);
+    CU_ASSERT_EQUAL(system(args), 0);
+}
+
 /* `spyre run` of mlp on spyre-4core with k1_addmm forced to choice, at
  * refresh phase ns: the run's cycles and k1_addmm's span, from its
  * statistics file. */
@@ -518,6 +560,7 @@ static const tu_test tests[] = {
     {"--autotune writes a file --tuning applies", test_autotune},
     {"--vary runs the graph on each configuration", test_vary},
     {"--vary's cycles are what spyre run prints", test_vary_cycles_are_what_run_prints},
+    {"a tuning file of 70 kernels applies", test_a_tuning_file_of_70_kernels_applies},
     {"cycles are the mean over refresh phases", test_cycles_are_the_mean_over_refresh_phases},
     {"a short graph takes more refresh phases", test_a_short_graph_takes_more_refresh_phases},
     {NULL, NULL},

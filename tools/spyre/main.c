@@ -374,7 +374,7 @@ static int names_graph(const char *path)
 
 /* `spyre run --work-div KERNEL=SPEC` overrides, --no-lx-plan, --no-lx-keep and
  * --no-reroll, for compile_and_load. */
-static const char *run_work_div[64];
+static const char *run_work_div[SW_WORK_DIV_MAX];
 static int run_nwork_div;
 static int run_no_lx_plan, run_no_lx_keep, run_no_reroll, run_no_fallback, run_siblings, run_placement;
 
@@ -400,10 +400,10 @@ static int placement_mode(const char *s)
 static int apply_tuning(const char *file, const char *path, const gr_graph *g, const chip_config *cfg, const char **wd,
                         int *n, char **tuned, int *ntuned)
 {
-    const char *t[64];
+    const char *t[SW_WORK_DIV_MAX];
     int nt = 0;
     char err[1024];
-    if (sweep_tuning_load(file, path, g, cfg, t, &nt, 64 - *n, err, sizeof err)) {
+    if (sweep_tuning_load(file, path, g, cfg, t, &nt, SW_WORK_DIV_MAX - *n, err, sizeof err)) {
         fprintf(stderr, "spyre: %s\n", err);
         return -1;
     }
@@ -534,7 +534,7 @@ static int run_option(int argc, char **argv, int *i, run_args *a, sim_trace_leve
     } else if (!strcmp(o, "--config") && val)
         a->config = argv[++*i];
     else if (!strcmp(o, "--work-div") && val) {
-        if (run_nwork_div == 64)
+        if (run_nwork_div == SW_WORK_DIV_OPTS)
             return usage_error("run", "too many --work-div options");
         run_work_div[run_nwork_div++] = argv[++*i];
     } else if (!strcmp(o, "--no-lx-plan"))
@@ -612,7 +612,7 @@ typedef struct {
     cc_result *cr; /* --report: the compiler's result */
     char *gin, *gexp;
     int random_inputs;
-    char *tuned[64];
+    char *tuned[SW_WORK_DIV_MAX];
     int ntuned;
     char err[1024];
 } run_state;
@@ -889,9 +889,9 @@ static int cmd_compile(int argc, char **argv)
     const char *path = NULL, *dump = NULL, *out = NULL, *config = NULL, *tuning = NULL;
     int report = 0, list = 0, no_lx_plan = 0, no_lx_keep = 0, no_reroll = 0, no_fallback = 0, siblings = 0, placement = 0;
     int time_passes = 0, threads = 0;
-    const char *work_div[64];
+    const char *work_div[SW_WORK_DIV_MAX];
     int nwork_div = 0;
-    char *tuned[64];
+    char *tuned[SW_WORK_DIV_MAX];
     int ntuned = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--no-lx-plan") || !strcmp(argv[i], "--no-lx-keep")) {
@@ -905,7 +905,7 @@ static int cmd_compile(int argc, char **argv)
         if (!strcmp(argv[i], "--work-div") || !strncmp(argv[i], "--work-div=", 11)) {
             if (argv[i][10] != '=' && i + 1 >= argc)
                 return usage_error("compile", "--work-div takes KERNEL=SPEC");
-            if (nwork_div == 64)
+            if (nwork_div == SW_WORK_DIV_OPTS)
                 return usage_error("compile", "too many --work-div options");
             work_div[nwork_div++] = argv[i][10] == '=' ? argv[i] + 11 : argv[++i];
         } else if (!strcmp(argv[i], "--siblings") && i + 1 < argc) {

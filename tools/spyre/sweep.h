@@ -21,6 +21,11 @@ extern const char sweep_usage[];
 extern const char sweep_help[];
 int cmd_sweep(int argc, char **argv);
 
+/* The kernels an --autotune file can tune (one line each), and so the
+ * work divisions --tuning must take, beside up to SW_WORK_DIV_OPTS
+ * --work-div options. */
+enum { SW_TUNE_MAX = 256, SW_WORK_DIV_OPTS = 64, SW_WORK_DIV_MAX = SW_TUNE_MAX + SW_WORK_DIV_OPTS };
+
 /* Append to work_div[*n..max) a "KERNEL=SPEC" (malloc'd) for every line
  * `tune GRAPH CONFIG KERNEL SPEC` of the tuning file at path whose GRAPH is
  * the name of graph_path (its directory's last component), CONFIG is
