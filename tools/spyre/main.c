@@ -581,7 +581,7 @@ static int run_option(int argc, char **argv, int *i, run_args *a, sim_trace_leve
 static int run_parse(int argc, char **argv, run_args *a)
 {
     *a = (run_args){.seed = 1, .opt = {.values = 1, .detect_races = 1, .trace = SIM_TRACE_OFF}};
-    sim_trace_level level = SIM_TRACE_INSN;
+    sim_trace_level level = SIM_TRACE_OFF; /* --trace-level not given: insn */
     int race_flag = -1; /* --race-check / --no-race-check; default: on with values */
     for (int i = 1; i < argc; i++) {
         int st = run_option(argc, argv, &i, a, &level, &race_flag);
@@ -596,8 +596,10 @@ static int run_parse(int argc, char **argv, run_args *a)
         return usage_error("run", "--report needs a GRAPH or DIR to compile (a program has no estimates)");
     /* timing-only runs are for speed: they check races only when asked */
     a->opt.detect_races = race_flag >= 0 ? race_flag : a->opt.values;
+    if (level != SIM_TRACE_OFF && !a->trace) /* else no trace, and no word why */
+        return usage_error("run", "--trace-level needs --trace FILE");
     if (a->trace)
-        a->opt.trace = level;
+        a->opt.trace = level == SIM_TRACE_OFF ? SIM_TRACE_INSN : level;
     return 0;
 }
 
