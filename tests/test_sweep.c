@@ -424,6 +424,38 @@ static void test_a_tuning_file_of_70_kernels_applies(void)
     CU_ASSERT_EQUAL(system(args), 0);
 }
 
+/* sweep merge refuses shards of another graph or chip (rows are not
+ * tagged: mlp's and transformer_small's rows merged into one sweep
+ * named mlp) and more directories than it takes (the 257th was dropped
+ * unseen). */
+static void test_merge_refuses_another_graph_and_too_many_dirs(void)
+{
+    char dir[1024], other[1024], merged[1024], args[8192];
+    tu_tmpfile("-sweepmg", dir, sizeof dir);
+    tu_tmpfile("-sweepmo", other, sizeof other);
+    tu_tmpfile("-sweepmm", merged, sizeof merged);
+    CU_ASSERT_EQUAL_FATAL(sweep(dir, "--kernel k1_addmm --shard 0/2"), 0);
+    snprintf(args, sizeof args, "cp -r '%s' '%s' && sed -i 's/\"graph\": \"mlp\"/\"graph\": \"other\"/' '%s/sweep.json'",
+             dir, other, other);
+    CU_ASSERT_EQUAL_FATAL(system(args), 0);
+    snprintf(args, sizeof args, "sweep merge %s %s --out %s", dir, other, merged);
+    CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 2);
+    char want[4096];
+    snprintf(want, sizeof want,
+             "spyre sweep merge: %s/sweep.json: a sweep of other on spyre-4core, not of mlp on spyre-4core as the "
+             "shards before\n", other);
+    CU_ASSERT_STRING_EQUAL(out, want);
+    int n = snprintf(args, sizeof args, "sweep merge");
+    for (int i = 0; i < 257; i++)
+        n += snprintf(args + n, sizeof args - (size_t)n, " %s", i % 2 ? "a" : "b");
+    snprintf(args + n, sizeof args - (size_t)n, " --out %s", merged);
+    CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 2);
+    const char *too_many = "spyre sweep: merge takes at most 256 directories\n";
+    CU_ASSERT_EQUAL(strncmp(out, too_many, strlen(too_many)), 0);
+    snprintf(args, sizeof args, "rm -rf '%s' '%s' '%s'", dir, other, merged);
+    CU_ASSERT_EQUAL(system(args), 0);
+}
+
 /* `spyre run` of mlp on spyre-4core with k1_addmm forced to choice, at
  * refresh phase ns: the run's cycles and k1_addmm's span, from its
  * statistics file. */
@@ -561,6 +593,7 @@ static const tu_test tests[] = {
     {"--vary runs the graph on each configuration", test_vary},
     {"--vary's cycles are what spyre run prints", test_vary_cycles_are_what_run_prints},
     {"a tuning file of 70 kernels applies", test_a_tuning_file_of_70_kernels_applies},
+    {"merge refuses another graph and too many directories", test_merge_refuses_another_graph_and_too_many_dirs},
     {"cycles are the mean over refresh phases", test_cycles_are_the_mean_over_refresh_phases},
     {"a short graph takes more refresh phases", test_a_short_graph_takes_more_refresh_phases},
     {NULL, NULL},

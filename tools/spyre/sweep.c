@@ -63,9 +63,34 @@ static int merge_rows(const char *path, sw_rows *rs, int *phases, char *err, siz
     return rc;
 }
 
+/* The graph and config names of the sweep.json at path (a shard's; none
+ * when it has none) into graph and config if not known yet, else the
+ * same names (256 bytes each): rows are not tagged with either, so
+ * shards of another graph or chip would merge silently. */
+static int merge_names(const char *path, char *graph, char *config, char *err, size_t errlen)
+{
+    char *json = sw_read_if_present(path, err, errlen), *cur = json, *line;
+    char g[256] = "", c[256] = "";
+    while (json && (line = isa_text_line(&cur)) && !(g[0] && c[0])) {
+        sscanf(line, " \"graph\": \"%255[^\"]\"", g);
+        sscanf(line, " \"config\": \"%255[^\"]\"", c);
+    }
+    free(json);
+    if ((g[0] && graph[0] && strcmp(g, graph)) || (c[0] && config[0] && strcmp(c, config))) {
+        snprintf(err, errlen, "%s: a sweep of %s on %s, not of %s on %s as the shards before", path, g, c, graph,
+                 config);
+        return -1;
+    }
+    if (!graph[0])
+        snprintf(graph, 256, "%s", g);
+    if (!config[0])
+        snprintf(config, 256, "%s", c);
+    return err[0] ? -1 : 0;
+}
+
 /* The rows of shard directory dir (the i-th; the first says whether the
  * shards are --vary sweeps), and the graph and config names from its
- * sweep.json if not known yet (graph and config: 256 bytes each). */
+ * sweep.json (merge_names). */
 static int merge_dir(const char *dir, int i, int *vary, int *phases, sw_rows *rs, sw_vrows *vrs, char *graph,
                      char *config, char *err, size_t errlen)
 {
@@ -79,16 +104,9 @@ static int merge_dir(const char *dir, int i, int *vary, int *phases, sw_rows *rs
     if (rc)
         return -1;
     path = isa_path_join(dir, "sweep.json");
-    char *json = sw_read_if_present(path, err, errlen), *cur = json, *line;
+    rc = merge_names(path, graph, config, err, errlen);
     free(path);
-    while (json && (line = isa_text_line(&cur))) {
-        if (!graph[0])
-            sscanf(line, " \"graph\": \"%255[^\"]\"", graph);
-        if (!config[0])
-            sscanf(line, " \"config\": \"%255[^\"]\"", config);
-    }
-    free(json);
-    return err[0] ? -1 : 0;
+    return rc;
 }
 
 static int cmd_merge(int argc, char **argv)
@@ -101,7 +119,9 @@ static int cmd_merge(int argc, char **argv)
             out = argv[++i];
         else if (argv[i][0] == '-')
             return sw_usage("merge: unexpected option");
-        else if (ndirs < 256)
+        else if (ndirs == 256) /* not dropped unseen: a shard's rows would be missing */
+            return sw_usage("merge takes at most 256 directories");
+        else
             dirs[ndirs++] = argv[i];
     }
     if (!ndirs)
