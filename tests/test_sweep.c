@@ -456,6 +456,25 @@ static void test_merge_refuses_another_graph_and_too_many_dirs(void)
     CU_ASSERT_EQUAL(system(args), 0);
 }
 
+/* A sweep does not resume another chip's rows: mlp on spyre into an --out
+ * of mlp on spyre-4core took spyre-4core's rows as its own (its 1x4 at
+ * spyre-4core's cycles, a default_vs_best of 1.0257 that no run gives). */
+static void test_resume_refuses_another_chips_out(void)
+{
+    char dir[1024], args[4096];
+    tu_tmpfile("-sweeprc", dir, sizeof dir);
+    CU_ASSERT_EQUAL_FATAL(sweep(dir, "--kernel k1_addmm"), 0);
+    snprintf(args, sizeof args, "sweep " MLP " --kernel k1_addmm --out %s", dir);
+    CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 2);
+    char want[2048];
+    snprintf(want, sizeof want,
+             "spyre sweep: %s/sweep.json: a sweep of mlp on spyre-4core, not of mlp on spyre as this run: another "
+             "--out\n", dir);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, want));
+    snprintf(args, sizeof args, "rm -rf '%s'", dir);
+    CU_ASSERT_EQUAL(system(args), 0);
+}
+
 /* `spyre run` of mlp on spyre-4core with k1_addmm forced to choice, at
  * refresh phase ns: the run's cycles and k1_addmm's span, from its
  * statistics file. */
@@ -594,6 +613,7 @@ static const tu_test tests[] = {
     {"--vary's cycles are what spyre run prints", test_vary_cycles_are_what_run_prints},
     {"a tuning file of 70 kernels applies", test_a_tuning_file_of_70_kernels_applies},
     {"merge refuses another graph and too many directories", test_merge_refuses_another_graph_and_too_many_dirs},
+    {"resume refuses another chip's --out", test_resume_refuses_another_chips_out},
     {"cycles are the mean over refresh phases", test_cycles_are_the_mean_over_refresh_phases},
     {"a short graph takes more refresh phases", test_a_short_graph_takes_more_refresh_phases},
     {NULL, NULL},
