@@ -475,6 +475,27 @@ static void test_resume_refuses_another_chips_out(void)
     CU_ASSERT_EQUAL(system(args), 0);
 }
 
+/* --autotune with --shard tuned from the shard's share of the variants
+ * (conv: 28,149 cycles from shard 0/2, 28,061 from all): refused, and the
+ * way named (merge, then resume the merged --out with --autotune). */
+static void test_autotune_refuses_a_shard(void)
+{
+    char dir[1024], tune[1024], args[4096];
+    tu_tmpfile("-sweepas", dir, sizeof dir);
+    tu_tmpfile("-as.tune", tune, sizeof tune);
+    snprintf(args, sizeof args, "--shard 0/2 --autotune %s", tune);
+    CU_ASSERT_EQUAL(sweep(dir, args), 2);
+    const char *want = "spyre sweep: --autotune takes every variant, not a shard's: merge the shards, then "
+                       "`spyre sweep GRAPH --out MERGED --autotune FILE` (it resumes them all)\n";
+    CU_ASSERT_EQUAL(strncmp(out, want, strlen(want)), 0);
+    FILE *f = fopen(tune, "r");
+    CU_ASSERT_PTR_NULL(f);
+    if (f)
+        fclose(f);
+    snprintf(args, sizeof args, "rm -rf '%s'", dir);
+    CU_ASSERT_EQUAL(system(args), 0);
+}
+
 /* `spyre run` of mlp on spyre-4core with k1_addmm forced to choice, at
  * refresh phase ns: the run's cycles and k1_addmm's span, from its
  * statistics file. */
@@ -614,6 +635,7 @@ static const tu_test tests[] = {
     {"a tuning file of 70 kernels applies", test_a_tuning_file_of_70_kernels_applies},
     {"merge refuses another graph and too many directories", test_merge_refuses_another_graph_and_too_many_dirs},
     {"resume refuses another chip's --out", test_resume_refuses_another_chips_out},
+    {"--autotune refuses a shard", test_autotune_refuses_a_shard},
     {"cycles are the mean over refresh phases", test_cycles_are_the_mean_over_refresh_phases},
     {"a short graph takes more refresh phases", test_a_short_graph_takes_more_refresh_phases},
     {NULL, NULL},

@@ -246,6 +246,9 @@ static int sweep_parse(int argc, char **argv, sw_args *a)
     }
     if (a->nax && (a->only || a->autotune || a->phases))
         return sw_usage("--vary takes neither --kernel, --autotune nor --refresh-phases");
+    if (a->autotune && a->shard_n > 1) /* a shard's rows are a share of the variants */
+        return sw_usage("--autotune takes every variant, not a shard's: merge the shards, then "
+                        "`spyre sweep GRAPH --out MERGED --autotune FILE` (it resumes them all)");
     return SW_OK;
 }
 
