@@ -458,7 +458,8 @@ static void test_merge_refuses_another_graph_and_too_many_dirs(void)
 
 /* A sweep does not resume another chip's rows: mlp on spyre into an --out
  * of mlp on spyre-4core took spyre-4core's rows as its own (its 1x4 at
- * spyre-4core's cycles, a default_vs_best of 1.0257 that no run gives). */
+ * spyre-4core's cycles, a default_vs_best of 1.0257 that no run gives);
+ * nor does --vary another graph's. */
 static void test_resume_refuses_another_chips_out(void)
 {
     char dir[1024], args[4096];
@@ -470,6 +471,17 @@ static void test_resume_refuses_another_chips_out(void)
     snprintf(want, sizeof want,
              "spyre sweep: %s/sweep.json: a sweep of mlp on spyre-4core, not of mlp on spyre as this run: another "
              "--out\n", dir);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, want));
+    snprintf(args, sizeof args, "rm -rf '%s'", dir);
+    CU_ASSERT_EQUAL(system(args), 0);
+    /* --vary's resume as well: another graph's configurations */
+    CU_ASSERT_EQUAL_FATAL(sweep(dir, "--vary cores=2,4"), 0);
+    snprintf(args, sizeof args, "sweep " SPYRE_SOURCE_DIR "/traces/embed_small --config spyre-4core --vary cores=2,4 --out %s",
+             dir);
+    CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 2);
+    snprintf(want, sizeof want,
+             "spyre sweep: %s/sweep.json: a sweep of mlp on spyre-4core, not of embed_small on spyre-4core as this "
+             "run: another --out\n", dir);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, want));
     snprintf(args, sizeof args, "rm -rf '%s'", dir);
     CU_ASSERT_EQUAL(system(args), 0);

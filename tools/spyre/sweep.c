@@ -63,30 +63,6 @@ static int merge_rows(const char *path, sw_rows *rs, int *phases, char *err, siz
     return rc;
 }
 
-/* The graph and config names of the sweep.json at path (a shard's or an
- * --out's; none when it has none) into graph and config if not known yet,
- * else the same names (256 bytes each; as says whose): rows are not
- * tagged with either, so another graph's or chip's would mix silently. */
-static int json_names(const char *path, char *graph, char *config, const char *as, char *err, size_t errlen)
-{
-    char *json = sw_read_if_present(path, err, errlen), *cur = json, *line;
-    char g[256] = "", c[256] = "";
-    while (json && (line = isa_text_line(&cur)) && !(g[0] && c[0])) {
-        sscanf(line, " \"graph\": \"%255[^\"]\"", g);
-        sscanf(line, " \"config\": \"%255[^\"]\"", c);
-    }
-    free(json);
-    if ((g[0] && graph[0] && strcmp(g, graph)) || (c[0] && config[0] && strcmp(c, config))) {
-        snprintf(err, errlen, "%s: a sweep of %s on %s, not of %s on %s %s", path, g, c, graph, config, as);
-        return -1;
-    }
-    if (!graph[0])
-        snprintf(graph, 256, "%s", g);
-    if (!config[0])
-        snprintf(config, 256, "%s", c);
-    return err[0] ? -1 : 0;
-}
-
 /* The rows of shard directory dir (the i-th; the first says whether the
  * shards are --vary sweeps), and the graph and config names from its
  * sweep.json (json_names). */
@@ -103,7 +79,7 @@ static int merge_dir(const char *dir, int i, int *vary, int *phases, sw_rows *rs
     if (rc)
         return -1;
     path = isa_path_join(dir, "sweep.json");
-    rc = json_names(path, graph, config, "as the shards before", err, errlen);
+    rc = sw_json_names(path, graph, config, "as the shards before", err, errlen);
     free(path);
     return rc;
 }
@@ -404,7 +380,7 @@ static int sweep_journal(sw_sweep *s)
     char *json = isa_path_join(out, "sweep.json"), graph[256], config[256];
     snprintf(graph, sizeof graph, "%s", s->gname);
     snprintf(config, sizeof config, "%s", s->cfg.name);
-    int other = json_names(json, graph, config, "as this run: another --out", s->err, sizeof s->err);
+    int other = sw_json_names(json, graph, config, "as this run: another --out", s->err, sizeof s->err);
     free(json);
     if (other) {
         fprintf(stderr, "spyre sweep: %s\n", s->err);
