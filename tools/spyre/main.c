@@ -993,6 +993,9 @@ static int cmd_compile(int argc, char **argv)
     } else {
         if (report || (!dump && !out))
             cc_compile_report(r, stdout);
+        if ((report || (!dump && !out)) && !opts.target) /* the estimates come with a chip only */
+            printf("no chip given: --config CHIP (or -o FILE, spyre) adds each kernel's core split, tiles and "
+                   "estimate\n");
         isa_program *p = cc_result_take_program(r);
         if (out && isa_elf_write(p, out, err, sizeof err)) {
             fprintf(stderr, "spyre compile: %s\n", err);
