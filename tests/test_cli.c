@@ -706,6 +706,42 @@ static void test_unwritable_trace_or_stats_json_exits_2(void)
     remove(elf);
 }
 
+/* --trace-level without --trace wrote no trace and said nothing: a usage
+ * error naming the missing option; with --trace it still applies. */
+static void test_trace_level_without_trace_exits_2(void)
+{
+    char elf[512], trace[512];
+    tu_tmpfile(".elf", elf, sizeof elf);
+    tu_tmpfile(".trace", trace, sizeof trace);
+    CU_ASSERT_EQUAL_FATAL(spyref("gen softmax 8 64 -o %s --config spyre-4core%s", elf, ""), 0);
+    CU_ASSERT_EQUAL(spyref("run %s --config spyre-4core --trace-level kernel%s", elf, ""), 2);
+    CU_ASSERT_EQUAL(strncmp(out, "spyre run: --trace-level needs --trace FILE\n", 44), 0);
+    CU_ASSERT_EQUAL(spyref("run %s --config spyre-4core --trace-level kernel --trace %s", elf, trace), 0);
+    char *text = tu_read_file(trace, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"traceEvents\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"cat\":\"kernel\"")); /* the kernel level, not insn */
+    free(text);
+    remove(elf);
+    remove(trace);
+}
+
+/* spyre compile --report without a chip prints the front half only: it
+ * said nothing of the estimates a user asked for; now its last line says
+ * how to get them, and with a chip they come (mlp's k0 at 1,506 cycles). */
+static void test_compile_report_without_a_chip_says_how_to_get_estimates(void)
+{
+    CU_ASSERT_EQUAL_FATAL(spyref("compile %s/traces/mlp --report%s", SPYRE_SOURCE_DIR, ""), 0);
+    const char *hint = "no chip given: --config CHIP (or -o FILE, spyre) adds each kernel's core split, tiles and "
+                       "estimate\n";
+    size_t n = strlen(out), h = strlen(hint);
+    CU_ASSERT(n >= h && !strcmp(out + n - h, hint));
+    CU_ASSERT_PTR_NULL(strstr(out, "estimate: "));
+    CU_ASSERT_EQUAL_FATAL(spyref("compile %s/traces/mlp --report --config spyre%s", SPYRE_SOURCE_DIR, ""), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "  estimate: 1506 cycles\n"));
+    CU_ASSERT_PTR_NULL(strstr(out, "no chip given"));
+}
+
 /* A report that cannot reach the standard output is not a success. */
 static void test_failed_standard_output_exits_2(void)
 {
@@ -1173,6 +1209,8 @@ int main(void)
         {"check_refuses_an_output_held_as_a_weight", test_check_refuses_an_output_held_as_a_weight},
         {"overlapping_or_unaligned_tensors_exit_2_at_load", test_overlapping_or_unaligned_tensors_exit_2_at_load},
         {"unwritable_trace_or_stats_json_exits_2", test_unwritable_trace_or_stats_json_exits_2},
+        {"trace_level_without_trace_exits_2", test_trace_level_without_trace_exits_2},
+        {"compile_report_without_a_chip_says_how_to_get_estimates", test_compile_report_without_a_chip_says_how_to_get_estimates},
         {"failed_standard_output_exits_2", test_failed_standard_output_exits_2},
         {"worked_example_in_isa_md_runs_and_checks", test_worked_example_in_isa_md_runs_and_checks},
         {"FIFOs, devices and directories are refused as inputs", test_fifos_devices_and_directories_are_refused_as_inputs},

@@ -345,6 +345,169 @@ static void test_vary(void)
     CU_ASSERT_EQUAL(system(args), 0);
 }
 
+/* --vary's cycles are whole cycles, the figure `spyre run --config` of the
+ * same chip prints in its --stats-json: mlp on spyre with 2 cores ends at
+ * a fraction of a cycle (3824.4375), the CSV and JSON said so. */
+static void test_vary_cycles_are_what_run_prints(void)
+{
+    char dir[1024], cfg[1024], json[1024], args[4096];
+    tu_tmpfile("-sweepvw", dir, sizeof dir);
+    tu_tmpfile("-vw.cfg", cfg, sizeof cfg);
+    tu_tmpfile("-vw.json", json, sizeof json);
+    FILE *f = fopen(cfg, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fprintf(f, "include = %s/chip/configs/spyre.cfg\ncores = 2\n", SPYRE_SOURCE_DIR);
+    fclose(f);
+    snprintf(args, sizeof args, "sweep " MLP " --out %s --vary cores=2", dir);
+    CU_ASSERT_EQUAL_FATAL(tu_spyre(args, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "best_config=cores=2 cycles=3824\n"));
+    char path[1100], line[512] = "";
+    snprintf(path, sizeof path, "%s/sweep.csv", dir);
+    f = fopen(path, "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_PTR_NOT_NULL(fgets(line, sizeof line, f));
+    CU_ASSERT_PTR_NOT_NULL(fgets(line, sizeof line, f));
+    fclose(f);
+    CU_ASSERT_EQUAL(strncmp(line, "0,cores=2,ok,3824,77440,", 24), 0);
+    snprintf(args, sizeof args, "run " MLP " --no-values --config %s --stats-json %s", cfg, json);
+    CU_ASSERT_EQUAL_FATAL(tu_spyre(args, out, sizeof out), 0);
+    f = fopen(json, "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    int found = 0;
+    while (fgets(line, sizeof line, f))
+        found |= strcmp(line, "  \"cycles\": 3824,\n") == 0;
+    fclose(f);
+    CU_ASSERT(found);
+    snprintf(args, sizeof args, "rm -rf '%s' '%s' '%s'", dir, cfg, json);
+    CU_ASSERT_EQUAL(system(args), 0);
+}
+
+/* Write to f a tuning line for each kernel of transformer_small's report
+ * (its default split: `grid SPEC on` or `rows over CORES cores`); their count. */
+static int tune_every_kernel(const char *report, FILE *f)
+{
+    int n = 0;
+    for (const char *l = report; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+        char k[128], spec[64];
+        if (sscanf(l, "%127[a-z0-9_]: grid %63[0-9xbr] on", k, spec) == 2 ||
+            sscanf(l, "%127[a-z0-9_]: rows over %63[0-9] cores", k, spec) == 2)
+            n += fprintf(f, "tune transformer_small spyre %s %s\n", k, spec) > 0;
+    }
+    return n;
+}
+
+/* An autotune file may tune up to 256 kernels: --tuning took only 64
+ * (transformer_small's 70 defaults failed "big.tune:65: too many work
+ * divisions"); forced, the defaults give the default's cycles. */
+static void test_a_tuning_file_of_70_kernels_applies(void)
+{
+    static char report[1 << 20];
+    char tune[1024], elf[1024], args[4096];
+    tu_tmpfile("-tune70.txt", tune, sizeof tune);
+    tu_tmpfile("-tune70.elf", elf, sizeof elf);
+    snprintf(args, sizeof args, "compile " SPYRE_SOURCE_DIR "/traces/transformer_small --report -o %s", elf);
+    CU_ASSERT_EQUAL_FATAL(tu_spyre(args, report, sizeof report), 0);
+    FILE *f = fopen(tune, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL(tune_every_kernel(report, f), 70);
+    fclose(f);
+    snprintf(args, sizeof args, "run " SPYRE_SOURCE_DIR "/traces/transformer_small --no-values");
+    CU_ASSERT_EQUAL_FATAL(tu_spyre(args, out, sizeof out), 0);
+    const char *plain = strstr(out, "\ncycles=");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(plain);
+    char want[64];
+    snprintf(want, sizeof want, "%.*s", (int)strcspn(plain + 1, " "), plain + 1);
+    snprintf(args, sizeof args, "run " SPYRE_SOURCE_DIR "/traces/transformer_small --no-values --tuning %s", tune);
+    CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, want));
+    snprintf(args, sizeof args, "rm -f '%s' '%s'", tune, elf);
+    CU_ASSERT_EQUAL(system(args), 0);
+}
+
+/* sweep merge refuses shards of another graph or chip (rows are not
+ * tagged: mlp's and transformer_small's rows merged into one sweep
+ * named mlp) and more directories than it takes (the 257th was dropped
+ * unseen). */
+static void test_merge_refuses_another_graph_and_too_many_dirs(void)
+{
+    char dir[1024], other[1024], merged[1024], args[8192];
+    tu_tmpfile("-sweepmg", dir, sizeof dir);
+    tu_tmpfile("-sweepmo", other, sizeof other);
+    tu_tmpfile("-sweepmm", merged, sizeof merged);
+    CU_ASSERT_EQUAL_FATAL(sweep(dir, "--kernel k1_addmm --shard 0/2"), 0);
+    snprintf(args, sizeof args, "cp -r '%s' '%s' && sed -i 's/\"graph\": \"mlp\"/\"graph\": \"other\"/' '%s/sweep.json'",
+             dir, other, other);
+    CU_ASSERT_EQUAL_FATAL(system(args), 0);
+    snprintf(args, sizeof args, "sweep merge %s %s --out %s", dir, other, merged);
+    CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 2);
+    char want[4096];
+    snprintf(want, sizeof want,
+             "spyre sweep merge: %s/sweep.json: a sweep of other on spyre-4core, not of mlp on spyre-4core as the "
+             "shards before\n", other);
+    CU_ASSERT_STRING_EQUAL(out, want);
+    int n = snprintf(args, sizeof args, "sweep merge");
+    for (int i = 0; i < 257; i++)
+        n += snprintf(args + n, sizeof args - (size_t)n, " %s", i % 2 ? "a" : "b");
+    snprintf(args + n, sizeof args - (size_t)n, " --out %s", merged);
+    CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 2);
+    const char *too_many = "spyre sweep: merge takes at most 256 directories\n";
+    CU_ASSERT_EQUAL(strncmp(out, too_many, strlen(too_many)), 0);
+    snprintf(args, sizeof args, "rm -rf '%s' '%s' '%s'", dir, other, merged);
+    CU_ASSERT_EQUAL(system(args), 0);
+}
+
+/* A sweep does not resume another chip's rows: mlp on spyre into an --out
+ * of mlp on spyre-4core took spyre-4core's rows as its own (its 1x4 at
+ * spyre-4core's cycles, a default_vs_best of 1.0257 that no run gives);
+ * nor does --vary another graph's. */
+static void test_resume_refuses_another_chips_out(void)
+{
+    char dir[1024], args[4096];
+    tu_tmpfile("-sweeprc", dir, sizeof dir);
+    CU_ASSERT_EQUAL_FATAL(sweep(dir, "--kernel k1_addmm"), 0);
+    snprintf(args, sizeof args, "sweep " MLP " --kernel k1_addmm --out %s", dir);
+    CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 2);
+    char want[2048];
+    snprintf(want, sizeof want,
+             "spyre sweep: %s/sweep.json: a sweep of mlp on spyre-4core, not of mlp on spyre as this run: another "
+             "--out\n", dir);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, want));
+    snprintf(args, sizeof args, "rm -rf '%s'", dir);
+    CU_ASSERT_EQUAL(system(args), 0);
+    /* --vary's resume as well: another graph's configurations */
+    CU_ASSERT_EQUAL_FATAL(sweep(dir, "--vary cores=2,4"), 0);
+    snprintf(args, sizeof args, "sweep " SPYRE_SOURCE_DIR "/traces/embed_small --config spyre-4core --vary cores=2,4 --out %s",
+             dir);
+    CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 2);
+    snprintf(want, sizeof want,
+             "spyre sweep: %s/sweep.json: a sweep of mlp on spyre-4core, not of embed_small on spyre-4core as this "
+             "run: another --out\n", dir);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, want));
+    snprintf(args, sizeof args, "rm -rf '%s'", dir);
+    CU_ASSERT_EQUAL(system(args), 0);
+}
+
+/* --autotune with --shard tuned from the shard's share of the variants
+ * (conv: 28,149 cycles from shard 0/2, 28,061 from all): refused, and the
+ * way named (merge, then resume the merged --out with --autotune). */
+static void test_autotune_refuses_a_shard(void)
+{
+    char dir[1024], tune[1024], args[4096];
+    tu_tmpfile("-sweepas", dir, sizeof dir);
+    tu_tmpfile("-as.tune", tune, sizeof tune);
+    snprintf(args, sizeof args, "--shard 0/2 --autotune %s", tune);
+    CU_ASSERT_EQUAL(sweep(dir, args), 2);
+    const char *want = "spyre sweep: --autotune takes every variant, not a shard's: merge the shards, then "
+                       "`spyre sweep GRAPH --out MERGED --autotune FILE` (it resumes them all)\n";
+    CU_ASSERT_EQUAL(strncmp(out, want, strlen(want)), 0);
+    FILE *f = fopen(tune, "r");
+    CU_ASSERT_PTR_NULL(f);
+    if (f)
+        fclose(f);
+    snprintf(args, sizeof args, "rm -rf '%s'", dir);
+    CU_ASSERT_EQUAL(system(args), 0);
+}
+
 /* `spyre run` of mlp on spyre-4core with k1_addmm forced to choice, at
  * refresh phase ns: the run's cycles and k1_addmm's span, from its
  * statistics file. */
@@ -480,6 +643,11 @@ static const tu_test tests[] = {
     {"a batch split default is a variant of its own", test_a_batch_split_default_is_a_variant},
     {"--autotune writes a file --tuning applies", test_autotune},
     {"--vary runs the graph on each configuration", test_vary},
+    {"--vary's cycles are what spyre run prints", test_vary_cycles_are_what_run_prints},
+    {"a tuning file of 70 kernels applies", test_a_tuning_file_of_70_kernels_applies},
+    {"merge refuses another graph and too many directories", test_merge_refuses_another_graph_and_too_many_dirs},
+    {"resume refuses another chip's --out", test_resume_refuses_another_chips_out},
+    {"--autotune refuses a shard", test_autotune_refuses_a_shard},
     {"cycles are the mean over refresh phases", test_cycles_are_the_mean_over_refresh_phases},
     {"a short graph takes more refresh phases", test_a_short_graph_takes_more_refresh_phases},
     {NULL, NULL},

@@ -374,7 +374,7 @@ static int names_graph(const char *path)
 
 /* `spyre run --work-div KERNEL=SPEC` overrides, --no-lx-plan, --no-lx-keep and
  * --no-reroll, for compile_and_load. */
-static const char *run_work_div[64];
+static const char *run_work_div[SW_WORK_DIV_MAX];
 static int run_nwork_div;
 static int run_no_lx_plan, run_no_lx_keep, run_no_reroll, run_no_fallback, run_siblings, run_placement;
 
@@ -400,10 +400,10 @@ static int placement_mode(const char *s)
 static int apply_tuning(const char *file, const char *path, const gr_graph *g, const chip_config *cfg, const char **wd,
                         int *n, char **tuned, int *ntuned)
 {
-    const char *t[64];
+    const char *t[SW_WORK_DIV_MAX];
     int nt = 0;
     char err[1024];
-    if (sweep_tuning_load(file, path, g, cfg, t, &nt, 64 - *n, err, sizeof err)) {
+    if (sweep_tuning_load(file, path, g, cfg, t, &nt, SW_WORK_DIV_MAX - *n, err, sizeof err)) {
         fprintf(stderr, "spyre: %s\n", err);
         return -1;
     }
@@ -534,7 +534,7 @@ static int run_option(int argc, char **argv, int *i, run_args *a, sim_trace_leve
     } else if (!strcmp(o, "--config") && val)
         a->config = argv[++*i];
     else if (!strcmp(o, "--work-div") && val) {
-        if (run_nwork_div == 64)
+        if (run_nwork_div == SW_WORK_DIV_OPTS)
             return usage_error("run", "too many --work-div options");
         run_work_div[run_nwork_div++] = argv[++*i];
     } else if (!strcmp(o, "--no-lx-plan"))
@@ -581,7 +581,7 @@ static int run_option(int argc, char **argv, int *i, run_args *a, sim_trace_leve
 static int run_parse(int argc, char **argv, run_args *a)
 {
     *a = (run_args){.seed = 1, .opt = {.values = 1, .detect_races = 1, .trace = SIM_TRACE_OFF}};
-    sim_trace_level level = SIM_TRACE_INSN;
+    sim_trace_level level = SIM_TRACE_OFF; /* --trace-level not given: insn */
     int race_flag = -1; /* --race-check / --no-race-check; default: on with values */
     for (int i = 1; i < argc; i++) {
         int st = run_option(argc, argv, &i, a, &level, &race_flag);
@@ -596,8 +596,10 @@ static int run_parse(int argc, char **argv, run_args *a)
         return usage_error("run", "--report needs a GRAPH or DIR to compile (a program has no estimates)");
     /* timing-only runs are for speed: they check races only when asked */
     a->opt.detect_races = race_flag >= 0 ? race_flag : a->opt.values;
+    if (level != SIM_TRACE_OFF && !a->trace) /* else no trace, and no word why */
+        return usage_error("run", "--trace-level needs --trace FILE");
     if (a->trace)
-        a->opt.trace = level;
+        a->opt.trace = level == SIM_TRACE_OFF ? SIM_TRACE_INSN : level;
     return 0;
 }
 
@@ -612,7 +614,7 @@ typedef struct {
     cc_result *cr; /* --report: the compiler's result */
     char *gin, *gexp;
     int random_inputs;
-    char *tuned[64];
+    char *tuned[SW_WORK_DIV_MAX];
     int ntuned;
     char err[1024];
 } run_state;
@@ -889,9 +891,9 @@ static int cmd_compile(int argc, char **argv)
     const char *path = NULL, *dump = NULL, *out = NULL, *config = NULL, *tuning = NULL;
     int report = 0, list = 0, no_lx_plan = 0, no_lx_keep = 0, no_reroll = 0, no_fallback = 0, siblings = 0, placement = 0;
     int time_passes = 0, threads = 0;
-    const char *work_div[64];
+    const char *work_div[SW_WORK_DIV_MAX];
     int nwork_div = 0;
-    char *tuned[64];
+    char *tuned[SW_WORK_DIV_MAX];
     int ntuned = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--no-lx-plan") || !strcmp(argv[i], "--no-lx-keep")) {
@@ -905,7 +907,7 @@ static int cmd_compile(int argc, char **argv)
         if (!strcmp(argv[i], "--work-div") || !strncmp(argv[i], "--work-div=", 11)) {
             if (argv[i][10] != '=' && i + 1 >= argc)
                 return usage_error("compile", "--work-div takes KERNEL=SPEC");
-            if (nwork_div == 64)
+            if (nwork_div == SW_WORK_DIV_OPTS)
                 return usage_error("compile", "too many --work-div options");
             work_div[nwork_div++] = argv[i][10] == '=' ? argv[i] + 11 : argv[++i];
         } else if (!strcmp(argv[i], "--siblings") && i + 1 < argc) {
@@ -991,6 +993,9 @@ static int cmd_compile(int argc, char **argv)
     } else {
         if (report || (!dump && !out))
             cc_compile_report(r, stdout);
+        if ((report || (!dump && !out)) && !opts.target) /* the estimates come with a chip only */
+            printf("no chip given: --config CHIP (or -o FILE, spyre) adds each kernel's core split, tiles and "
+                   "estimate\n");
         isa_program *p = cc_result_take_program(r);
         if (out && isa_elf_write(p, out, err, sizeof err)) {
             fprintf(stderr, "spyre compile: %s\n", err);

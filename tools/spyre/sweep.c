@@ -65,7 +65,7 @@ static int merge_rows(const char *path, sw_rows *rs, int *phases, char *err, siz
 
 /* The rows of shard directory dir (the i-th; the first says whether the
  * shards are --vary sweeps), and the graph and config names from its
- * sweep.json if not known yet (graph and config: 256 bytes each). */
+ * sweep.json (json_names). */
 static int merge_dir(const char *dir, int i, int *vary, int *phases, sw_rows *rs, sw_vrows *vrs, char *graph,
                      char *config, char *err, size_t errlen)
 {
@@ -79,16 +79,9 @@ static int merge_dir(const char *dir, int i, int *vary, int *phases, sw_rows *rs
     if (rc)
         return -1;
     path = isa_path_join(dir, "sweep.json");
-    char *json = sw_read_if_present(path, err, errlen), *cur = json, *line;
+    rc = sw_json_names(path, graph, config, "as the shards before", err, errlen);
     free(path);
-    while (json && (line = isa_text_line(&cur))) {
-        if (!graph[0])
-            sscanf(line, " \"graph\": \"%255[^\"]\"", graph);
-        if (!config[0])
-            sscanf(line, " \"config\": \"%255[^\"]\"", config);
-    }
-    free(json);
-    return err[0] ? -1 : 0;
+    return rc;
 }
 
 static int cmd_merge(int argc, char **argv)
@@ -101,7 +94,9 @@ static int cmd_merge(int argc, char **argv)
             out = argv[++i];
         else if (argv[i][0] == '-')
             return sw_usage("merge: unexpected option");
-        else if (ndirs < 256)
+        else if (ndirs == 256) /* not dropped unseen: a shard's rows would be missing */
+            return sw_usage("merge takes at most 256 directories");
+        else
             dirs[ndirs++] = argv[i];
     }
     if (!ndirs)
@@ -227,6 +222,9 @@ static int sweep_parse(int argc, char **argv, sw_args *a)
     }
     if (a->nax && (a->only || a->autotune || a->phases))
         return sw_usage("--vary takes neither --kernel, --autotune nor --refresh-phases");
+    if (a->autotune && a->shard_n > 1) /* a shard's rows are a share of the variants */
+        return sw_usage("--autotune takes every variant, not a shard's: merge the shards, then "
+                        "`spyre sweep GRAPH --out MERGED --autotune FILE` (it resumes them all)");
     return SW_OK;
 }
 
@@ -376,6 +374,15 @@ static int sweep_journal(sw_sweep *s)
     }
     s->csv = isa_path_join(out, "sweep.csv");
     if (sw_csv_read(s->csv, &s->prev, s->err, sizeof s->err)) {
+        fprintf(stderr, "spyre sweep: %s\n", s->err);
+        return -1;
+    }
+    char *json = isa_path_join(out, "sweep.json"), graph[256], config[256];
+    snprintf(graph, sizeof graph, "%s", s->gname);
+    snprintf(config, sizeof config, "%s", s->cfg.name);
+    int other = sw_json_names(json, graph, config, "as this run: another --out", s->err, sizeof s->err);
+    free(json);
+    if (other) {
         fprintf(stderr, "spyre sweep: %s\n", s->err);
         return -1;
     }

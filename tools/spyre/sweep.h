@@ -21,6 +21,11 @@ extern const char sweep_usage[];
 extern const char sweep_help[];
 int cmd_sweep(int argc, char **argv);
 
+/* The kernels an --autotune file can tune (one line each), and so the
+ * work divisions --tuning must take, beside up to SW_WORK_DIV_OPTS
+ * --work-div options. */
+enum { SW_TUNE_MAX = 256, SW_WORK_DIV_OPTS = 64, SW_WORK_DIV_MAX = SW_TUNE_MAX + SW_WORK_DIV_OPTS };
+
 /* Append to work_div[*n..max) a "KERNEL=SPEC" (malloc'd) for every line
  * `tune GRAPH CONFIG KERNEL SPEC` of the tuning file at path whose GRAPH is
  * the name of graph_path (its directory's last component), CONFIG is
@@ -182,6 +187,9 @@ double sw_now_s(void);
 int sw_make_dirs(const char *path);
 void sw_graph_name(const char *path, char *out, size_t len);
 char *sw_read_if_present(const char *path, char *err, size_t errlen);
+/* The graph and config names of a sweep.json into graph and config (256
+ * bytes each) if empty, else -1 with err when it names others (as: whose). */
+int sw_json_names(const char *path, char *graph, char *config, const char *as, char *err, size_t errlen);
 int sw_is_header(const char *line, const char *hdr);
 int sw_csv_each(const char *path, int (*is_header)(const char *line), int (*row)(const char *line, void *ctx),
                 void *ctx, const char *what, char *err, size_t errlen);

@@ -106,6 +106,30 @@ char *sw_read_if_present(const char *path, char *err, size_t errlen)
     return access(path, F_OK) ? NULL : isa_text_read(path, ISA_TEXT_MAX, err, errlen);
 }
 
+/* The graph and config names of the sweep.json at path (a shard's or an
+ * --out's; none when it has none) into graph and config if not known yet,
+ * else the same names (256 bytes each; as says whose): rows are not
+ * tagged with either, so another graph's or chip's would mix silently. */
+int sw_json_names(const char *path, char *graph, char *config, const char *as, char *err, size_t errlen)
+{
+    char *json = sw_read_if_present(path, err, errlen), *cur = json, *line;
+    char g[256] = "", c[256] = "";
+    while (json && (line = isa_text_line(&cur)) && !(g[0] && c[0])) {
+        sscanf(line, " \"graph\": \"%255[^\"]\"", g);
+        sscanf(line, " \"config\": \"%255[^\"]\"", c);
+    }
+    free(json);
+    if ((g[0] && graph[0] && strcmp(g, graph)) || (c[0] && config[0] && strcmp(c, config))) {
+        snprintf(err, errlen, "%s: a sweep of %s on %s, not of %s on %s %s", path, g, c, graph, config, as);
+        return -1;
+    }
+    if (!graph[0])
+        snprintf(graph, 256, "%s", g);
+    if (!config[0])
+        snprintf(config, 256, "%s", c);
+    return err[0] ? -1 : 0;
+}
+
 /* Is line (without its '\n') the header line hdr (with it)? */
 int sw_is_header(const char *line, const char *hdr)
 {

@@ -269,10 +269,10 @@ typedef struct {
     const chip_config *cfg;
     int phases; /* refresh phases each graph's cycles are the mean over */
     const sw_rows *rs;
-    sw_kernel ks[256];
+    sw_kernel ks[SW_TUNE_MAX];
     int nk, n, nc, evals;
-    char spec[256][128];
-    const char *wd[256];
+    char spec[SW_TUNE_MAX][128];
+    const char *wd[SW_TUNE_MAX];
     double none, all;
     double cycles; /* each simulation's (tune_sim) */
     char err[1024];
@@ -296,7 +296,7 @@ static int tune_sim(sw_tune *t, int n)
 static void tune_gains(sw_tune *t)
 {
     const sw_rows *rs = t->rs;
-    double gain[256];
+    double gain[SW_TUNE_MAX];
     for (int k = 0; k < t->nk; k++) {
         const sw_kernel *K = &t->ks[k];
         if (K->def < 0 || K->best == K->def || rs->v[K->best].cycles >= rs->v[K->def].cycles)
@@ -374,7 +374,7 @@ static void tune_kernel(sw_tune *t, int k)
             continue; /* what it has now */
         char save[128];
         int slot = cur >= 0 ? cur : t->n;
-        if (slot == 256)
+        if (slot == SW_TUNE_MAX)
             continue;
         memcpy(save, t->spec[slot], sizeof save);
         snprintf(t->spec[slot], sizeof t->spec[slot], "%.63s=%.63s", name, choice);
@@ -430,7 +430,7 @@ int sw_autotune_joint(const gr_graph *g, const chip_config *cfg, int phases, con
     t->cfg = cfg;
     t->phases = phases;
     t->rs = rs;
-    t->nk = sw_kernels_of(rs, t->ks, 256);
+    t->nk = sw_kernels_of(rs, t->ks, SW_TUNE_MAX);
     tune_gains(t);
     int status = SW_USAGE;
     if (!tune_together(t)) {

@@ -6,6 +6,7 @@
 #define _XOPEN_SOURCE 700 /* realpath */
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,7 +48,8 @@ static int vary_work(void *ctx, int item, void *buf, sw_chan *ch)
         return -1;
     }
     const sim_stats *st = &res->stats;
-    r->cycles = st->cycles;
+    /* whole cycles, as `spyre run` and its --stats-json print them (%.0f) */
+    r->cycles = rint(st->cycles);
     r->dram_bytes = st->dram_bytes_read + st->dram_bytes_written;
     r->mac_util = sim_stats_mac_utilization(st, cfg);
     for (int k = 0; k < cfg->cores && k < SIM_MAX_CORES; k++)
@@ -232,6 +234,15 @@ static int vary_resume(sw_vsweep *v)
     }
     if (foreign) {
         fprintf(stderr, "spyre sweep: %s is not the CSV of a --vary sweep: use another --out\n", v->csv);
+        return -1;
+    }
+    char *json = isa_path_join(v->out, "sweep.json"), graph[256], config[256];
+    snprintf(graph, sizeof graph, "%s", v->gname);
+    snprintf(config, sizeof config, "%s", v->cfg.name);
+    int other = sw_json_names(json, graph, config, "as this run: another --out", v->err, sizeof v->err);
+    free(json);
+    if (other) {
+        fprintf(stderr, "spyre sweep: %s\n", v->err);
         return -1;
     }
     sw_vrows prev = {0};
