@@ -185,12 +185,15 @@ static int reports_writable(const char *prefix)
 {
     char path[4200];
     snprintf(path, sizeof path, "%s.csv", prefix);
+    const int existed = access(path, F_OK) == 0;
     FILE *f = fopen(path, "a"); /* a previous run's report stays until this one's is written */
     if (!f) {
         fprintf(stderr, "spyre serve: --out %s: cannot write %s: %s\n", prefix, path, strerror(errno));
         return SV_USAGE;
     }
     fclose(f);
+    if (!existed) /* a run refused later (exit 2) or failing leaves no empty report behind */
+        remove(path);
     return 0;
 }
 
