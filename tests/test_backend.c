@@ -3655,6 +3655,18 @@ static void test_pixel_shuffle_and_unshuffle_run_natively_and_validate(void)
         "output %a, %b, %c, %d\n");
 }
 
+/* A pixel_shuffle factor whose square overflows 64 bits (2^32) divided by
+ * the wrapped square, 0 (SIGFPE; undefined behaviour in any case): the
+ * decomposition refuses it as a shape the factor does not divide. */
+static void test_a_pixel_shuffle_factor_squared_past_64_bits_is_refused(void)
+{
+    char err[512];
+    compile_error("graph ps\ninput %e: f32[1, 4, 2, 2]\n"
+                  "%d: f32[1, 1, 4, 4] = aten.pixel_shuffle.default(%e, 4294967296)\noutput %d\n",
+                  "spyre", err, sizeof err);
+    TU_ASSERT_CONTAINS(err, "the shape does not divide by the factor 4294967296");
+}
+
 /* torchvision's ResNet-50 ran a layer4 conv on the host: a stride-2 3x3
  * conv of 512 channels took the im2col copy, whose zeros past kw*C were
  * told by an index up to 1535, not exact in DL16 ("index values from 0 to
@@ -5207,6 +5219,8 @@ int main(void)
         {"a reduction plus a scalar tensor gives every row its own value on both chips",
          test_a_reduction_plus_a_scalar_tensor_gives_every_row_its_own_value_on_both_chips},
         {"pixel_shuffle and unshuffle run natively and validate", test_pixel_shuffle_and_unshuffle_run_natively_and_validate},
+        {"a pixel_shuffle factor squared past 64 bits is refused",
+         test_a_pixel_shuffle_factor_squared_past_64_bits_is_refused},
         {"matmuls on all cores broadcast B over the ring and validate",
          test_matmuls_on_all_cores_broadcast_b_over_the_ring_and_validate},
         {"matmuls on a grid over the ring share A and B and validate",
