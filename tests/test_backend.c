@@ -249,6 +249,20 @@ static void test_a_reduction_plus_a_scalar_tensor_gives_every_row_its_own_value_
     expect_text_validates_on_both_chips(reduction_scalar_epilogue_graph);
 }
 
+/* A per-row result that reads only a [1, 1] operand expanded over the rows
+ * (exp(b.expand(8, 1)), beside a softmax-like use of it): the broadcast
+ * stick came out of the SFP as a per-column value and was stored with the
+ * per-row formula, so row 0 alone was right (1 of 8). */
+static void test_a_per_row_result_of_a_broadcast_operand_alone_gives_every_row_on_both_chips(void)
+{
+    expect_text_validates_on_both_chips("graph rowc\ninput %x: f32[8, 64]\ninput %b: f32[1, 1]\n"
+                                        "%s: f32[8, 1] = aten.amax.default(%x, [1], True)\n"
+                                        "%e: f32[8, 1] = aten.expand.default(%b, [8, 1])\n"
+                                        "%m: f32[8, 1] = aten.exp.default(%e)\n"
+                                        "%o: f32[8, 64] = aten.sub.Tensor(%x, %s)\n"
+                                        "%p: f32[8, 64] = aten.mul.Tensor(%o, %m)\noutput %m, %p\n");
+}
+
 static const char *relu_chain_graph = "graph rc\n"
                                       "input %x: f32[96, 320]\n"
                                       "input %w: f32[320, 200]\n"
@@ -5218,6 +5232,8 @@ int main(void)
         {"a softmax graph validates on both chips", test_softmax_graph_validates_on_both_chips},
         {"a reduction plus a scalar tensor gives every row its own value on both chips",
          test_a_reduction_plus_a_scalar_tensor_gives_every_row_its_own_value_on_both_chips},
+        {"a per-row result of a broadcast operand alone gives every row on both chips",
+         test_a_per_row_result_of_a_broadcast_operand_alone_gives_every_row_on_both_chips},
         {"pixel_shuffle and unshuffle run natively and validate", test_pixel_shuffle_and_unshuffle_run_natively_and_validate},
         {"a pixel_shuffle factor squared past 64 bits is refused",
          test_a_pixel_shuffle_factor_squared_past_64_bits_is_refused},
