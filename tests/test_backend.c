@@ -249,6 +249,20 @@ static void test_a_reduction_plus_a_scalar_tensor_gives_every_row_its_own_value_
     expect_text_validates_on_both_chips(reduction_scalar_epilogue_graph);
 }
 
+/* A per-row result that reads only a [1, 1] operand expanded over the rows
+ * (exp(b.expand(8, 1)), beside a softmax-like use of it): the broadcast
+ * stick came out of the SFP as a per-column value and was stored with the
+ * per-row formula, so row 0 alone was right (1 of 8). */
+static void test_a_per_row_result_of_a_broadcast_operand_alone_gives_every_row_on_both_chips(void)
+{
+    expect_text_validates_on_both_chips("graph rowc\ninput %x: f32[8, 64]\ninput %b: f32[1, 1]\n"
+                                        "%s: f32[8, 1] = aten.amax.default(%x, [1], True)\n"
+                                        "%e: f32[8, 1] = aten.expand.default(%b, [8, 1])\n"
+                                        "%m: f32[8, 1] = aten.exp.default(%e)\n"
+                                        "%o: f32[8, 64] = aten.sub.Tensor(%x, %s)\n"
+                                        "%p: f32[8, 64] = aten.mul.Tensor(%o, %m)\noutput %m, %p\n");
+}
+
 static const char *relu_chain_graph = "graph rc\n"
                                       "input %x: f32[96, 320]\n"
                                       "input %w: f32[320, 200]\n"
@@ -3655,6 +3669,18 @@ static void test_pixel_shuffle_and_unshuffle_run_natively_and_validate(void)
         "output %a, %b, %c, %d\n");
 }
 
+/* A pixel_shuffle factor whose square overflows 64 bits (2^32) divided by
+ * the wrapped square, 0 (SIGFPE; undefined behaviour in any case): the
+ * decomposition refuses it as a shape the factor does not divide. */
+static void test_a_pixel_shuffle_factor_squared_past_64_bits_is_refused(void)
+{
+    char err[512];
+    compile_error("graph ps\ninput %e: f32[1, 4, 2, 2]\n"
+                  "%d: f32[1, 1, 4, 4] = aten.pixel_shuffle.default(%e, 4294967296)\noutput %d\n",
+                  "spyre", err, sizeof err);
+    TU_ASSERT_CONTAINS(err, "the shape does not divide by the factor 4294967296");
+}
+
 /* torchvision's ResNet-50 ran a layer4 conv on the host: a stride-2 3x3
  * conv of 512 channels took the im2col copy, whose zeros past kw*C were
  * told by an index up to 1535, not exact in DL16 ("index values from 0 to
@@ -5266,7 +5292,11 @@ int main(void)
         {"a softmax graph validates on both chips", test_softmax_graph_validates_on_both_chips},
         {"a reduction plus a scalar tensor gives every row its own value on both chips",
          test_a_reduction_plus_a_scalar_tensor_gives_every_row_its_own_value_on_both_chips},
+        {"a per-row result of a broadcast operand alone gives every row on both chips",
+         test_a_per_row_result_of_a_broadcast_operand_alone_gives_every_row_on_both_chips},
         {"pixel_shuffle and unshuffle run natively and validate", test_pixel_shuffle_and_unshuffle_run_natively_and_validate},
+        {"a pixel_shuffle factor squared past 64 bits is refused",
+         test_a_pixel_shuffle_factor_squared_past_64_bits_is_refused},
         {"matmuls on all cores broadcast B over the ring and validate",
          test_matmuls_on_all_cores_broadcast_b_over_the_ring_and_validate},
         {"matmuls on a grid over the ring share A and B and validate",

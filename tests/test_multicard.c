@@ -557,6 +557,28 @@ static void test_tp_options_may_precede_the_graph_and_bad_values_are_refused(voi
     CU_ASSERT_EQUAL(tu_spyre("run " SPYRE_SOURCE_DIR "/traces/llama_tiny --tp 2 --seed 0x10", out, sizeof out), 0);
 }
 
+/* --max-insns N:CARD naming no card of the run limited none (N:2 at --tp
+ * 2 ran to the end), a CARD past int was atoi's undefined behaviour, and
+ * an N past 64 bits became no limit: each is refused. */
+static void test_tp_instruction_limits_name_a_card_of_the_run(void)
+{
+    static char out[16384];
+    static const char *const bad[] = {"50:99999999999", "99999999999999999999999", "50:-1"};
+    char args[1024];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(args, sizeof args, "run %s/traces/llama_tiny --tp 2 --no-values --max-insns %s", SPYRE_SOURCE_DIR,
+                 bad[i]);
+        CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 2);
+    }
+    TU_ASSERT_CONTAINS(out, "spyre run: with --tp: unexpected argument '--max-insns' (");
+    snprintf(args, sizeof args, "run %s/traces/llama_tiny --tp 2 --no-values --max-insns 50:2", SPYRE_SOURCE_DIR);
+    CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 2);
+    CU_ASSERT_STRING_EQUAL(out, "spyre run: --max-insns N:2: the cards are 0 to 1\n");
+    snprintf(args, sizeof args, "run %s/traces/llama_tiny --tp 2 --no-values --max-insns 50:1", SPYRE_SOURCE_DIR);
+    CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 3);
+    TU_ASSERT_CONTAINS(out, "card 1: run: FAULT", "instruction limit (50");
+}
+
 /* generate, serve and a run without --tp under mpirun with 2 ranks (the
  * launcher's environment, as OpenMPI sets it): each rank ran the whole
  * command, printing everything twice and writing the same report files;
@@ -704,6 +726,7 @@ int main(void)
         {"tp_that_splits_nothing_says_so", test_tp_that_splits_nothing_says_so},
         {"tp_options_may_precede_the_graph_and_bad_values_are_refused",
          test_tp_options_may_precede_the_graph_and_bad_values_are_refused},
+        {"tp_instruction_limits_name_a_card_of_the_run", test_tp_instruction_limits_name_a_card_of_the_run},
         {"one_process_commands_refuse_several_mpi_ranks", test_one_process_commands_refuse_several_mpi_ranks},
 #ifdef SPYRE_MPIEXEC
         {"mpi_ranks_give_the_threads_bits_and_cycles", test_mpi_ranks_give_the_threads_bits_and_cycles},

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "serve.h"
 #include "testutil.h"
@@ -516,6 +517,22 @@ static void test_unwritable_reports_are_refused_before_the_run(void)
     CU_ASSERT_EQUAL(system(args), 0);
 }
 
+/* A run refused after the --out check (--max-seqs beyond the grid, exit 2)
+ * leaves no PREFIX.csv where there was none: the check made an empty one. */
+static void test_refused_run_leaves_no_empty_report(void)
+{
+    char path[4096], args[16384], out[8192], csv[4200];
+    const char *one = "{\"arrival\": 0, \"prompt\": 10, \"output\": 5}\n";
+    tu_write_tmpfile(".jsonl", one, strlen(one), path, sizeof path);
+    snprintf(csv, sizeof csv, "%s.out.csv", path);
+    snprintf(args, sizeof args, "serve %s --model " SPYRE_SOURCE_DIR "/traces/serve_tiny --out %s.out "
+             "--cost-cache %s.c --max-seqs 5", path, path, path);
+    CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 2);
+    CU_ASSERT_EQUAL(access(csv, F_OK), -1);
+    snprintf(args, sizeof args, "rm -f %s %s.c %s", path, path, csv);
+    CU_ASSERT_EQUAL(system(args), 0);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -537,6 +554,7 @@ int main(void)
         {"reports_start_at_the_first_arrival", test_reports_start_at_the_first_arrival},
         {"cached_costs_give_the_simulated_times", test_cached_costs_give_the_simulated_times},
         {"unwritable_reports_are_refused_before_the_run", test_unwritable_reports_are_refused_before_the_run},
+        {"refused_run_leaves_no_empty_report", test_refused_run_leaves_no_empty_report},
         {"requests_beyond_the_grids_contexts_are_refused_up_front",
          test_requests_beyond_the_grids_contexts_are_refused_up_front},
         {NULL, NULL},

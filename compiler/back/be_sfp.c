@@ -827,7 +827,11 @@ int rk_eval_nodes(rk_plan *k, be_tile *T, be_val *nv)
             if ((rn->cls == BE_V_TILE || body.cls == BE_V_CONST) && body.cls != rn->cls &&
                 be_widen(T, &body, rn->cls, &v))
                 return -1;
-            if (rn->cls == BE_V_ROW && body.cls == BE_V_TILE) {
+            /* a per-row node that read only a broadcast stick (exp of a [1, 1]
+             * expanded over the rows): the stick repeated on every row first */
+            if (rn->cls == BE_V_ROW && body.cls == BE_V_COL && be_widen(T, &body, BE_V_TILE, &v))
+                return -1;
+            if (rn->cls == BE_V_ROW && v.cls == BE_V_TILE) {
                 /* a per-row node that read a broadcast stick (a 0-d operand
                  * loads as COL): every lane holds the row's value; the
                  * stores and later readers take a ROW's lane */

@@ -1103,9 +1103,10 @@ static int r_pixel_shuffle(dctx *c, const gr_node *n, int *out)
     int64_t b = 1; /* the leading dimensions as one (of a tensor with no elements too) */
     for (int d = 0; d < t.rank - 3; d++)
         b *= t.shape[d];
-    if ((un && (chw[1] % r || chw[2] % r)) || (!un && chw[0] % (r * r)))
+    /* (C / r) % r, not C % (r * r): a factor of 2^32 squared overflows */
+    if ((un && (chw[1] % r || chw[2] % r)) || (!un && (chw[0] % r || chw[0] / r % r)))
         dc_fail(c, "the shape does not divide by the factor %lld", (long long)r);
-    int64_t C = un ? chw[0] : chw[0] / (r * r), H = un ? chw[1] / r : chw[1], W = un ? chw[2] / r : chw[2];
+    int64_t C = un ? chw[0] : chw[0] / r / r, H = un ? chw[1] / r : chw[1], W = un ? chw[2] / r : chw[2];
     int64_t spread[6] = {b, C, H, r, W, r}, packed[6] = {b, C, r, r, H, W};
     static const int64_t to_spread[6] = {0, 1, 4, 2, 5, 3}, to_packed[6] = {0, 1, 3, 5, 2, 4};
     gr_ttype pt = t;

@@ -23,9 +23,9 @@ const char serve_help[] =
     "plugin serves: chunked prefill of --chunk tokens (the model's compiled chunk; default 512)\n"
     "alternating with decode steps of up to --max-seqs sequences (default 16, or the model's largest\n"
     "decode batch when smaller), the KV cache in blocks of 64 tokens (--kv-blocks, default what the DRAM\n"
-    "holds beside the weights), preemption when blocks run out, prefix caching of whole chunks.  Each step's cost is simulated from the model's step graph at\n"
-    "its shape (interpolated between grid shapes, each simulated once and kept in --cost-cache FILE,\n"
-    "default DIR/costs-CONFIG.txt).\n"
+    "holds beside the weights), preemption when blocks run out, prefix caching of whole chunks.  Each\n"
+    "step's cost is simulated from the model's step graph at its shape (interpolated between grid shapes,\n"
+    "each simulated once and kept in --cost-cache FILE, default DIR/costs-CONFIG.txt).\n"
     "Writes PREFIX.csv, PREFIX.json, PREFIX_latency.svg and PREFIX_timeline.svg (--out, default serve)\n"
     "and prints the percentiles, tokens/s and serve_sim_speed (simulated seconds per host second) last.\n"
     "--check-buckets DIR2 compares the cost of each decode_bB_cC step graph of DIR2 (with its ends_bB)\n"
@@ -185,12 +185,15 @@ static int reports_writable(const char *prefix)
 {
     char path[4200];
     snprintf(path, sizeof path, "%s.csv", prefix);
+    const int existed = access(path, F_OK) == 0;
     FILE *f = fopen(path, "a"); /* a previous run's report stays until this one's is written */
     if (!f) {
         fprintf(stderr, "spyre serve: --out %s: cannot write %s: %s\n", prefix, path, strerror(errno));
         return SV_USAGE;
     }
     fclose(f);
+    if (!existed) /* a run refused later (exit 2) or failing leaves no empty report behind */
+        remove(path);
     return 0;
 }
 

@@ -4,6 +4,7 @@
  * device of its own and run in a thread of its own, meeting the others at
  * the allreduces; statistics per card and overall; --check compares
  * card 0's outputs with the unsplit graph's reference and PyTorch's. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,14 +106,21 @@ int tp_wanted(int argc, char **argv)
     return 0;
 }
 
-/* --max-insns's value: N or N:CARD, whole decimal numbers. */
-static int insns_ok(const char *v)
+/* --max-insns's value: N or N:CARD, whole decimal numbers, N within 64
+ * bits and CARD below 64 (the most cards); *card -1 without one. */
+static int insns_parse(const char *v, uint64_t *n, int *card)
 {
     char *end;
-    strtoull(v, &end, 10);
-    if (*end == ':' && end[1] >= '0' && end[1] <= '9')
-        strtoull(end + 1, &end, 10);
-    return *v >= '0' && *v <= '9' && !*end;
+    errno = 0;
+    *n = strtoull(v, &end, 10);
+    int ok = *v >= '0' && *v <= '9' && !errno;
+    *card = -1;
+    if (ok && *end == ':' && end[1] >= '0' && end[1] <= '9') {
+        const long k = strtol(end + 1, &end, 10);
+        ok = k < 64;
+        *card = (int)k;
+    }
+    return ok && !*end;
 }
 
 static int tp_parse(int argc, char **argv, tp_args *a)
@@ -137,11 +145,9 @@ static int tp_parse(int argc, char **argv, tp_args *a)
             a->system = v;
         else if (v && !strcmp(o, "--config") && ++i)
             a->config = v;
-        else if (v && !strcmp(o, "--max-insns") && insns_ok(v) && ++i) {
-            char *end;
-            a->opt.max_insns = strtoull(v, &end, 10);
-            a->limit_card = *end == ':' ? atoi(end + 1) : -1;
-        } else if (v && !strcmp(o, "-o") && ++i)
+        else if (v && !strcmp(o, "--max-insns") && insns_parse(v, &a->opt.max_insns, &a->limit_card))
+            i++;
+        else if (v && !strcmp(o, "-o") && ++i)
             a->out = v;
         else if (v && !strcmp(o, "--seed") && !isa_parse_int(v, &seed) && seed >= 0 && ++i)
             a->seed = (uint64_t)seed;
@@ -162,6 +168,10 @@ static int tp_parse(int argc, char **argv, tp_args *a)
         a->opt.trace = a->level;
     if (!a->path || a->ncards < 1 || a->ncards > 64) {
         fprintf(stderr, "spyre run: --tp takes a number of cards in [1, 64] and a graph\n");
+        return -1;
+    }
+    if (a->limit_card >= a->ncards) { /* no card would have the limit */
+        fprintf(stderr, "spyre run: --max-insns N:%d: the cards are 0 to %d\n", a->limit_card, a->ncards - 1);
         return -1;
     }
     return 0;
