@@ -386,7 +386,7 @@ static void test_a_bias_slice_starting_inside_a_stick_runs_on_the_device(void)
 
 /* Decompose folds an identity (clone) into the value it copies, but the
  * host op runs its source line, which reads the clone by name: the clone
- * of a device kernel's result, and of a view (its transpose). */
+ * of a device kernel's result, of a view (its transpose), of an input. */
 static const char *reads_clone = "graph host_reads_clone\n"
                                  "input %x: f32[8, 64]\n"
                                  "%e: f32[8, 64] = aten.exp.default(%x)\n"
@@ -400,6 +400,15 @@ static const char *reads_clone_of_view = "graph host_reads_clone_of_view\n"
                                          "%c: f32[8, 64] = aten.clone.default(%t, memory_format=\"contiguous_format\")\n"
                                          "%l: f32[8, 64] = aten.logcumsumexp.default(%c, 1)\n"
                                          "output %l\n";
+/* a graph input's clone, and a host result's detach read by another host op */
+static const char *reads_clone_of_input = "graph host_reads_clone_of_input\n"
+                                          "input %x: f32[8, 64]\n"
+                                          "%c: f32[8, 64] = aten.clone.default(%x)\n"
+                                          "%l: f32[8, 64] = aten.logcumsumexp.default(%c, 1)\n"
+                                          "%d: f32[8, 64] = aten.detach.default(%l)\n"
+                                          "%m: f32[8, 64] = aten.logcumsumexp.default(%d, 1)\n"
+                                          "%r: f32[8, 64] = aten.mul.Tensor(%m, %c)\n"
+                                          "output %r\n";
 
 /* --check's verdict is the DL16-aware tolerance of docs/validation.md:
  * the host op computes in fp32 from its input as the device stored it
@@ -416,6 +425,10 @@ static void test_a_host_op_reads_a_value_folded_into_anothers_buffer(void)
         CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
         CU_ASSERT_EQUAL(run_checked(reads_clone_of_view, opts[i]), 0);
         TU_ASSERT_CONTAINS(out, "check l: ");
+        CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
+        CU_ASSERT_EQUAL(run_checked(reads_clone_of_input, opts[i]), 0);
+        TU_ASSERT_CONTAINS(out, "fallback_ops=2 ");
+        TU_ASSERT_CONTAINS(out, "check r: ");
         CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
     }
     /* the op reads the buffer under the clone's name */
