@@ -384,6 +384,82 @@ static void test_a_bias_slice_starting_inside_a_stick_runs_on_the_device(void)
     remove(g);
 }
 
+/* Decompose folds an identity (clone) into the value it copies, but the
+ * host op runs its source line, which reads the clone by name: the clone
+ * of a device kernel's result, of a view (its transpose), of an input. */
+static const char *reads_clone = "graph host_reads_clone\n"
+                                 "input %x: f32[8, 64]\n"
+                                 "%e: f32[8, 64] = aten.exp.default(%x)\n"
+                                 "%c: f32[8, 64] = aten.clone.default(%e)\n"
+                                 "%l: f32[8, 64] = aten.logcumsumexp.default(%c, 1)\n"
+                                 "%r: f32[8, 64] = aten.mul.Tensor(%l, %x)\n"
+                                 "output %r\n";
+static const char *reads_clone_of_view = "graph host_reads_clone_of_view\n"
+                                         "input %x: f32[64, 8]\n"
+                                         "%t: f32[8, 64] = aten.t.default(%x)\n"
+                                         "%c: f32[8, 64] = aten.clone.default(%t, memory_format=\"contiguous_format\")\n"
+                                         "%l: f32[8, 64] = aten.logcumsumexp.default(%c, 1)\n"
+                                         "output %l\n";
+/* a graph input's clone, and a host result's detach read by another host op */
+static const char *reads_clone_of_input = "graph host_reads_clone_of_input\n"
+                                          "input %x: f32[8, 64]\n"
+                                          "%c: f32[8, 64] = aten.clone.default(%x)\n"
+                                          "%l: f32[8, 64] = aten.logcumsumexp.default(%c, 1)\n"
+                                          "%d: f32[8, 64] = aten.detach.default(%l)\n"
+                                          "%m: f32[8, 64] = aten.logcumsumexp.default(%d, 1)\n"
+                                          "%r: f32[8, 64] = aten.mul.Tensor(%m, %c)\n"
+                                          "output %r\n";
+
+/* --check's verdict is the DL16-aware tolerance of docs/validation.md:
+ * the host op computes in fp32 from its input as the device stored it
+ * (DL16, 10-bit significand), the reference from the unrounded fp32
+ * values, so each element may differ by the input's rounding carried
+ * through the op; ` ok` means every element is within it. */
+static void test_a_host_op_reads_a_value_folded_into_anothers_buffer(void)
+{
+    const char *opts[] = {" --config spyre", " --config spyre-4core"};
+    for (int i = 0; i < 2; i++) {
+        CU_ASSERT_EQUAL(run_checked(reads_clone, opts[i]), 0);
+        TU_ASSERT_CONTAINS(out, "fallback_ops=1 ");
+        TU_ASSERT_CONTAINS(out, "check r: ");
+        CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
+        CU_ASSERT_EQUAL(run_checked(reads_clone_of_view, opts[i]), 0);
+        TU_ASSERT_CONTAINS(out, "check l: ");
+        CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
+        CU_ASSERT_EQUAL(run_checked(reads_clone_of_input, opts[i]), 0);
+        TU_ASSERT_CONTAINS(out, "fallback_ops=2 ");
+        TU_ASSERT_CONTAINS(out, "check r: ");
+        CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
+    }
+    /* the op reads the buffer under the clone's name */
+    char g[512], cmd[1024];
+    write_graph(reads_clone_of_view, g, sizeof g);
+    snprintf(cmd, sizeof cmd, "compile %s --report -o /dev/null", g);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+    TU_ASSERT_CONTAINS(out, "  ops: aten.logcumsumexp.default (line 5)\n  reads: c f32[8, 64]\n");
+    remove(g);
+}
+
+/* A chip whose LX holds almost nothing puts most of encoder_small's ops
+ * on the host, one of them reading `%clone` (of a transpose); the run
+ * checks against the reference executor and PyTorch's expected output
+ * under the same DL16-aware tolerance. */
+static void test_encoder_small_on_a_tiny_lx_runs_its_host_ops_and_checks(void)
+{
+    char cfg[512], text[1024], cmd[2048];
+    snprintf(text, sizeof text, "include = %s/chip/configs/spyre.cfg\nname = spyre-tinylx\nlx_usable_bytes = 8192\n",
+             SPYRE_SOURCE_DIR);
+    tu_write_tmpfile(".cfg", text, strlen(text), cfg, sizeof cfg);
+    snprintf(cmd, sizeof cmd, "run %s/traces/encoder_small --check --config %s", SPYRE_SOURCE_DIR, cfg);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+    CU_ASSERT_PTR_NULL(strstr(out, "fallback_ops=0 "));
+    TU_ASSERT_CONTAINS(out, "check getitem_6: ");
+    TU_ASSERT_CONTAINS(out, "expected getitem_6: ");
+    CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
+    CU_ASSERT_PTR_NULL(strstr(out, "FAULT"));
+    remove(cfg);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -411,6 +487,10 @@ int main(void)
         {"a weight a kernel also reads keeps the kernel's stick", test_a_weight_a_kernel_also_reads_keeps_the_kernels_stick},
         {"a bias slice starting inside a stick runs on the device",
          test_a_bias_slice_starting_inside_a_stick_runs_on_the_device},
+        {"a host op reads a value folded into another's buffer",
+         test_a_host_op_reads_a_value_folded_into_anothers_buffer},
+        {"encoder_small on a tiny LX runs its host ops and checks",
+         test_encoder_small_on_a_tiny_lx_runs_its_host_ops_and_checks},
         {NULL, NULL},
     };
     return tu_run("fallback", tests);

@@ -2341,11 +2341,12 @@ static int is_whole_buffer(lctx *c, int v, int b)
 }
 
 /* The buffer a host op reads value v from: v whole, contiguous, under
- * v's own name (the runtime finds the op's tensors by their values'
- * names in the program's graph). */
-static int host_input(lctx *c, int v)
+ * `name`, the name of the source graph's value the op reads (the runtime
+ * finds the op's tensors by their values' names in the program's graph;
+ * decompose may have folded that value into another, a clone into the
+ * value it copies, and the copy here brings the name back). */
+static int host_input(lctx *c, int v, const char *name)
 {
-    const char *name = c->d->values[v].name;
     lval *V = &c->vals[v];
     if (c->bases[V->base].buf < 0 && same_type(&V->type, &c->bases[V->base].type))
         realize_for_reuse(c, v);
@@ -2368,17 +2369,21 @@ static int host_input(lctx *c, int v)
     return b;
 }
 
-static void host_inputs(lctx *c, const gr_arg *a, ir_node *n)
+/* Argument a of the host op's node in d and s, the same argument of its
+ * source node (decompose copied one into the other, each value mapped to
+ * its value in d; s NULL: no source graph, d's names). */
+static void host_inputs(lctx *c, const gr_arg *a, const gr_arg *s, ir_node *n)
 {
     if (a->kind == GR_ARG_VALUE) {
-        int b = host_input(c, a->value);
+        const char *name = s ? c->p->graph->values[s->value].name : c->d->values[a->value].name;
+        int b = host_input(c, a->value, name);
         for (int i = 0; i < n->nhin; i++)
             if (n->hin[i] == b)
                 return;
         n->hin[n->nhin++] = b;
     }
     for (int i = 0; i < a->nitems; i++)
-        host_inputs(c, &a->items[i], n);
+        host_inputs(c, &a->items[i], s ? &s->items[i] : NULL, n);
 }
 
 static int count_values(const gr_arg *a)
@@ -2406,8 +2411,9 @@ static void l_host(lctx *c, int id)
     for (int i = 0; i < dn->nargs; i++)
         cap += count_values(&dn->args[i]);
     tmp.hin = ir_xalloc((size_t)cap * sizeof *tmp.hin);
+    const gr_node *sn = c->p->graph ? &c->p->graph->nodes[src] : NULL;
     for (int i = 0; i < dn->nargs; i++)
-        host_inputs(c, &dn->args[i], &tmp);
+        host_inputs(c, &dn->args[i], sn ? &sn->args[i] : NULL, &tmp);
     int buf = ir_buf_new(c->p, dv->name, &dv->type, IR_BUF_COMPUTED);
     int n = ir_node_new(c->p, IR_HOST, buf);
     ir_node *N = &c->p->nodes[n];
