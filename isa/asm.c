@@ -5,9 +5,12 @@
  *   leading whitespace are ignored
  *   .config NAME [ncores=N] [lx=BYTES] [stick=BYTES]
  *   .core N                   following instructions go to core N
- *   .kernel NAME              the next instructions of this .core block
+ *   .kernel NAME [rec=N]      the next instructions of this .core block
  *                             form kernel NAME, up to the next .kernel,
- *                             .endkernel or the end of the block
+ *                             .endkernel or the end of the block; rec=:
+ *                             its place in the program's kernel records
+ *                             (every .kernel gives one or none does: then
+ *                             the records are in text order)
  *   .endkernel                end the open kernel here
  *   .tensor NAME ROLE HOSTDTYPE DIMS [dev=dl16|f32] [at=OFFSET]
  *           [stick=DIM] [bytes=BYTES] [const=OFFSET]
@@ -26,6 +29,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,6 +95,13 @@ typedef struct {
     char kernel_name[ISA_NAME_MAX];
     size_t kernel_first;   /* its first instruction */
     int kernel_line;
+    long kernel_rec;       /* its rec=, -1 without */
+    /* each kernel record's rec= (-1 without) and .kernel line, in text order */
+    struct asm_krec {
+        long rec;
+        int line;
+    } *krec;
+    int nkrec, krec_cap;
 } assembler;
 
 static int fail(assembler *a, const char *fmt, ...)
@@ -211,13 +222,70 @@ static int close_kernel(assembler *a)
         return fail(a, ".kernel %s has no instructions", a->kernel_name);
     }
     isa_program_add_kernel(a->p, a->kernel_name, a->core, (long)a->kernel_first, (long)n - 1);
+    if (a->nkrec == a->krec_cap) {
+        a->krec_cap = a->krec_cap ? 2 * a->krec_cap : 64;
+        a->krec = realloc(a->krec, (size_t)a->krec_cap * sizeof *a->krec);
+        if (!a->krec) {
+            fprintf(stderr, "spyre: out of memory\n");
+            abort();
+        }
+    }
+    a->krec[a->nkrec++] = (struct asm_krec){a->kernel_rec, a->kernel_line};
     return 0;
+}
+
+/* With rec=, put every kernel record at its number: a compiled program
+ * lists them kernel by kernel, which the text (core by core) cannot show. */
+static int order_kernels(assembler *a)
+{
+    isa_program *p = a->p;
+    size_t n = p->nkernels;
+    if (!n || a->krec[0].rec < 0) {
+        for (size_t i = 0; i < n; i++)
+            if (a->krec[i].rec >= 0) {
+                a->line = a->krec[i].line;
+                return fail(a, ".kernel %s: rec= here but not on line %d (every .kernel gives one or none does)",
+                            p->kernels[i].name, a->krec[0].line);
+            }
+        return 0;
+    }
+    isa_kernel *out = malloc(n * sizeof *out);
+    char *seen = calloc(n, 1);
+    int rc = 0;
+    if (!out || !seen) {
+        fprintf(stderr, "spyre: out of memory\n");
+        abort();
+    }
+    for (size_t i = 0; i < n && !rc; i++) {
+        long r = a->krec[i].rec;
+        a->line = a->krec[i].line;
+        if (r < 0)
+            rc = fail(a, ".kernel %s: no rec= here but one on line %d (every .kernel gives one or none does)",
+                      p->kernels[i].name, a->krec[0].line);
+        else if ((size_t)r >= n)
+            rc = fail(a, ".kernel %s rec=%ld: the program has %zu kernels (rec= counts from 0)", p->kernels[i].name,
+                      r, n);
+        else if (seen[r])
+            rc = fail(a, ".kernel %s rec=%ld: another .kernel has that rec=", p->kernels[i].name, r);
+        else
+            out[r] = p->kernels[i];
+        if (!rc)
+            seen[r] = 1;
+    }
+    if (!rc)
+        memcpy(p->kernels, out, n * sizeof *out);
+    free(out);
+    free(seen);
+    return rc;
 }
 
 static int dir_kernel(assembler *a, char **tok, int n)
 {
-    if (n != 2)
-        return fail(a, "expected .kernel NAME");
+    uint64_t rec = 0;
+    if (n < 2 || n > 3 || (n == 3 && strncmp(tok[2], "rec=", 4)))
+        return fail(a, "expected .kernel NAME [rec=N]");
+    if (n == 3 && parse_bounded(a, ".kernel rec", tok[2] + 4, 0, LONG_MAX, &rec))
+        return -1;
     if (a->core < 0)
         return fail(a, ".kernel outside a core: put '.core N' before it");
     if (strlen(tok[1]) >= ISA_NAME_MAX)
@@ -230,6 +298,7 @@ static int dir_kernel(assembler *a, char **tok, int n)
     snprintf(a->kernel_name, sizeof a->kernel_name, "%s", tok[1]);
     a->kernel_first = a->p->cores[a->core].n;
     a->kernel_line = a->line;
+    a->kernel_rec = n == 3 ? (long)rec : -1;
     return 0;
 }
 
@@ -532,6 +601,8 @@ static int finish(assembler *a)
     if (close_kernel(a))
         return -1;
     isa_program *p = program(a);
+    if (order_kernels(a))
+        return -1;
     uint64_t need = 0;
     for (size_t i = 0; i < p->ntensors; i++) {
         const isa_tensor *t = &p->tensors[i];
@@ -635,6 +706,7 @@ isa_program *isa_assemble(const char *text, const char *filename, char *err, siz
     if (rc == 0)
         rc = finish(&a);
     free(a.tensor_line);
+    free(a.krec);
     free(a.consts.buf);
     free(a.graph.buf);
     if (rc) {
@@ -658,7 +730,7 @@ static const char *name_of(const char *const *names, int v)
 
 /* Core c's kernels that the text can express, in stream order: in range,
  * printable and clear of the one before; returns how many, their indices
- * in idx.  Every other kernel of c is noted as a comment. */
+ * in idx.  Every other kernel of c is noted as a comment in s (if s). */
 static size_t core_kernels(strbuf *s, const isa_program *p, int c, size_t *idx)
 {
     size_t n = 0;
@@ -677,7 +749,7 @@ static size_t core_kernels(strbuf *s, const isa_program *p, int c, size_t *idx)
             isa_name_printable(k->name)) {
             idx[kept++] = idx[j];
             end = k->last;
-        } else {
+        } else if (s) {
             sb_printf(s,
                       "# kernel %zu [%ld, %ld] cannot be written as .kernel (overlapping, outside the stream, "
                       "or an unprintable name)\n",
@@ -685,6 +757,39 @@ static size_t core_kernels(strbuf *s, const isa_program *p, int c, size_t *idx)
         }
     }
     return kept;
+}
+
+/* Each expressible kernel's rec=, its place among them in p's records,
+ * when that order is not the text's (core by core, as the assembler
+ * lists them without rec=); NULL when it is.  idx: scratch. */
+static long *kernel_recs(const isa_program *p, size_t *idx)
+{
+    long *rec = malloc((p->nkernels ? p->nkernels : 1) * sizeof *rec);
+    if (!rec) {
+        fprintf(stderr, "spyre: out of memory\n");
+        abort();
+    }
+    int text_order = 1;
+    size_t prev = 0, seen = 0;
+    for (size_t i = 0; i < p->nkernels; i++)
+        rec[i] = -1;
+    for (int c = 0; c < p->ncores; c++) {
+        size_t nk = p->cores[c].n ? core_kernels(NULL, p, c, idx) : 0;
+        for (size_t j = 0; j < nk; j++, seen++) {
+            text_order &= !seen || idx[j] > prev;
+            prev = idx[j];
+            rec[idx[j]] = 0;
+        }
+    }
+    if (text_order) {
+        free(rec);
+        return NULL;
+    }
+    long r = 0;
+    for (size_t i = 0; i < p->nkernels; i++)
+        if (rec[i] == 0)
+            rec[i] = r++;
+    return rec;
 }
 
 char *isa_disassemble(const isa_program *p)
@@ -741,6 +846,7 @@ char *isa_disassemble(const isa_program *p)
         fprintf(stderr, "spyre: out of memory\n");
         abort();
     }
+    long *rec = kernel_recs(p, kidx);
     for (int c = 0; c < p->ncores; c++) {
         const isa_stream *st = &p->cores[c];
         if (!st->n)
@@ -753,7 +859,10 @@ char *isa_disassemble(const isa_program *p)
             char text[1024];
             const isa_kernel *k = next < nk ? &p->kernels[kidx[next]] : NULL;
             if (k && (size_t)k->first == i) {
-                sb_printf(&s, ".kernel %s\n", k->name);
+                sb_printf(&s, ".kernel %s", k->name);
+                if (rec)
+                    sb_printf(&s, " rec=%ld", rec[kidx[next]]);
+                sb_printf(&s, "\n");
                 open = k;
                 next++;
             }
@@ -779,5 +888,6 @@ char *isa_disassemble(const isa_program *p)
                       k->core);
     }
     free(kidx);
+    free(rec);
     return s.buf;
 }

@@ -351,6 +351,47 @@ static void test_info_and_dis_describe_a_generated_program(void)
     remove(elf2);
 }
 
+/* Do two files hold the same bytes? */
+static int same_bytes(const char *a, const char *b)
+{
+    size_t na, nb;
+    char *x = tu_read_file(a, &na), *y = tu_read_file(b, &nb);
+    int same = x && y && na == nb && !memcmp(x, y, na);
+    free(x);
+    free(y);
+    return same;
+}
+
+/* transformer_small's kernel records go kernel by kernel (k5 on cores
+ * 8-11 before k6 on cores 0-7), not core by core as the text lists
+ * them: dis writes rec= and as puts them back, so the stats' kernels[]
+ * keep their order too (session 33 found k6 before k5). */
+static void test_dis_then_as_of_a_compiled_multi_kernel_program_gives_the_same_elf_and_stats(void)
+{
+    char elf[512], s[512], elf2[512], js[512], js2[512], cmd[4096];
+    tu_tmpfile(".elf", elf, sizeof elf);
+    tu_tmpfile(".s", s, sizeof s);
+    tu_tmpfile(".elf", elf2, sizeof elf2);
+    tu_tmpfile(".json", js, sizeof js);
+    tu_tmpfile(".json", js2, sizeof js2);
+    expect_spyref("compile " SPYRE_SOURCE_DIR "/traces/transformer_small -o %s%s", elf, "", 0, NULL);
+    snprintf(cmd, sizeof cmd, "%s/spyre dis %s > %s", SPYRE_BINARY_DIR, elf, s);
+    CU_ASSERT_EQUAL_FATAL(system(cmd), 0);
+    CU_ASSERT_EQUAL_FATAL(spyref("as %s -o %s", s, elf2), 0);
+    CU_ASSERT(same_bytes(elf, elf2));
+    CU_ASSERT_EQUAL(spyref("run %s --no-values --stats-json %s", elf, js), 0);
+    CU_ASSERT_EQUAL(spyref("run %s --no-values --stats-json %s", elf2, js2), 0);
+    CU_ASSERT(same_bytes(js, js2));
+    char *j = tu_read_file(js2, NULL), *k5 = j ? strstr(j, "\"k5_") : NULL, *k6 = j ? strstr(j, "\"k6_") : NULL;
+    CU_ASSERT(k5 && k6 && k5 < k6);
+    free(j);
+    remove(elf);
+    remove(s);
+    remove(elf2);
+    remove(js);
+    remove(js2);
+}
+
 static void test_compile_reports_kernels_and_dumps_passes(void)
 {
     expect_spyre("compile " SPYRE_SOURCE_DIR "/traces/mlp", 0, "graph mlp: 2 kernels");
@@ -1192,6 +1233,8 @@ int main(void)
         {"stats_json_and_trace_files_are_written", test_stats_json_and_trace_files_are_written},
         {"info_and_dis_describe_a_generated_program", test_info_and_dis_describe_a_generated_program},
         {"compile_reports_kernels_and_dumps_passes", test_compile_reports_kernels_and_dumps_passes},
+        {"dis then as of a compiled multi-kernel program gives the same ELF and stats",
+         test_dis_then_as_of_a_compiled_multi_kernel_program_gives_the_same_elf_and_stats},
         {"compile_errors_name_the_graph_line", test_compile_errors_name_the_graph_line},
         {"ref_reproduces_pytorch_on_the_traces", test_ref_reproduces_pytorch_on_the_traces},
         {"run_graph_reports_top_kernels", test_run_graph_reports_top_kernels},

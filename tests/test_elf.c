@@ -930,15 +930,18 @@ static void test_kernels_assemble_disassemble_and_reassemble(void)
 
     char *text = isa_disassemble(p);
     CU_ASSERT_PTR_NOT_NULL_FATAL(text);
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, ".core 0\n.kernel only\nbar\nhalt\n.core 1\nli r=1\n.kernel first\n"
+    /* The text lists cores in order, the records are in text order: rec=
+     * says where each goes. */
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, ".core 0\n.kernel only rec=2\nbar\nhalt\n.core 1\nli r=1\n.kernel first rec=0\n"
                                         "loop n=2\n  dma.ld d=r1+0x0\n  addi r=1 v=128\nendl\n"
-                                        ".kernel second\nsig\nwait\n.endkernel\nbar\n.kernel tail\nnop\n"
+                                        ".kernel second rec=1\nsig\nwait\n.endkernel\nbar\n.kernel tail rec=3\nnop\n"
                                         ".endkernel\nhalt\n"));
     isa_program *q = assemble_ok(text, "k-dis.s");
-    /* The disassembly lists cores in order: the kernels come back sorted by core. */
     CU_ASSERT_EQUAL_FATAL(q->nkernels, 4);
-    CU_ASSERT_STRING_EQUAL(q->kernels[0].name, "only");
-    CU_ASSERT_STRING_EQUAL(q->kernels[3].name, "tail");
+    for (int i = 0; i < 4; i++) {
+        CU_ASSERT_STRING_EQUAL(q->kernels[i].name, names[i]);
+        CU_ASSERT_EQUAL(q->kernels[i].first, first[i]);
+    }
     expect_text_and_elf_agree(q, q, text); /* and through ELF */
     free(text);
     isa_program_free(p);
@@ -1055,6 +1058,14 @@ static void test_bad_directives_are_errors(void)
     expect_asm_error(".core 0\n.kernel k\n.endkernel\n", 2, "no instructions");
     expect_asm_error(".core 0\nnop\n.endkernel\n", 3, ".endkernel without an open .kernel");
     expect_asm_error(".core 0\n.kernel k\nnop\n.endkernel x\n", 4, "expected .endkernel alone");
+    /* rec= on every .kernel or none, numbering the records 0.. once each */
+    expect_asm_error(".core 0\n.kernel a x=1\nnop\n", 2, "expected .kernel NAME [rec=N]");
+    expect_asm_error(".core 0\n.kernel a rec=x\nnop\n", 2, ".kernel rec: 'x' is not a number");
+    expect_asm_error(".core 0\n.kernel a rec=1\nnop\n.kernel b\nnop\n", 4, "no rec= here but one on line 2");
+    expect_asm_error(".core 0\n.kernel a\nnop\n.kernel b rec=0\nnop\n", 4, "rec= here but not on line 2");
+    expect_asm_error(".core 0\n.kernel a rec=1\nnop\n.kernel b rec=2\nnop\n", 4, "the program has 2 kernels");
+    expect_asm_error(".core 0\n.kernel a rec=0\nnop\n.core 1\n.kernel b rec=0\nnop\n", 5,
+                     "another .kernel has that rec=");
 }
 
 /* ---- the weights region ---- */

@@ -32,7 +32,7 @@ static void asm_dict(void)
 {
     static const char *const directives[] = {".config", ".core", ".kernel", ".endkernel", ".tensor", ".dram",
                                              ".weights", ".const", ".graph", "ncores=", "lx=", "stick=",
-                                             "dev=", "at=", "bytes=", "const=", NULL};
+                                             "dev=", "at=", "bytes=", "const=", "rec=", NULL};
     names(directives);
     for (int op = 0; op < ISA_NOPS; op++) {
         const isa_opinfo *info = isa_info(op);
