@@ -377,12 +377,7 @@ static int sweep_journal(sw_sweep *s)
         fprintf(stderr, "spyre sweep: %s\n", s->err);
         return -1;
     }
-    char *json = isa_path_join(out, "sweep.json"), graph[256], config[256];
-    snprintf(graph, sizeof graph, "%s", s->gname);
-    snprintf(config, sizeof config, "%s", s->cfg.name);
-    int other = sw_json_names(json, graph, config, "as this run: another --out", s->err, sizeof s->err);
-    free(json);
-    if (other) {
+    if (sw_out_ours(out, s->gname, s->cfg.name, s->err, sizeof s->err)) {
         fprintf(stderr, "spyre sweep: %s\n", s->err);
         return -1;
     }

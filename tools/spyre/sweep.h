@@ -190,6 +190,8 @@ char *sw_read_if_present(const char *path, char *err, size_t errlen);
 /* The graph and config names of a sweep.json into graph and config (256
  * bytes each) if empty, else -1 with err when it names others (as: whose). */
 int sw_json_names(const char *path, char *graph, char *config, const char *as, char *err, size_t errlen);
+/* 0 when --out dir out holds no sweep of another graph or chip, else -1 with err. */
+int sw_out_ours(const char *out, const char *gname, const char *cname, char *err, size_t errlen);
 int sw_is_header(const char *line, const char *hdr);
 int sw_csv_each(const char *path, int (*is_header)(const char *line), int (*row)(const char *line, void *ctx),
                 void *ctx, const char *what, char *err, size_t errlen);

@@ -130,6 +130,18 @@ int sw_json_names(const char *path, char *graph, char *config, const char *as, c
     return err[0] ? -1 : 0;
 }
 
+/* Whether the --out directory out holds no sweep of another graph or chip
+ * than gname on cname (its sweep.json, if any): 0, or -1 with err. */
+int sw_out_ours(const char *out, const char *gname, const char *cname, char *err, size_t errlen)
+{
+    char *json = isa_path_join(out, "sweep.json"), graph[256], config[256];
+    snprintf(graph, sizeof graph, "%s", gname);
+    snprintf(config, sizeof config, "%s", cname);
+    int rc = sw_json_names(json, graph, config, "as this run: another --out", err, errlen);
+    free(json);
+    return rc;
+}
+
 /* Is line (without its '\n') the header line hdr (with it)? */
 int sw_is_header(const char *line, const char *hdr)
 {

@@ -236,12 +236,7 @@ static int vary_resume(sw_vsweep *v)
         fprintf(stderr, "spyre sweep: %s is not the CSV of a --vary sweep: use another --out\n", v->csv);
         return -1;
     }
-    char *json = isa_path_join(v->out, "sweep.json"), graph[256], config[256];
-    snprintf(graph, sizeof graph, "%s", v->gname);
-    snprintf(config, sizeof config, "%s", v->cfg.name);
-    int other = sw_json_names(json, graph, config, "as this run: another --out", v->err, sizeof v->err);
-    free(json);
-    if (other) {
+    if (sw_out_ours(v->out, v->gname, v->cfg.name, v->err, sizeof v->err)) {
         fprintf(stderr, "spyre sweep: %s\n", v->err);
         return -1;
     }
