@@ -27,6 +27,18 @@ static void write_graph(const char *text, char *path, size_t len)
     tu_write_tmpfile(".txt", text, strlen(text), path, len);
 }
 
+/* Compile graph text for the reference chip with --report into out; the
+ * exit code. */
+static int compiled_report(const char *text)
+{
+    char g[512], cmd[1024];
+    write_graph(text, g, sizeof g);
+    snprintf(cmd, sizeof cmd, "compile %s --report -o /dev/null", g);
+    int rc = tu_spyre(cmd, out, sizeof out);
+    remove(g);
+    return rc;
+}
+
 /* Run graph text with --check (and opts) into out; the exit code. */
 static int run_checked(const char *text, const char *opts)
 {
@@ -373,15 +385,11 @@ static void test_a_bias_slice_starting_inside_a_stick_runs_on_the_device(void)
         TU_ASSERT_CONTAINS(out, "check y1: ");
         CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
     }
-    char g[512], cmd[1024];
-    write_graph(text, g, sizeof g);
-    snprintf(cmd, sizeof cmd, "compile %s --report -o /dev/null", g);
-    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+    CU_ASSERT_EQUAL(compiled_report(text), 0);
     TU_ASSERT_CONTAINS(out, "  epilogue: y0[32*m + n] = acc + load(b, n)\n");
     TU_ASSERT_CONTAINS(out, ": pointwise [14, 64]\n  ops: aten.split_with_sizes.default (line 9), "
                             "aten.addmm.default (line 15)\n  reads: y1.mm f32[14, 64], b f32[96]\n");
     CU_ASSERT_PTR_NULL(strstr(out, ": host"));
-    remove(g);
 }
 
 /* Decompose folds an identity (clone) into the value it copies, but the
@@ -432,12 +440,8 @@ static void test_a_host_op_reads_a_value_folded_into_anothers_buffer(void)
         CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
     }
     /* the op reads the buffer under the clone's name */
-    char g[512], cmd[1024];
-    write_graph(reads_clone_of_view, g, sizeof g);
-    snprintf(cmd, sizeof cmd, "compile %s --report -o /dev/null", g);
-    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+    CU_ASSERT_EQUAL(compiled_report(reads_clone_of_view), 0);
     TU_ASSERT_CONTAINS(out, "  ops: aten.logcumsumexp.default (line 5)\n  reads: c f32[8, 64]\n");
-    remove(g);
 }
 
 /* A chip whose LX holds almost nothing puts most of encoder_small's ops
