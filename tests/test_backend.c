@@ -4132,6 +4132,30 @@ static void test_empty_inputs_feed_cat_reshape_and_mean_on_both_chips(void)
     }
 }
 
+/* OpInfo's pad.constant#7: a constant pad of an empty input loaded the
+ * input's one stick anyway (its where never picks it), a DRAM read of bytes
+ * the output overwrote with no order between the two: a race fault.  The
+ * pad of nothing is the value everywhere, with no load. */
+static void test_a_constant_pad_of_an_empty_input_is_the_value_on_both_chips(void)
+{
+    const char *text = "graph pad0\n"
+                       "input %x: f32[0, 3, 3]\n"
+                       "%p: f32[2, 5, 5] = aten.constant_pad_nd.default(%x, [1, 1, 1, 1, 1, 1], 1.5)\n"
+                       "output %p\n";
+    const char *names[] = {"p"};
+    for (int c = 0; c < 2; c++) {
+        float *v[1] = {0};
+        int64_t n[1] = {0};
+        CU_ASSERT_EQUAL_FATAL(run_and_read(text, "pad0.txt", both_chips[c], 1, names, v, n), 0);
+        CU_ASSERT_EQUAL_FATAL(n[0], 50);
+        int value = 0;
+        for (int i = 0; i < 50; i++)
+            value += v[0][i] == 1.5f;
+        CU_ASSERT_EQUAL(value, 50);
+        free(v[0]);
+    }
+}
+
 /* OpInfo's mean#1: the mean over dim 0 of a 0-d tensor divided by a
  * count read past the shape (0: NaN).  A 0-d tensor's dim 0 is its one
  * element: mean, sum and amax over it give the element, and so does
@@ -5213,6 +5237,8 @@ int main(void)
         {"graphs with an empty batch run to empty outputs on both chips",
          test_graphs_with_an_empty_batch_run_to_empty_outputs_on_both_chips},
         {"empty inputs feed cat, reshape and mean on both chips", test_empty_inputs_feed_cat_reshape_and_mean_on_both_chips},
+        {"a constant pad of an empty input is the value on both chips",
+         test_a_constant_pad_of_an_empty_input_is_the_value_on_both_chips},
         {"reductions over dim 0 of a 0-d tensor give the element on both chips",
          test_reductions_over_dim_0_of_a_0d_tensor_give_the_element_on_both_chips},
         {"outputs that are inputs or views of inputs run and validate on both chips",
