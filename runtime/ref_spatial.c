@@ -51,24 +51,30 @@ static int op_constant_pad(ex *E, int unused)
 
 /* reflection_padNd(self, padding) (code 0), replication_padNd (1): the
  * last padding.size / 2 dims widened by mirrored (edge excluded) or
- * repeated edge elements. */
+ * repeated edge elements.  A negative padding crops that side first (the
+ * window from[d], n[d] long), and the mirror or edge is the cropped one's,
+ * as PyTorch's. */
 static int op_mode_pad(ex *E, int replicate)
 {
     const tens *x = ref_arg_tensor(E, 0, "self");
-    int64_t pad[2 * MAXR], shape[MAXR], lo[MAXR] = {0};
+    int64_t pad[2 * MAXR], shape[MAXR], lo[MAXR] = {0}, from[MAXR] = {0}, len[MAXR];
     int cnt;
     if (!x || ref_arg_ints(E, 1, "padding", pad, &cnt, 2 * MAXR))
         return -1;
     if (cnt <= 0 || cnt % 2 || cnt / 2 > x->rank)
         return ref_fail(E, "padding has %d elements: an even number, at most 2 per dimension", cnt);
     memcpy(shape, x->shape, sizeof shape);
+    memcpy(len, x->shape, sizeof len);
     for (int k = 0; k < cnt / 2; k++) {
         int d = x->rank - 1 - k;
-        int64_t p0 = pad[2 * k], p1 = pad[2 * k + 1], n = x->shape[d];
-        if (p0 < 0 || p1 < 0 || !n || (!replicate && (p0 >= n || p1 >= n)))
+        int64_t p0 = pad[2 * k], p1 = pad[2 * k + 1];
+        from[d] = p0 < 0 ? -p0 : 0;
+        len[d] += (p0 < 0 ? p0 : 0) + (p1 < 0 ? p1 : 0);
+        lo[d] = p0 < 0 ? 0 : p0;
+        int64_t n = len[d], hi = p1 < 0 ? 0 : p1;
+        if (n <= 0 || (!replicate && (lo[d] >= n || hi >= n)))
             return ref_fail(E, "padding of dimension %d out of range for its size %lld", d, (long long)x->shape[d]);
-        lo[d] = pad[2 * k];
-        shape[d] += pad[2 * k] + pad[2 * k + 1];
+        shape[d] = n + lo[d] + hi;
     }
     tens *o = ref_new_result(E, kind_of(x->dtype), x->rank, shape);
     if (!o)
@@ -77,12 +83,12 @@ static int op_mode_pad(ex *E, int replicate)
     for (int64_t k = 0; k < o->n; k++) {
         int64_t src = 0;
         for (int d = 0; d < x->rank; d++) {
-            int64_t j = idx[d] - lo[d], n = x->shape[d];
+            int64_t j = idx[d] - lo[d], n = len[d];
             if (replicate)
                 j = j < 0 ? 0 : j >= n ? n - 1 : j;
             else
                 j = j < 0 ? -j : j >= n ? 2 * (n - 1) - j : j;
-            src = src * n + j;
+            src = src * x->shape[d] + from[d] + j;
         }
         if (o->f)
             o->f[k] = x->f[src];

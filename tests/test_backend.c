@@ -4485,6 +4485,35 @@ static void test_padding_pooling_norms_and_upsampling_validate_on_both_chips(voi
     }
 }
 
+/* OpInfo's pad.reflect#11 and pad.replicate#11: a negative padding crops
+ * that side (PyTorch mirrors and repeats about the cropped edge); it was
+ * refused by the compiler and the host alike.  [-1, 1, -2, 1] on a 4x4:
+ * rows 2, 3 then 2 (reflect) or 3 (replicate), columns 1, 2, 3 then 2 or 3. */
+static void test_negative_mode_pads_crop_then_pad_on_both_chips(void)
+{
+    const char *text = "graph negpad\n"
+                       "input %x: f32[1, 3, 4, 4]\n"
+                       "%rf: f32[1, 3, 3, 4] = aten.reflection_pad2d.default(%x, [-1, 1, -2, 1])\n"
+                       "%rp: f32[1, 3, 3, 4] = aten.replication_pad2d.default(%x, [-1, 1, -2, 1])\n"
+                       "output %rf, %rp\n";
+    const char *names[] = {"rf", "rp", "x"};
+    const int rows[2][3] = {{2, 3, 2}, {2, 3, 3}}, cols[2][4] = {{1, 2, 3, 2}, {1, 2, 3, 3}};
+    for (int c = 0; c < 2; c++) {
+        float *v[3] = {0};
+        int64_t n[3] = {0};
+        CU_ASSERT_EQUAL_FATAL(run_and_read(text, "negpad.txt", both_chips[c], 3, names, v, n), 0);
+        int same = 0;
+        for (int m = 0; m < 2; m++)
+            for (int i = 0; i < 36 && n[m] == 36; i++) {
+                float want = v[2][i / 12 * 16 + rows[m][i / 4 % 3] * 4 + cols[m][i % 4]];
+                same += fabsf(v[m][i] - want) <= 0x1p-9f * fabsf(want) + 1e-6f;
+            }
+        CU_ASSERT_EQUAL(same, 72);
+        for (int i = 0; i < 3; i++)
+            free(v[i]);
+    }
+}
+
 /* Issue 12: a value name of about 250 characters looped forever (a
  * generated name cut to 255 bytes lost its ".N" suffix).  Names of any
  * length run; device tensors of names over 63 bytes get shortened names
@@ -5237,6 +5266,7 @@ int main(void)
         {"graphs with an empty batch run to empty outputs on both chips",
          test_graphs_with_an_empty_batch_run_to_empty_outputs_on_both_chips},
         {"empty inputs feed cat, reshape and mean on both chips", test_empty_inputs_feed_cat_reshape_and_mean_on_both_chips},
+        {"negative mode pads crop, then pad, on both chips", test_negative_mode_pads_crop_then_pad_on_both_chips},
         {"a constant pad of an empty input is the value on both chips",
          test_a_constant_pad_of_an_empty_input_is_the_value_on_both_chips},
         {"reductions over dim 0 of a 0-d tensor give the element on both chips",

@@ -2329,11 +2329,19 @@ static int r_adaptive_pool2d(dctx *c, const gr_node *n, int *out)
 
 /* x widened along dim d by lo and hi elements, a cat of slices: mirrored
  * elements (reflect: x[lo], .., x[1] before, x[n-2], .. after) or the edge
- * element expanded (replicate). */
+ * element expanded (replicate).  A negative lo or hi crops that side
+ * first: PyTorch mirrors and repeats about the cropped edges. */
 static int pad_dim(dctx *c, int x, int d, int64_t lo, int64_t hi, int replicate)
 {
     gr_ttype t = dc_T(c, x);
     int64_t n = t.shape[d];
+    if ((lo < 0 || hi < 0) && n + (lo < 0 ? lo : 0) + (hi < 0 ? hi : 0) > 0) {
+        x = dc_slice(c, x, d, lo < 0 ? -lo : 0, hi < 0 ? n + hi : n, 1);
+        t = dc_T(c, x);
+        n = t.shape[d];
+        lo = lo < 0 ? 0 : lo;
+        hi = hi < 0 ? 0 : hi;
+    }
     if (lo < 0 || hi < 0 || !n || (!replicate && (lo >= n || hi >= n)) || lo + hi > 200)
         dc_fail(c, "padding of dimension %d out of range for its size %lld (or over 200)", d, (long long)n);
     int v[256], nv = 0;
