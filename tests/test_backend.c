@@ -4514,6 +4514,40 @@ static void test_negative_mode_pads_crop_then_pad_on_both_chips(void)
     }
 }
 
+/* OpInfo's interpolate.nearest#8-#11 and upsample_nearest#8-#11 (5-D
+ * inputs) were refused: neither the compiler nor the host had
+ * upsample_nearest3d.  Each of the last three axes goes as the 1-D and 2-D
+ * forms do: output i reads floor(i * in / out), or i / factor. */
+static void test_nearest_upsampling_of_three_axes_validates_on_both_chips(void)
+{
+    const char *text = "graph near3\n"
+                       "input %x: f32[2, 3, 4, 4, 4]\n"
+                       "%a: f32[2, 3, 3, 3, 3] = aten.upsample_nearest3d.vec(%x, [3, 3, 3], None)\n"
+                       "%b: f32[2, 3, 8, 4, 2] = aten.upsample_nearest3d.vec(%x, None, [2.0, 1.0, 0.5])\n"
+                       "output %a, %b\n";
+    const char *names[] = {"a", "b", "x"};
+    const int64_t out[2][3] = {{3, 3, 3}, {8, 4, 2}};
+    const float scale[2][3] = {{4.0f / 3, 4.0f / 3, 4.0f / 3}, {0.5f, 1.0f, 2.0f}};
+    for (int c = 0; c < 2; c++) {
+        float *v[3] = {0};
+        int64_t n[3] = {0};
+        CU_ASSERT_EQUAL_FATAL(run_and_read(text, "near3.txt", both_chips[c], 3, names, v, n), 0);
+        int same = 0;
+        for (int m = 0; m < 2; m++)
+            for (int64_t k = 0; k < n[m]; k++) {
+                int64_t at[3] = {k / (out[m][1] * out[m][2]) % out[m][0], k / out[m][2] % out[m][1], k % out[m][2]};
+                int64_t src = k / (out[m][0] * out[m][1] * out[m][2]) * 64;
+                for (int a = 0; a < 3; a++)
+                    src = src + (int64_t)floorf((float)at[a] * scale[m][a]) * (a == 0 ? 16 : a == 1 ? 4 : 1);
+                same += fabsf(v[m][k] - v[2][src]) <= 0x1p-9f * fabsf(v[2][src]) + 1e-6f;
+            }
+        CU_ASSERT_EQUAL(n[0] + n[1], 162 + 384);
+        CU_ASSERT_EQUAL(same, 162 + 384);
+        for (int i = 0; i < 3; i++)
+            free(v[i]);
+    }
+}
+
 /* Issue 12: a value name of about 250 characters looped forever (a
  * generated name cut to 255 bytes lost its ".N" suffix).  Names of any
  * length run; device tensors of names over 63 bytes get shortened names
@@ -5267,6 +5301,8 @@ int main(void)
          test_graphs_with_an_empty_batch_run_to_empty_outputs_on_both_chips},
         {"empty inputs feed cat, reshape and mean on both chips", test_empty_inputs_feed_cat_reshape_and_mean_on_both_chips},
         {"negative mode pads crop, then pad, on both chips", test_negative_mode_pads_crop_then_pad_on_both_chips},
+        {"nearest upsampling of three axes validates on both chips",
+         test_nearest_upsampling_of_three_axes_validates_on_both_chips},
         {"a constant pad of an empty input is the value on both chips",
          test_a_constant_pad_of_an_empty_input_is_the_value_on_both_chips},
         {"reductions over dim 0 of a 0-d tensor give the element on both chips",

@@ -2455,13 +2455,14 @@ static int nearest_axis(dctx *c, int x, int d, int64_t to, float scale)
     return nv == 1 ? v[0] : DC_EMIT(c, "aten.cat.default", t, da_vals(nv, v), da_int(d));
 }
 
-/* upsample_nearest1d/2d(input, output_size, scales...) and .vec(input,
- * output_size, scale_factors): each of the last 1 or 2 axes by nearest_axis */
+/* upsample_nearest1d/2d/3d(input, output_size, scales...) and .vec(input,
+ * output_size, scale_factors): each of the last 1 to 3 axes by nearest_axis */
 static int r_upsample_nearest(dctx *c, const gr_node *n, int *out)
 {
-    int x = dc_val(c, n, 0, "input"), nd = strstr(n->base, "2d") ? 2 : 1;
+    static const char *const scales[3][3] = {{"scales"}, {"scales_h", "scales_w"}, {"scales_d", "scales_h", "scales_w"}};
+    int x = dc_val(c, n, 0, "input"), nd = strstr(n->base, "3d") ? 3 : strstr(n->base, "2d") ? 2 : 1;
     gr_ttype t = dc_T(c, x);
-    int64_t os[2] = {0};
+    int64_t os[GR_MAX_RANK] = {0};
     int cnt = dc_ints(c, n, 1, "output_size", os);
     const gr_arg *vf = gr_node_arg(n, 2, "scale_factors");
     int vec = strstr(n->op, ".vec") != NULL;
@@ -2469,7 +2470,7 @@ static int r_upsample_nearest(dctx *c, const gr_node *n, int *out)
         dc_fail(c, "needs an input of rank %d or more and %d output sizes", nd + 1, nd);
     for (int a = 0; a < nd; a++) {
         const gr_arg *f = vec ? (vf && vf->kind == GR_ARG_LIST && vf->nitems == nd ? &vf->items[a] : NULL)
-                              : gr_node_arg(n, 2 + a, a ? "scales_w" : nd == 1 ? "scales" : "scales_h");
+                              : gr_node_arg(n, 2 + a, scales[nd - 1][a]);
         double v = dc_is_number(f) ? (f->kind == GR_ARG_FLOAT ? f->f : (double)f->i) : 0;
         int d = t.rank - nd + a;
         int64_t in = t.shape[d], to = cnt > 0 ? os[a] : (int64_t)floor((double)in * v);
@@ -2654,6 +2655,7 @@ static const struct {
                                                "tensor of as many rows: mm by a constant 0/1 matrix); else cat of the runs of evenly "
                                                "stepping sources (strided slices, or an element expanded)"},
     {"upsample_nearest2d", r_upsample_nearest, "as upsample_nearest1d, per axis"},
+    {"upsample_nearest3d", r_upsample_nearest, "as upsample_nearest1d, per axis"},
     {"upsample_linear1d", dc_r_upsample_interp, "per spatial axis from the last, one product with a constant "
                                                 "(out x in) matrix of PyTorch's weights"},
     {"upsample_bilinear2d", dc_r_upsample_interp, "as upsample_linear1d"},
