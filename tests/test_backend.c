@@ -4548,6 +4548,33 @@ static void test_nearest_upsampling_of_three_axes_validates_on_both_chips(void)
     }
 }
 
+/* OpInfo's linalg.matrix_power#6 and #12 (power 0: an identity expanded
+ * by expand_copy) were refused: neither the compiler nor the host knew
+ * expand_copy.  It parses as expand, on the device: the identity, once a
+ * batch. */
+static void test_expand_copy_runs_as_expand_on_both_chips(void)
+{
+    const char *text = "graph expcopy\n"
+                       "input %x: f32[2, 2, 2]\n"
+                       "%eye: f32[2, 2] = aten.eye.default(2, dtype=f32)\n"
+                       "%e: f32[2, 2, 2] = aten.expand_copy.default(%eye, [2, 2, 2])\n"
+                       "%y: f32[2, 2, 2] = aten.add.Tensor(%x, %e)\n"
+                       "output %e, %y\n";
+    expect_text_runs_natively_and_validates_on_both_chips(text);
+    const char *names[] = {"e"};
+    for (int c = 0; c < 2; c++) {
+        float *v[1] = {0};
+        int64_t n[1] = {0};
+        CU_ASSERT_EQUAL_FATAL(run_and_read(text, "expcopy.txt", both_chips[c], 1, names, v, n), 0);
+        CU_ASSERT_EQUAL_FATAL(n[0], 8);
+        int same = 0;
+        for (int i = 0; i < 8; i++)
+            same += v[0][i] == (i % 4 == 0 || i % 4 == 3 ? 1.0f : 0.0f);
+        CU_ASSERT_EQUAL(same, 8);
+        free(v[0]);
+    }
+}
+
 /* Issue 12: a value name of about 250 characters looped forever (a
  * generated name cut to 255 bytes lost its ".N" suffix).  Names of any
  * length run; device tensors of names over 63 bytes get shortened names
@@ -5303,6 +5330,7 @@ int main(void)
         {"negative mode pads crop, then pad, on both chips", test_negative_mode_pads_crop_then_pad_on_both_chips},
         {"nearest upsampling of three axes validates on both chips",
          test_nearest_upsampling_of_three_axes_validates_on_both_chips},
+        {"expand_copy runs as expand on both chips", test_expand_copy_runs_as_expand_on_both_chips},
         {"a constant pad of an empty input is the value on both chips",
          test_a_constant_pad_of_an_empty_input_is_the_value_on_both_chips},
         {"reductions over dim 0 of a 0-d tensor give the element on both chips",

@@ -2777,6 +2777,11 @@ static void copy_node(dctx *c, const gr_node *n)
         args[i] = arg_copy(c, &n->args[i]);
     int out = dc_emit(c, n->op, v->type, n->nargs, args);
     free(args);
+    gr_node *copy = &c->d->nodes[c->d->values[out].node];
+    if (strcmp(copy->base, n->base)) { /* the parser's second name (expand_copy: expand) */
+        free(copy->base);
+        copy->base = ir_xstrdup(n->base);
+    }
     free(c->d->values[out].name);
     c->d->values[out].name = ir_xstrdup(v->name);
     c->vmap[n->out] = out;
