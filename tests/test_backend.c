@@ -4575,6 +4575,31 @@ static void test_expand_copy_runs_as_expand_on_both_chips(void)
     }
 }
 
+/* OpInfo's aminmax#5: PyTorch gives aminmax(0-d x, dim=0, keepdim=True) as
+ * two [1] tensors (amin and amax give 0-d ones); the decomposition gave
+ * 0-d results and the compiler refused the declared [1].  Both are x. */
+static void test_aminmax_of_a_0d_tensor_kept_is_one_element_on_both_chips(void)
+{
+    const char *text = "graph amm0\n"
+                       "input %x: f32[]\n"
+                       "%a: (f32[1], f32[1]) = aten.aminmax.default(%x, dim=0, keepdim=True)\n"
+                       "%lo: f32[1] = getitem(%a, 0)\n"
+                       "%hi: f32[1] = getitem(%a, 1)\n"
+                       "output %lo, %hi\n";
+    expect_text_runs_natively_and_validates_on_both_chips(text);
+    const char *names[] = {"lo", "hi", "x"};
+    for (int c = 0; c < 2; c++) {
+        float *v[3] = {0};
+        int64_t n[3] = {0};
+        CU_ASSERT_EQUAL_FATAL(run_and_read(text, "amm0.txt", both_chips[c], 3, names, v, n), 0);
+        CU_ASSERT_EQUAL(n[0] + n[1], 2);
+        for (int m = 0; m < 2; m++)
+            CU_ASSERT(fabsf(v[m][0] - v[2][0]) <= 0x1p-9f * fabsf(v[2][0]) + 1e-6f);
+        for (int i = 0; i < 3; i++)
+            free(v[i]);
+    }
+}
+
 /* Issue 12: a value name of about 250 characters looped forever (a
  * generated name cut to 255 bytes lost its ".N" suffix).  Names of any
  * length run; device tensors of names over 63 bytes get shortened names
@@ -5331,6 +5356,8 @@ int main(void)
         {"nearest upsampling of three axes validates on both chips",
          test_nearest_upsampling_of_three_axes_validates_on_both_chips},
         {"expand_copy runs as expand on both chips", test_expand_copy_runs_as_expand_on_both_chips},
+        {"aminmax of a 0-d tensor kept is one element on both chips",
+         test_aminmax_of_a_0d_tensor_kept_is_one_element_on_both_chips},
         {"a constant pad of an empty input is the value on both chips",
          test_a_constant_pad_of_an_empty_input_is_the_value_on_both_chips},
         {"reductions over dim 0 of a 0-d tensor give the element on both chips",
