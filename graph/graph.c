@@ -705,11 +705,15 @@ static int parse_value(parser *P, gr_arg *a, int depth)
 
 
 /* ATen ops that are another op under a second name: unsafe_split differs
- * from split only in autograd's view tracking (nn.LSTM and nn.GRU trace it). */
+ * from split only in autograd's view tracking (nn.LSTM and nn.GRU trace it);
+ * expand_copy is expand's values as a new tensor (linalg.matrix_power's
+ * power 0 traces it), which a graph's value is already. */
 static void unalias_base(gr_node *n)
 {
-    static const char *const alias[][2] = {
-        {"unsafe_split", "split"}, {"unsafe_split_with_sizes", "split_with_sizes"}, {"unsafe_chunk", "chunk"}};
+    static const char *const alias[][2] = {{"unsafe_split", "split"},
+                                           {"unsafe_split_with_sizes", "split_with_sizes"},
+                                           {"unsafe_chunk", "chunk"},
+                                           {"expand_copy", "expand"}};
     for (size_t i = 0; i < sizeof alias / sizeof alias[0]; i++)
         if (!strcmp(n->base, alias[i][0])) {
             free(n->base);

@@ -51,24 +51,30 @@ static int op_constant_pad(ex *E, int unused)
 
 /* reflection_padNd(self, padding) (code 0), replication_padNd (1): the
  * last padding.size / 2 dims widened by mirrored (edge excluded) or
- * repeated edge elements. */
+ * repeated edge elements.  A negative padding crops that side first (the
+ * window from[d], n[d] long), and the mirror or edge is the cropped one's,
+ * as PyTorch's. */
 static int op_mode_pad(ex *E, int replicate)
 {
     const tens *x = ref_arg_tensor(E, 0, "self");
-    int64_t pad[2 * MAXR], shape[MAXR], lo[MAXR] = {0};
+    int64_t pad[2 * MAXR], shape[MAXR], lo[MAXR] = {0}, from[MAXR] = {0}, len[MAXR];
     int cnt;
     if (!x || ref_arg_ints(E, 1, "padding", pad, &cnt, 2 * MAXR))
         return -1;
     if (cnt <= 0 || cnt % 2 || cnt / 2 > x->rank)
         return ref_fail(E, "padding has %d elements: an even number, at most 2 per dimension", cnt);
     memcpy(shape, x->shape, sizeof shape);
+    memcpy(len, x->shape, sizeof len);
     for (int k = 0; k < cnt / 2; k++) {
         int d = x->rank - 1 - k;
-        int64_t p0 = pad[2 * k], p1 = pad[2 * k + 1], n = x->shape[d];
-        if (p0 < 0 || p1 < 0 || !n || (!replicate && (p0 >= n || p1 >= n)))
+        int64_t p0 = pad[2 * k], p1 = pad[2 * k + 1];
+        from[d] = p0 < 0 ? -p0 : 0;
+        len[d] += (p0 < 0 ? p0 : 0) + (p1 < 0 ? p1 : 0);
+        lo[d] = p0 < 0 ? 0 : p0;
+        int64_t n = len[d], hi = p1 < 0 ? 0 : p1;
+        if (n <= 0 || (!replicate && (lo[d] >= n || hi >= n)))
             return ref_fail(E, "padding of dimension %d out of range for its size %lld", d, (long long)x->shape[d]);
-        lo[d] = pad[2 * k];
-        shape[d] += pad[2 * k] + pad[2 * k + 1];
+        shape[d] = n + lo[d] + hi;
     }
     tens *o = ref_new_result(E, kind_of(x->dtype), x->rank, shape);
     if (!o)
@@ -77,12 +83,12 @@ static int op_mode_pad(ex *E, int replicate)
     for (int64_t k = 0; k < o->n; k++) {
         int64_t src = 0;
         for (int d = 0; d < x->rank; d++) {
-            int64_t j = idx[d] - lo[d], n = x->shape[d];
+            int64_t j = idx[d] - lo[d], n = len[d];
             if (replicate)
                 j = j < 0 ? 0 : j >= n ? n - 1 : j;
             else
                 j = j < 0 ? -j : j >= n ? 2 * (n - 1) - j : j;
-            src = src * n + j;
+            src = src * x->shape[d] + from[d] + j;
         }
         if (o->f)
             o->f[k] = x->f[src];
@@ -102,26 +108,40 @@ static int64_t nearest_src(int64_t i, double scale)
     return (int64_t)floorf((float)i * (float)scale);
 }
 
-/* upsample_nearest1d/2d(input, output_size, scales...) and their .vec
- * forms (input, output_size, scale_factors): the last 1 or 2 dims, output
+/* Output k of a nearest resampling of the last 3 axes (leading axes of
+ * in, out and sc padded with 1, 1 and 0): the source element's index. */
+static int64_t nearest_src_elem(int64_t k, const int64_t in[3], const int64_t out[3], const double sc[3])
+{
+    int64_t src = 0, plane = k / (out[0] * out[1] * out[2]);
+    int64_t at[3] = {k / (out[1] * out[2]) % out[0], k / out[2] % out[1], k % out[2]};
+    for (int a = 0; a < 3; a++) {
+        int64_t s = nearest_src(at[a], sc[a]);
+        src = src * in[a] + (s < in[a] - 1 ? s : in[a] - 1);
+    }
+    return plane * in[0] * in[1] * in[2] + src;
+}
+
+/* upsample_nearest1d/2d/3d(input, output_size, scales...) and their .vec
+ * forms (input, output_size, scale_factors): the last 1 to 3 dims, output
  * index i reads min(floor(i * scale), in - 1), scale 1 / the given factor
  * or in / out (in float, as PyTorch's nearest_idx). */
 static int op_upsample_nearest(ex *E, int nd)
 {
+    static const char *const scales[3][3] = {{"scales"}, {"scales_h", "scales_w"}, {"scales_d", "scales_h", "scales_w"}};
     const tens *x = ref_arg_tensor(E, 0, "input");
-    int64_t os[2] = {0}, shape[MAXR];
-    double sc[2] = {0};
+    int64_t os[3] = {0}, shape[MAXR], in3[3] = {1, 1, 1}, out3[3] = {1, 1, 1};
+    double sc[3] = {0};
     int cnt = 0;
     if (!x)
         return -1;
     if (x->rank < nd + 1)
         return ref_fail(E, "input has rank %d (%d or more expected)", x->rank, nd + 1);
     const gr_arg *a1 = ref_arg(E, 1, "output_size");
-    if (ref_present(a1) && (ref_arg_ints(E, 1, "output_size", os, &cnt, 2) || cnt != nd))
+    if (ref_present(a1) && (ref_arg_ints(E, 1, "output_size", os, &cnt, 3) || cnt != nd))
         return ref_fail(E, "output_size must have %d sizes", nd);
     int vec = !strcmp(ref_overload(E->node), "vec");
     for (int a = 0; a < nd; a++) {
-        const gr_arg *f = vec ? ref_arg(E, 2, "scale_factors") : ref_arg(E, 2 + a, a ? "scales_w" : (nd == 1 ? "scales" : "scales_h"));
+        const gr_arg *f = vec ? ref_arg(E, 2, "scale_factors") : ref_arg(E, 2 + a, scales[nd - 1][a]);
         if (vec && ref_present(f))
             f = f->kind == GR_ARG_LIST && f->nitems == nd ? &f->items[a] : NULL;
         double v = 0;
@@ -131,9 +151,11 @@ static int op_upsample_nearest(ex *E, int nd)
         int64_t in = x->shape[x->rank - nd + a];
         if (!cnt)
             os[a] = (int64_t)floor((double)in * v);
-        sc[a] = v > 0 ? 1 / v : os[a] ? (double)in / (double)os[a] : 0;
+        sc[3 - nd + a] = v > 0 ? 1 / v : os[a] ? (double)in / (double)os[a] : 0;
         if (os[a] < 0 || (os[a] && !in))
             return ref_fail(E, "the output size is negative or the input empty");
+        in3[3 - nd + a] = in;
+        out3[3 - nd + a] = os[a];
     }
     memcpy(shape, x->shape, sizeof shape);
     for (int a = 0; a < nd; a++)
@@ -141,19 +163,12 @@ static int op_upsample_nearest(ex *E, int nd)
     tens *o = ref_new_result(E, K_F, x->rank, shape);
     if (!o)
         return -1;
-    int64_t in1 = x->shape[x->rank - 1], in0 = nd == 2 ? x->shape[x->rank - 2] : 1, o0 = nd == 2 ? os[0] : 1;
-    int64_t o1 = os[nd - 1], planes = o0 && o1 ? o->n / (o0 * o1) : 0;
-    for (int64_t p = 0, k = 0; p < planes; p++)
-        for (int64_t i = 0; i < o0; i++)
-            for (int64_t j = 0; j < o1; j++, k++) {
-                int64_t si = nd == 2 ? nearest_src(i, sc[0]) : 0, sj = nearest_src(j, sc[nd - 1]);
-                si = si < in0 - 1 ? si : in0 - 1;
-                sj = sj < in1 - 1 ? sj : in1 - 1;
-                int64_t src = (p * in0 + si) * in1 + sj;
-                o->f[k] = (float)ldd(x, src);
-                for (int t = 0; o->eb[0] && t < 2; t++)
-                    o->eb[t][k] = (float)ldb(x, t, src);
-            }
+    for (int64_t k = 0; k < o->n; k++) {
+        int64_t src = nearest_src_elem(k, in3, out3, sc);
+        o->f[k] = (float)ldd(x, src);
+        for (int t = 0; o->eb[0] && t < 2; t++)
+            o->eb[t][k] = (float)ldb(x, t, src);
+    }
     return 0;
 }
 
@@ -690,6 +705,7 @@ static const ref_op ops[] = {
     {"replication_pad3d", op_mode_pad, 1},
     {"upsample_nearest1d", op_upsample_nearest, 1},
     {"upsample_nearest2d", op_upsample_nearest, 2},
+    {"upsample_nearest3d", op_upsample_nearest, 3},
     {"native_batch_norm", op_batch_norm, 0}, /* (out, save_mean, save_invstd) */
     {"_native_batch_norm_legit_no_training", op_batch_norm, 1},
     {"native_group_norm", op_group_norm, 0}, /* (out, mean, rstd) */

@@ -4158,6 +4158,30 @@ static void test_empty_inputs_feed_cat_reshape_and_mean_on_both_chips(void)
     }
 }
 
+/* OpInfo's pad.constant#7: a constant pad of an empty input loaded the
+ * input's one stick anyway (its where never picks it), a DRAM read of bytes
+ * the output overwrote with no order between the two: a race fault.  The
+ * pad of nothing is the value everywhere, with no load. */
+static void test_a_constant_pad_of_an_empty_input_is_the_value_on_both_chips(void)
+{
+    const char *text = "graph pad0\n"
+                       "input %x: f32[0, 3, 3]\n"
+                       "%p: f32[2, 5, 5] = aten.constant_pad_nd.default(%x, [1, 1, 1, 1, 1, 1], 1.5)\n"
+                       "output %p\n";
+    const char *names[] = {"p"};
+    for (int c = 0; c < 2; c++) {
+        float *v[1] = {0};
+        int64_t n[1] = {0};
+        CU_ASSERT_EQUAL_FATAL(run_and_read(text, "pad0.txt", both_chips[c], 1, names, v, n), 0);
+        CU_ASSERT_EQUAL_FATAL(n[0], 50);
+        int value = 0;
+        for (int i = 0; i < 50; i++)
+            value += v[0][i] == 1.5f;
+        CU_ASSERT_EQUAL(value, 50);
+        free(v[0]);
+    }
+}
+
 /* OpInfo's mean#1: the mean over dim 0 of a 0-d tensor divided by a
  * count read past the shape (0: NaN).  A 0-d tensor's dim 0 is its one
  * element: mean, sum and amax over it give the element, and so does
@@ -4483,6 +4507,121 @@ static void test_padding_pooling_norms_and_upsampling_validate_on_both_chips(voi
         CU_ASSERT_EQUAL(border, 2 * 3 * (12 + 7 * 3));
         CU_ASSERT_EQUAL(at_max, 120);
         for (int i = 0; i < 4; i++)
+            free(v[i]);
+    }
+}
+
+/* OpInfo's pad.reflect#11 and pad.replicate#11: a negative padding crops
+ * that side (PyTorch mirrors and repeats about the cropped edge); it was
+ * refused by the compiler and the host alike.  [-1, 1, -2, 1] on a 4x4:
+ * rows 2, 3 then 2 (reflect) or 3 (replicate), columns 1, 2, 3 then 2 or 3. */
+static void test_negative_mode_pads_crop_then_pad_on_both_chips(void)
+{
+    const char *text = "graph negpad\n"
+                       "input %x: f32[1, 3, 4, 4]\n"
+                       "%rf: f32[1, 3, 3, 4] = aten.reflection_pad2d.default(%x, [-1, 1, -2, 1])\n"
+                       "%rp: f32[1, 3, 3, 4] = aten.replication_pad2d.default(%x, [-1, 1, -2, 1])\n"
+                       "output %rf, %rp\n";
+    const char *names[] = {"rf", "rp", "x"};
+    const int rows[2][3] = {{2, 3, 2}, {2, 3, 3}}, cols[2][4] = {{1, 2, 3, 2}, {1, 2, 3, 3}};
+    for (int c = 0; c < 2; c++) {
+        float *v[3] = {0};
+        int64_t n[3] = {0};
+        CU_ASSERT_EQUAL_FATAL(run_and_read(text, "negpad.txt", both_chips[c], 3, names, v, n), 0);
+        int same = 0;
+        for (int m = 0; m < 2; m++)
+            for (int i = 0; i < 36 && n[m] == 36; i++) {
+                float want = v[2][i / 12 * 16 + rows[m][i / 4 % 3] * 4 + cols[m][i % 4]];
+                same += fabsf(v[m][i] - want) <= 0x1p-9f * fabsf(want) + 1e-6f;
+            }
+        CU_ASSERT_EQUAL(same, 72);
+        for (int i = 0; i < 3; i++)
+            free(v[i]);
+    }
+}
+
+/* OpInfo's interpolate.nearest#8-#11 and upsample_nearest#8-#11 (5-D
+ * inputs) were refused: neither the compiler nor the host had
+ * upsample_nearest3d.  Each of the last three axes goes as the 1-D and 2-D
+ * forms do: output i reads floor(i * in / out), or i / factor. */
+static void test_nearest_upsampling_of_three_axes_validates_on_both_chips(void)
+{
+    const char *text = "graph near3\n"
+                       "input %x: f32[2, 3, 4, 4, 4]\n"
+                       "%a: f32[2, 3, 3, 3, 3] = aten.upsample_nearest3d.vec(%x, [3, 3, 3], None)\n"
+                       "%b: f32[2, 3, 8, 4, 2] = aten.upsample_nearest3d.vec(%x, None, [2.0, 1.0, 0.5])\n"
+                       "output %a, %b\n";
+    const char *names[] = {"a", "b", "x"};
+    const int64_t out[2][3] = {{3, 3, 3}, {8, 4, 2}};
+    const float scale[2][3] = {{4.0f / 3, 4.0f / 3, 4.0f / 3}, {0.5f, 1.0f, 2.0f}};
+    for (int c = 0; c < 2; c++) {
+        float *v[3] = {0};
+        int64_t n[3] = {0};
+        CU_ASSERT_EQUAL_FATAL(run_and_read(text, "near3.txt", both_chips[c], 3, names, v, n), 0);
+        int same = 0;
+        for (int m = 0; m < 2; m++)
+            for (int64_t k = 0; k < n[m]; k++) {
+                int64_t at[3] = {k / (out[m][1] * out[m][2]) % out[m][0], k / out[m][2] % out[m][1], k % out[m][2]};
+                int64_t src = k / (out[m][0] * out[m][1] * out[m][2]) * 64;
+                for (int a = 0; a < 3; a++)
+                    src = src + (int64_t)floorf((float)at[a] * scale[m][a]) * (a == 0 ? 16 : a == 1 ? 4 : 1);
+                same += fabsf(v[m][k] - v[2][src]) <= 0x1p-9f * fabsf(v[2][src]) + 1e-6f;
+            }
+        CU_ASSERT_EQUAL(n[0] + n[1], 162 + 384);
+        CU_ASSERT_EQUAL(same, 162 + 384);
+        for (int i = 0; i < 3; i++)
+            free(v[i]);
+    }
+}
+
+/* OpInfo's linalg.matrix_power#6 and #12 (power 0: an identity expanded
+ * by expand_copy) were refused: neither the compiler nor the host knew
+ * expand_copy.  It parses as expand, on the device: the identity, once a
+ * batch. */
+static void test_expand_copy_runs_as_expand_on_both_chips(void)
+{
+    const char *text = "graph expcopy\n"
+                       "input %x: f32[2, 2, 2]\n"
+                       "%eye: f32[2, 2] = aten.eye.default(2, dtype=f32)\n"
+                       "%e: f32[2, 2, 2] = aten.expand_copy.default(%eye, [2, 2, 2])\n"
+                       "%y: f32[2, 2, 2] = aten.add.Tensor(%x, %e)\n"
+                       "output %e, %y\n";
+    expect_text_runs_natively_and_validates_on_both_chips(text);
+    const char *names[] = {"e"};
+    for (int c = 0; c < 2; c++) {
+        float *v[1] = {0};
+        int64_t n[1] = {0};
+        CU_ASSERT_EQUAL_FATAL(run_and_read(text, "expcopy.txt", both_chips[c], 1, names, v, n), 0);
+        CU_ASSERT_EQUAL_FATAL(n[0], 8);
+        int same = 0;
+        for (int i = 0; i < 8; i++)
+            same += v[0][i] == (i % 4 == 0 || i % 4 == 3 ? 1.0f : 0.0f);
+        CU_ASSERT_EQUAL(same, 8);
+        free(v[0]);
+    }
+}
+
+/* OpInfo's aminmax#5: PyTorch gives aminmax(0-d x, dim=0, keepdim=True) as
+ * two [1] tensors (amin and amax give 0-d ones); the decomposition gave
+ * 0-d results and the compiler refused the declared [1].  Both are x. */
+static void test_aminmax_of_a_0d_tensor_kept_is_one_element_on_both_chips(void)
+{
+    const char *text = "graph amm0\n"
+                       "input %x: f32[]\n"
+                       "%a: (f32[1], f32[1]) = aten.aminmax.default(%x, dim=0, keepdim=True)\n"
+                       "%lo: f32[1] = getitem(%a, 0)\n"
+                       "%hi: f32[1] = getitem(%a, 1)\n"
+                       "output %lo, %hi\n";
+    expect_text_runs_natively_and_validates_on_both_chips(text);
+    const char *names[] = {"lo", "hi", "x"};
+    for (int c = 0; c < 2; c++) {
+        float *v[3] = {0};
+        int64_t n[3] = {0};
+        CU_ASSERT_EQUAL_FATAL(run_and_read(text, "amm0.txt", both_chips[c], 3, names, v, n), 0);
+        CU_ASSERT_EQUAL(n[0] + n[1], 2);
+        for (int m = 0; m < 2; m++)
+            CU_ASSERT(fabsf(v[m][0] - v[2][0]) <= 0x1p-9f * fabsf(v[2][0]) + 1e-6f);
+        for (int i = 0; i < 3; i++)
             free(v[i]);
     }
 }
@@ -5239,6 +5378,14 @@ int main(void)
         {"graphs with an empty batch run to empty outputs on both chips",
          test_graphs_with_an_empty_batch_run_to_empty_outputs_on_both_chips},
         {"empty inputs feed cat, reshape and mean on both chips", test_empty_inputs_feed_cat_reshape_and_mean_on_both_chips},
+        {"negative mode pads crop, then pad, on both chips", test_negative_mode_pads_crop_then_pad_on_both_chips},
+        {"nearest upsampling of three axes validates on both chips",
+         test_nearest_upsampling_of_three_axes_validates_on_both_chips},
+        {"expand_copy runs as expand on both chips", test_expand_copy_runs_as_expand_on_both_chips},
+        {"aminmax of a 0-d tensor kept is one element on both chips",
+         test_aminmax_of_a_0d_tensor_kept_is_one_element_on_both_chips},
+        {"a constant pad of an empty input is the value on both chips",
+         test_a_constant_pad_of_an_empty_input_is_the_value_on_both_chips},
         {"reductions over dim 0 of a 0-d tensor give the element on both chips",
          test_reductions_over_dim_0_of_a_0d_tensor_give_the_element_on_both_chips},
         {"outputs that are inputs or views of inputs run and validate on both chips",

@@ -141,6 +141,11 @@ int dc_r_aminmax(dctx *c, const gr_node *n, int *out)
     int64_t dd = d < 0 ? 0 : d;
     out[0] = dc_red(c, "aten.amin.default", x, 1, &dd, d < 0 ? 0 : keep);
     out[1] = dc_red(c, "aten.amax.default", x, 1, &dd, d < 0 ? 0 : keep);
+    if (d >= 0 && keep && !dc_T(c, x).rank) { /* PyTorch gives a 0-d tensor's min and max, kept, as [1] */
+        int64_t one = 1;
+        out[0] = dc_reshape(c, out[0], 1, &one);
+        out[1] = dc_reshape(c, out[1], 1, &one);
+    }
     return 2;
 }
 

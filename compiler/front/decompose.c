@@ -2330,11 +2330,19 @@ static int r_adaptive_pool2d(dctx *c, const gr_node *n, int *out)
 
 /* x widened along dim d by lo and hi elements, a cat of slices: mirrored
  * elements (reflect: x[lo], .., x[1] before, x[n-2], .. after) or the edge
- * element expanded (replicate). */
+ * element expanded (replicate).  A negative lo or hi crops that side
+ * first: PyTorch mirrors and repeats about the cropped edges. */
 static int pad_dim(dctx *c, int x, int d, int64_t lo, int64_t hi, int replicate)
 {
     gr_ttype t = dc_T(c, x);
     int64_t n = t.shape[d];
+    if ((lo < 0 || hi < 0) && n + (lo < 0 ? lo : 0) + (hi < 0 ? hi : 0) > 0) {
+        x = dc_slice(c, x, d, lo < 0 ? -lo : 0, hi < 0 ? n + hi : n, 1);
+        t = dc_T(c, x);
+        n = t.shape[d];
+        lo = lo < 0 ? 0 : lo;
+        hi = hi < 0 ? 0 : hi;
+    }
     if (lo < 0 || hi < 0 || !n || (!replicate && (lo >= n || hi >= n)) || lo + hi > 200)
         dc_fail(c, "padding of dimension %d out of range for its size %lld (or over 200)", d, (long long)n);
     int v[256], nv = 0;
@@ -2448,13 +2456,14 @@ static int nearest_axis(dctx *c, int x, int d, int64_t to, float scale)
     return nv == 1 ? v[0] : DC_EMIT(c, "aten.cat.default", t, da_vals(nv, v), da_int(d));
 }
 
-/* upsample_nearest1d/2d(input, output_size, scales...) and .vec(input,
- * output_size, scale_factors): each of the last 1 or 2 axes by nearest_axis */
+/* upsample_nearest1d/2d/3d(input, output_size, scales...) and .vec(input,
+ * output_size, scale_factors): each of the last 1 to 3 axes by nearest_axis */
 static int r_upsample_nearest(dctx *c, const gr_node *n, int *out)
 {
-    int x = dc_val(c, n, 0, "input"), nd = strstr(n->base, "2d") ? 2 : 1;
+    static const char *const scales[3][3] = {{"scales"}, {"scales_h", "scales_w"}, {"scales_d", "scales_h", "scales_w"}};
+    int x = dc_val(c, n, 0, "input"), nd = strstr(n->base, "3d") ? 3 : strstr(n->base, "2d") ? 2 : 1;
     gr_ttype t = dc_T(c, x);
-    int64_t os[2] = {0};
+    int64_t os[GR_MAX_RANK] = {0};
     int cnt = dc_ints(c, n, 1, "output_size", os);
     const gr_arg *vf = gr_node_arg(n, 2, "scale_factors");
     int vec = strstr(n->op, ".vec") != NULL;
@@ -2462,7 +2471,7 @@ static int r_upsample_nearest(dctx *c, const gr_node *n, int *out)
         dc_fail(c, "needs an input of rank %d or more and %d output sizes", nd + 1, nd);
     for (int a = 0; a < nd; a++) {
         const gr_arg *f = vec ? (vf && vf->kind == GR_ARG_LIST && vf->nitems == nd ? &vf->items[a] : NULL)
-                              : gr_node_arg(n, 2 + a, a ? "scales_w" : nd == 1 ? "scales" : "scales_h");
+                              : gr_node_arg(n, 2 + a, scales[nd - 1][a]);
         double v = dc_is_number(f) ? (f->kind == GR_ARG_FLOAT ? f->f : (double)f->i) : 0;
         int d = t.rank - nd + a;
         int64_t in = t.shape[d], to = cnt > 0 ? os[a] : (int64_t)floor((double)in * v);
@@ -2647,6 +2656,7 @@ static const struct {
                                                "tensor of as many rows: mm by a constant 0/1 matrix); else cat of the runs of evenly "
                                                "stepping sources (strided slices, or an element expanded)"},
     {"upsample_nearest2d", r_upsample_nearest, "as upsample_nearest1d, per axis"},
+    {"upsample_nearest3d", r_upsample_nearest, "as upsample_nearest1d, per axis"},
     {"upsample_linear1d", dc_r_upsample_interp, "per spatial axis from the last, one product with a constant "
                                                 "(out x in) matrix of PyTorch's weights"},
     {"upsample_bilinear2d", dc_r_upsample_interp, "as upsample_linear1d"},
@@ -2768,6 +2778,11 @@ static void copy_node(dctx *c, const gr_node *n)
         args[i] = arg_copy(c, &n->args[i]);
     int out = dc_emit(c, n->op, v->type, n->nargs, args);
     free(args);
+    gr_node *copy = &c->d->nodes[c->d->values[out].node];
+    if (strcmp(copy->base, n->base)) { /* the parser's second name (expand_copy: expand) */
+        free(copy->base);
+        copy->base = ir_xstrdup(n->base);
+    }
     free(c->d->values[out].name);
     c->d->values[out].name = ir_xstrdup(v->name);
     c->vmap[n->out] = out;

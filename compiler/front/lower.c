@@ -847,9 +847,14 @@ static void l_constant_pad(lctx *c, int out, int opi)
     }
     uint64_t *ops = ops_new(c);
     ops_of(c, ops, x);
-    int body = read_at(c, x, coords);
-    if (cond >= 0 && gr_ttype_numel(&t))
-        body = ir_where(A, cond, body, ir_const(A, value, t.dtype));
+    int body;
+    if (!gr_ttype_numel(vtype(c, x))) { /* nothing to read: a load would read past x, racing the output */
+        body = ir_const(A, value, t.dtype);
+    } else {
+        body = read_at(c, x, coords);
+        if (cond >= 0 && gr_ttype_numel(&t))
+            body = ir_where(A, cond, body, ir_const(A, value, t.dtype));
+    }
     set_computed(c, out, &t, body, ops);
     free(ops);
 }
