@@ -168,7 +168,7 @@ static int reaches_grid(const sv_args *a, const sv_costs *c, const sv_request *r
     int most = sv_costs_max_context(c);
     for (int i = 0; i < n; i++) {
         int last = req[i].prompt + req[i].output - 2;
-        int charged = (last + SV_BLOCK_TOKENS - 1) / SV_BLOCK_TOKENS * SV_BLOCK_TOKENS;
+        int charged = sv_blocks_for(last) * SV_BLOCK_TOKENS;
         if (req[i].output > 1 && charged > most) {
             fprintf(stderr, "spyre serve: %s:%ld: its last decode step reads %d cached positions (%d in whole "
                             "blocks), beyond the decode graphs of %s (contexts to %d)\n",

@@ -13,6 +13,9 @@ int cmd_serve(int argc, char **argv);
 
 enum { SV_BLOCK_TOKENS = 64 }; /* the plugin's KV block */
 
+/* The KV blocks that hold `tokens` positions (whole blocks, rounded up). */
+int sv_blocks_for(int tokens);
+
 /* One request of the file: tokens of prompt and output, and the first
  * `prefix` tokens of the prompt shared by every request of prefix_group
  * (-1: none). */
