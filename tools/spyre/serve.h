@@ -91,6 +91,8 @@ int sv_costs_check(sv_costs *c, const char *dir, double *worst);
 void sv_costs_close(sv_costs *c);
 
 /* Reports (serve_out.c): CSV, JSON, SVG plots under prefix. */
+/* The files they are: prefix followed by each suffix, NULL-ended. */
+extern const char *const sv_report_suffixes[];
 int sv_write_reports(const char *prefix, const sv_request *req, int n, const sv_run *r, int kv_blocks,
                      char *err, size_t errlen);
 /* p-th percentile (0..100) of v[0..n), linear between order statistics. */
