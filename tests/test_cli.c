@@ -195,6 +195,27 @@ static void test_dma_scatter_assembles_disassembles_back_and_faults_out_of_bound
     remove(elf2);
 }
 
+/* A run that faults (exit 3) still writes --stats-json, beside its trace:
+ * the statistics up to the fault (the one load that ran, not the one that
+ * faulted). */
+static void test_a_faulting_run_writes_its_stats_json_up_to_the_fault(void)
+{
+    char js[512], extra[1024];
+    tu_tmpfile(".json", js, sizeof js);
+    remove(js);
+    snprintf(extra, sizeof extra, "--stats-json %s", js);
+    CU_ASSERT_EQUAL(run_asm(".config spyre-4core ncores=4 lx=262144\n.tensor x input f32 64\n.core 1\n"
+                            "  dma.ld d=0x0 a=0x0\n  dma.ld d=0x40000 a=0x0\n  halt\n", extra), 3);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "core 1 unit dmai insn 1"));
+    char *j = tu_read_file(js, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    CU_ASSERT_PTR_NOT_NULL(strstr(j, "\"insns\": 1,"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(j, "\"dram_bytes_read\": 128,"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(j, "{\"core\": 1, \"lx_peak_bytes\": 128,"));
+    free(j);
+    remove(js);
+}
+
 /* Two nested loops of 2^32 - 1 nops ran for ever; the limits stop them
  * with exit 3 and one line naming the core, unit, instruction and flag. */
 static void test_a_runaway_program_stops_at_max_insns_or_max_cycles_with_exit_3(void)
@@ -1227,6 +1248,8 @@ int main(void)
          test_a_timing_only_gather_takes_about_the_time_of_the_real_ids},
         {"a runaway program stops at max_insns or max_cycles with exit 3",
          test_a_runaway_program_stops_at_max_insns_or_max_cycles_with_exit_3},
+        {"a_faulting_run_writes_its_stats_json_up_to_the_fault",
+         test_a_faulting_run_writes_its_stats_json_up_to_the_fault},
         {"an invalid config value exits 2 naming file, key and reason",
          test_an_invalid_config_value_exits_2_naming_file_key_and_reason},
         {"wrong_result_exits_1_with_mismatch", test_wrong_result_exits_1_with_mismatch},

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "serve.h"
@@ -533,6 +534,28 @@ static void test_refused_run_leaves_no_empty_report(void)
     CU_ASSERT_EQUAL(system(args), 0);
 }
 
+/* Every report file is checked before the run, not only the CSV: a
+ * PREFIX.json that is a directory is named (exit 2), and the CSV checked
+ * before it is not left behind empty. */
+static void test_each_unwritable_report_file_is_refused_before_the_run(void)
+{
+    char dir[4096], path[4200], args[16384], out[8192], want[16384];
+    const char *one = "{\"arrival\": 0, \"prompt\": 10, \"output\": 5}\n";
+    tu_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/o.json", dir);
+    CU_ASSERT_EQUAL(mkdir(path, 0700), 0);
+    snprintf(path, sizeof path, "%s/r.jsonl", dir);
+    tu_write_file(path, one, strlen(one));
+    snprintf(args, sizeof args, "serve %s --model " SPYRE_SOURCE_DIR "/traces/serve_tiny --out %s/o "
+             "--cost-cache %s/c", path, dir, dir);
+    CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 2);
+    snprintf(want, sizeof want, "spyre serve: --out %s/o: cannot write %s/o.json: Is a directory\n", dir, dir);
+    CU_ASSERT_STRING_EQUAL(out, want);
+    snprintf(path, sizeof path, "%s/o.csv", dir);
+    CU_ASSERT_EQUAL(access(path, F_OK), -1);
+    tu_rmtree(dir);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -555,6 +578,8 @@ int main(void)
         {"cached_costs_give_the_simulated_times", test_cached_costs_give_the_simulated_times},
         {"unwritable_reports_are_refused_before_the_run", test_unwritable_reports_are_refused_before_the_run},
         {"refused_run_leaves_no_empty_report", test_refused_run_leaves_no_empty_report},
+        {"each_unwritable_report_file_is_refused_before_the_run",
+         test_each_unwritable_report_file_is_refused_before_the_run},
         {"requests_beyond_the_grids_contexts_are_refused_up_front",
          test_requests_beyond_the_grids_contexts_are_refused_up_front},
         {NULL, NULL},

@@ -612,6 +612,17 @@ typedef struct {
     long ptlike[2]; /* rg_chunk_pt: per corelet, its last product in the kernel's stream (-1 none) */
 } rg_core;
 
+/* A core's state, zeroed but for the instructions it remembers: none yet
+ * (-1; 0 is the kernel stream's first instruction, which a zeroed field
+ * would have rg_release or rg_chunk_in copy). */
+static rg_core *rg_new(void)
+{
+    rg_core *g = ir_xalloc(sizeof *g);
+    g->like[0] = g->like[1] = g->ptlike[0] = g->ptlike[1] = -1;
+    g->credlike = -1;
+    return g;
+}
+
 /* The core's tokens, in the same order on every core (a ring.send
  * signals the sender's number of a token on the receiver). */
 static void rg_tokens(rg_core *g)
@@ -1371,7 +1382,7 @@ static int rg_pre_room(be_ctx *c, mm_plan *m, int from, int64_t above, int64_t *
         }
         cc_emit e;
         be_lx_probe(c, pos, core, &e);
-        rg_core *g = ir_xalloc(sizeof *g);
+        rg_core *g = rg_new();
         const int rc = rg_setup(g, c, m, core, &e);
         if (!rc && g->i == g->mid && core < *loader)
             *loader = core;
@@ -1413,7 +1424,7 @@ int mm_rg_prefetch(be_ctx *c, mm_plan *m, int from, int64_t above, double budget
     const int64_t n = cc_max(0, cc_min(cc_min(cc_min(tl->slots ? tl->slots : tl->nch, tl->nch), room / chunk), fill));
     const ir_kernel *prev = &c->p->kernels[c->p->order[from]];
     for (int core = 0; core < c->work[pos].cores && n > 0; core++) {
-        rg_core *g = ir_xalloc(sizeof *g);
+        rg_core *g = rg_new();
         cc_emit probe;
         be_lx_probe(c, pos, core, &probe);
         int rc = rg_setup(g, c, m, core, &probe);
@@ -1441,7 +1452,7 @@ int mm_rg_prefetch(be_ctx *c, mm_plan *m, int from, int64_t above, double budget
  * products), then the epilogue. */
 int mm_rg_core(be_ctx *c, mm_plan *m, int core)
 {
-    rg_core *g = ir_xalloc(sizeof *g); /* zeroed */
+    rg_core *g = rg_new();
     int rc = rg_setup(g, c, m, core, &c->em[core]);
     const be_pre *pre = c->pre.n > 0 && c->pre.pos == m->ep.pos ? &c->pre : &c->far;
     if (pre->n > 0 && pre->pos == m->ep.pos) {
@@ -1451,8 +1462,6 @@ int mm_rg_core(be_ctx *c, mm_plan *m, int core)
     if (!rc) {
         mm_tile_init(&g->mc, c, g->mc.MB);
         cc_kernel_begin(g->e, m->K->name);
-        g->like[0] = g->like[1] = -1; /* the kernel's stream: no send or product in it yet */
-        g->ptlike[0] = g->ptlike[1] = g->credlike = -1;
         rg_layout(g);
         for (int64_t b = 0; b < g->nsb && !rc; b++) {
             rg_block(g, b);

@@ -708,6 +708,16 @@ static void print_estimates(const cc_result *r, const sim_stats *st)
         printf("estimates: %d kernels, geometric mean %.3f, furthest from 1 %.3f\n", n, exp(logsum / n), worst);
 }
 
+/* --stats-json, if asked: 0, or -1 said on stderr. */
+static int write_stats_json(run_state *s, const rt_run_result *res)
+{
+    const char *path = s->a->stats_json;
+    if (!path || !sim_write_stats_json(&res->stats, rt_config(s->dev), path, s->err, sizeof s->err))
+        return 0;
+    fprintf(stderr, "spyre run: %s\n", s->err);
+    return -1;
+}
+
 /* Run the program and report: the result line, statistics, top kernels,
  * the trace and --stats-json files. An exit status. */
 static int run_report(run_state *s, rt_run_result *res)
@@ -722,6 +732,10 @@ static int run_report(run_state *s, rt_run_result *res)
     if (rc) {
         rt_run_format(res, line, sizeof line);
         fprintf(stderr, "spyre run: %s: %s\n", a->path, line);
+        /* the statistics up to the fault, beside the trace, for whoever
+         * debugs it (its exit 3 stands if the file cannot be written) */
+        if (res->status == RT_RUN_FAULT)
+            write_stats_json(s, res);
     }
     if (rc || trace_bad)
         return res->status == RT_RUN_UNSUPPORTED ? EXIT_USAGE : rc ? EXIT_FAULT : EXIT_USAGE;
@@ -732,11 +746,7 @@ static int run_report(run_state *s, rt_run_result *res)
     print_top_kernels(&res->stats, rt_config(s->dev));
     if (s->cr)
         print_estimates(s->cr, &res->stats);
-    if (a->stats_json && sim_write_stats_json(&res->stats, rt_config(s->dev), a->stats_json, s->err, sizeof s->err)) {
-        fprintf(stderr, "spyre run: %s\n", s->err);
-        return EXIT_USAGE;
-    }
-    return EXIT_OK;
+    return write_stats_json(s, res) ? EXIT_USAGE : EXIT_OK;
 }
 
 /* Print check results; how many are not ok. */
@@ -1193,11 +1203,11 @@ static const command commands[] = {
      "from the device's value there, one `check NAME stepwise (cuts=K)` line per output and a `check\n"
      "NAME cut (...)` line per cut out of tolerance; --stepwise does it always (docs/validation.md).\n"
      "--no-values simulates timing only (no arithmetic; addresses and ordering are still checked).\n"
-     "--stats-json writes the statistics as JSON (keys in docs/timing.md); --trace writes a Chrome\n"
-     "trace-event timeline (Perfetto, chrome://tracing): one slice per instruction, or per kernel with\n"
-     "--trace-level kernel.  Unordered overlapping accesses (races) and deadlocks are faults unless\n"
-     "--no-race-check turns race detection off; timing-only runs (--no-values) check races only\n"
-     "with --race-check.\n"
+     "--stats-json writes the statistics as JSON (keys in docs/timing.md; after a fault, up to it);\n"
+     "--trace writes a Chrome trace-event timeline (Perfetto, chrome://tracing): one slice per\n"
+     "instruction, or per kernel with --trace-level kernel.  Unordered overlapping accesses (races)\n"
+     "and deadlocks are faults unless --no-race-check turns race detection off; timing-only runs\n"
+     "(--no-values) check races only with --race-check.\n"
      "--max-insns N stops the run (exit 3) once the cores have issued N instructions (default 1e9,\n"
      "some 25 s of host time for a loop of nops); --max-cycles N once simulated time passes N cycles\n"
      "(default 1.5e9, 1 s at 1.5 GHz).  0 means no limit.  The largest shipped workload (the Llama-8B\n"

@@ -168,7 +168,7 @@ static int reaches_grid(const sv_args *a, const sv_costs *c, const sv_request *r
     int most = sv_costs_max_context(c);
     for (int i = 0; i < n; i++) {
         int last = req[i].prompt + req[i].output - 2;
-        int charged = (last + SV_BLOCK_TOKENS - 1) / SV_BLOCK_TOKENS * SV_BLOCK_TOKENS;
+        int charged = sv_blocks_for(last) * SV_BLOCK_TOKENS;
         if (req[i].output > 1 && charged > most) {
             fprintf(stderr, "spyre serve: %s:%ld: its last decode step reads %d cached positions (%d in whole "
                             "blocks), beyond the decode graphs of %s (contexts to %d)\n",
@@ -179,12 +179,12 @@ static int reaches_grid(const sv_args *a, const sv_costs *c, const sv_request *r
     return 0;
 }
 
-/* Can PREFIX.csv be written?  Asked before the run, not after it (a long
- * one: the 8B model's took minutes). */
-static int reports_writable(const char *prefix)
+/* Can PREFIX followed by suffix be written?  Asked before the run, not
+ * after it (a long one: the 8B model's took minutes). */
+static int report_writable(const char *prefix, const char *suffix)
 {
     char path[4200];
-    snprintf(path, sizeof path, "%s.csv", prefix);
+    snprintf(path, sizeof path, "%s%s", prefix, suffix);
     const int existed = access(path, F_OK) == 0;
     FILE *f = fopen(path, "a"); /* a previous run's report stays until this one's is written */
     if (!f) {
@@ -194,6 +194,15 @@ static int reports_writable(const char *prefix)
     fclose(f);
     if (!existed) /* a run refused later (exit 2) or failing leaves no empty report behind */
         remove(path);
+    return 0;
+}
+
+/* Can every report file of the run (PREFIX.csv, .json, the SVGs) be written? */
+static int reports_writable(const char *prefix)
+{
+    for (int i = 0; sv_report_suffixes[i]; i++)
+        if (report_writable(prefix, sv_report_suffixes[i]))
+            return SV_USAGE;
     return 0;
 }
 

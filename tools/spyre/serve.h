@@ -13,6 +13,9 @@ int cmd_serve(int argc, char **argv);
 
 enum { SV_BLOCK_TOKENS = 64 }; /* the plugin's KV block */
 
+/* The KV blocks that hold `tokens` positions (whole blocks, rounded up). */
+int sv_blocks_for(int tokens);
+
 /* One request of the file: tokens of prompt and output, and the first
  * `prefix` tokens of the prompt shared by every request of prefix_group
  * (-1: none). */
@@ -88,6 +91,8 @@ int sv_costs_check(sv_costs *c, const char *dir, double *worst);
 void sv_costs_close(sv_costs *c);
 
 /* Reports (serve_out.c): CSV, JSON, SVG plots under prefix. */
+/* The files they are: prefix followed by each suffix, NULL-ended. */
+extern const char *const sv_report_suffixes[];
 int sv_write_reports(const char *prefix, const sv_request *req, int n, const sv_run *r, int kv_blocks,
                      char *err, size_t errlen);
 /* p-th percentile (0..100) of v[0..n), linear between order statistics. */

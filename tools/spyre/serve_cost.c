@@ -104,10 +104,12 @@ static double now_s(void)
 static int remember(sv_costs *c, const char *name, uint64_t hash, double cycles)
 {
     if (c->nknown == c->capknown) {
-        void *p = realloc(c->known, (size_t)(c->capknown = c->capknown ? 2 * c->capknown : 64) * sizeof *c->known);
-        if (!p)
+        const int cap = c->capknown ? 2 * c->capknown : 64;
+        void *p = realloc(c->known, (size_t)cap * sizeof *c->known);
+        if (!p) /* the table and its count stay as they were */
             return -1;
         c->known = p;
+        c->capknown = cap;
     }
     snprintf(c->known[c->nknown].name, sizeof c->known[0].name, "%s", name);
     c->known[c->nknown].hash = hash;

@@ -157,6 +157,8 @@ static int write_svgs(const char *prefix, const double *ttft, int n, const doubl
     return rc;
 }
 
+const char *const sv_report_suffixes[] = {".csv", ".json", "_latency.svg", "_timeline.svg", NULL};
+
 int sv_write_reports(const char *prefix, const sv_request *req, int n, const sv_run *r, int kv_blocks, char *err,
                      size_t errlen)
 {

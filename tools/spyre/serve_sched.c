@@ -40,7 +40,7 @@ typedef struct {
     sv_run *out;
 } sv_state;
 
-static int blocks_for(int tokens) { return (tokens + SV_BLOCK_TOKENS - 1) / SV_BLOCK_TOKENS; }
+int sv_blocks_for(int tokens) { return (tokens + SV_BLOCK_TOKENS - 1) / SV_BLOCK_TOKENS; }
 static int chunk_blocks(const sv_state *st) { return st->p->chunk / SV_BLOCK_TOKENS; }
 
 /* Blocks held by cache entries no sequence uses (evictable). */
@@ -171,7 +171,7 @@ static void admit(sv_state *st)
     int shared = use_cached_prefix(st, i, 1), in_use = 0;
     for (int k = 0; k < shared; k++) /* unused entries count as evictable already */
         in_use += st->cache[find_chunk(st, st->req[i].prefix_group, k)].refs ? chunk_blocks(st) : 0;
-    if (st->free_blocks + evictable(st) + in_use < blocks_for(q->target))
+    if (st->free_blocks + evictable(st) + in_use < sv_blocks_for(q->target))
         return;
     st->qhead = (st->qhead + 1) % st->n;
     st->qlen--;
@@ -180,7 +180,7 @@ static void admit(sv_state *st)
     st->run[st->nrun++] = i;
     st->prefilling = i;
     use_cached_prefix(st, i, 0); /* referenced first: take_blocks evicts only unused entries */
-    int need = blocks_for(q->target) - q->blocks;
+    int need = sv_blocks_for(q->target) - q->blocks;
     take_blocks(st, need);
     q->blocks += need;
 }
@@ -247,7 +247,7 @@ static int decode_step(sv_state *st, sv_cost_fn cost, void *ctx)
 {
     for (int a = 0; a < st->nrun; a++) {
         int i = st->run[a];
-        if (st->s[i].state == DECODE && blocks_for(st->s[i].computed + 1) > st->s[i].blocks && reserve(st, i))
+        if (st->s[i].state == DECODE && sv_blocks_for(st->s[i].computed + 1) > st->s[i].blocks && reserve(st, i))
             a--; /* preempted itself: the list shrank at a */
     }
     int batch = 0, context = 0, *b = st->batch;
@@ -260,7 +260,7 @@ static int decode_step(sv_state *st, sv_cost_fn cost, void *ctx)
         return 0;
     /* the step reads its caches in whole blocks (paged): charged at the
      * longest sequence's blocks */
-    double c = cost(ctx, 0, batch, blocks_for(context) * SV_BLOCK_TOKENS);
+    double c = cost(ctx, 0, batch, sv_blocks_for(context) * SV_BLOCK_TOKENS);
     if (c < 0)
         return -1;
     st->t += c;
@@ -299,9 +299,9 @@ static int grow_samples(sv_run *out, long *cap)
 static int check_fits(const sv_policy *p, const sv_request *req, int n)
 {
     for (int i = 0; i < n; i++)
-        if (blocks_for(req[i].prompt + req[i].output - 1) > p->kv_blocks) {
+        if (sv_blocks_for(req[i].prompt + req[i].output - 1) > p->kv_blocks) {
             fprintf(stderr, "spyre serve: the request of line %ld needs %d KV blocks of %d tokens, more than the %d there are\n",
-                    req[i].line, blocks_for(req[i].prompt + req[i].output - 1), SV_BLOCK_TOKENS, p->kv_blocks);
+                    req[i].line, sv_blocks_for(req[i].prompt + req[i].output - 1), SV_BLOCK_TOKENS, p->kv_blocks);
             return -2;
         }
     return 0;
