@@ -51,6 +51,10 @@ static int op_softmax(ex *E, int logsm)
                 if (v > m || isnan(v))
                     m = v;
             }
+            /* an infinite max (a row masked whole with -inf, held as the
+             * stand-in -2^30) makes the row NaN, as inf - inf in PyTorch */
+            if (fabs(m) >= 0x1p30)
+                m = NAN;
             for (int64_t j = 0; j < D; j++)
                 s += exp(ldd(x, b + j * inner) - m);
             double ls = log(s);

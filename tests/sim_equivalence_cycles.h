@@ -120,7 +120,11 @@
  * gpt2_gen/decode 27,698 -> 22,571 on spyre and 24,233 on spyre-4core,
  * llama_gen/decode 24,901 -> 21,971 on both, on spyre-4core
  * transformer_small 68,640 -> 66,809 and decoder_small 19,937 -> 20,303;
- * three other programs changed with the same cycles. */
+ * three other programs changed with the same cycles.
+ * Branch nanfix: a softmax whose input may hold an infinite constant (the
+ * causal masked_fill(-inf)) maps a row whose max is infinite to NaN, as
+ * PyTorch: gpt2_small_block_tiny 12,979 -> 13,345 on spyre and 12,613 ->
+ * 12,979 on spyre-4core (both timings). */
 {"bert_handwritten_small", "spyre", 0x7ff34f3d4c1573f6ull, 11148.1875, 11148.1875},
 {"bert_handwritten_small", "spyre-4core", 0xdef120ffcf3a3c72ull, 11148.1875, 11148.1875},
 {"gpt2_gen/prefill", "spyre", 0x1e43ba269e07ce94ull, 25188.375, 24877.125},
@@ -131,8 +135,8 @@
 {"llama_gen/prefill", "spyre-4core", 0x61da196b0f5b6097ull, 32109.0625, 31834.6875},
 {"llama_gen/decode", "spyre", 0xb89d94af49e9a186ull, 21971.200000000001, 21911.200000000001},
 {"llama_gen/decode", "spyre-4core", 0x438b562faad41062ull, 21971.200000000001, 21911.200000000001},
-{"gpt2_small_block_tiny", "spyre", 0x9b68904798b99159ull, 12979.125, 12979.125},
-{"gpt2_small_block_tiny", "spyre-4core", 0xd61b208b92b04592ull, 12612.9375, 12612.9375},
+{"gpt2_small_block_tiny", "spyre", 0x086860c9b5ff8565ull, 13345.3125, 13345.3125},
+{"gpt2_small_block_tiny", "spyre-4core", 0xe57670064ac938c2ull, 12979.125, 12979.125},
 {"encoder_small", "spyre", 0x825376074ee34d08ull, 13015.4375, 13015.4375},
 {"encoder_small", "spyre-4core", 0xab96d044d15f9ebaull, 12612.9375, 12612.9375},
 {"mlp", "spyre", 0x2c86f3245bd09860ull, 3458.25, 3458.25},

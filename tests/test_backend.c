@@ -4798,6 +4798,55 @@ static void test_infinities_and_nans_are_found_and_replaced_on_both_chips(void)
     }
 }
 
+/* A softmax row whose max is infinite is NaN in PyTorch (-inf - -inf, or
+ * inf - inf): a row masked whole with -inf (masked.softmax's
+ * masked-out row) and a row holding +inf.  The device holds either
+ * infinity as the stand-in +-2^30, which gave a uniform row (one-hot for
+ * +inf); the other rows as PyTorch's, log_softmax's -inf as -2^30 or
+ * below.  PyTorch (1.13) gives rows 0 and 3 NaN, row 1 [0 x4, 0.2052,
+ * 0.2326, 0.2635, 0.2986]. */
+static void test_softmax_of_a_row_masked_whole_is_nan_as_pytorch(void)
+{
+    const char *text = "graph sm\n"
+                       "%i: i64[32] = aten.arange.default(32)\n"
+                       "%f: f32[32] = aten.sub.Tensor(%i, 16.0)\n"
+                       "%g: f32[32] = aten.mul.Tensor(%f, 0.125)\n"
+                       "%x: f32[4, 8] = aten.view.default(%g, [4, 8])\n"
+                       "%m: bool[4, 8] = aten.lt.Scalar(%x, -0.5)\n"
+                       "%n: bool[4, 8] = aten.eq.Scalar(%x, 1.5)\n"
+                       "%p: f32[4, 8] = aten.masked_fill.Scalar(%x, %m, -inf)\n"
+                       "%q: f32[4, 8] = aten.masked_fill.Scalar(%p, %n, inf)\n"
+                       "%s: f32[4, 8] = aten._softmax.default(%q, 1, False)\n"
+                       "%l: f32[4, 8] = aten._log_softmax.default(%q, 1, False)\n"
+                       "output %s, %l\n";
+    const char *names[] = {"s", "l"};
+    for (int c = 0; c < 2; c++) {
+        float *v[2] = {0};
+        int64_t n[2] = {0};
+        CU_ASSERT_EQUAL_FATAL(run_and_read(text, "sm.txt", both_chips[c], 2, names, v, n), 0);
+        int ok = 0;
+        for (int r = 0; r < 4; r++) {
+            double s = 0;
+            for (int j = 0; j < 8; j++)
+                s += (r * 8 + j - 16) * 0.125 < -0.5 ? 0 : exp((r * 8 + j - 16) * 0.125);
+            for (int j = 0; j < 8; j++) {
+                int k = r * 8 + j, nan = r == 0 || r == 3, masked = (k - 16) * 0.125 < -0.5;
+                double ref = exp((k - 16) * 0.125) / s;
+                if (nan)
+                    ok += isnan(v[0][k]) && isnan(v[1][k]);
+                else if (masked)
+                    ok += v[0][k] == 0 && v[1][k] <= -0x1p30f;
+                else
+                    ok += fabs(v[0][k] - ref) <= 0x1p-8 * ref && fabs(v[1][k] - log(ref)) <= 0x1p-7;
+            }
+        }
+        CU_ASSERT_EQUAL(ok, 32);
+        CU_ASSERT(fabsf(v[0][12] - 0.2052f) <= 1e-3f);
+        for (int i = 0; i < 2; i++)
+            free(v[i]);
+    }
+}
+
 /* The decompositions of dec_index.c and dec_views.c, each against the
  * reference executor's own implementation of the source op (and the
  * integer outputs exactly). */
@@ -5369,6 +5418,7 @@ int main(void)
          test_few_channel_strided_convs_take_the_per_channel_im2col_and_validate_on_both_chips},
         {"infinities and NaNs are found and replaced on both chips",
          test_infinities_and_nans_are_found_and_replaced_on_both_chips},
+        {"softmax of a row masked whole is NaN as PyTorch", test_softmax_of_a_row_masked_whole_is_nan_as_pytorch},
         {"arctangents by a polynomial are within DL16 precision on both chips",
          test_arctangents_by_a_polynomial_are_within_dl16_precision_on_both_chips},
         {"rounding functions are exact on the device on both chips",

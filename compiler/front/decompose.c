@@ -453,13 +453,49 @@ int dc_where_s(dctx *c, int cond, int a, double s, int scalar_first)
 
 /* ---- Shared pieces of rules ---- */
 
-static int softmax(dctx *c, int x, int64_t dim, int logsoft)
+/* DL16 has no infinity: the device's infinity is the stand-in +-2^30 and
+ * beyond (docs/compiler.md, "Infinities"), as runtime/compare.c reads it */
+#define DL16_INF 0x1p30
+
+/* May source value v hold the device's infinity from a constant: an
+ * infinite scalar argument, or a 0-d weight (make_fx's capture of a
+ * torch.tensor(-inf)), through any op but a product's sum.  Deep chains
+ * are assumed to.  Graph inputs and other weights are assumed finite (a
+ * softmax over the user's own -inf mask data is not guarded). */
+static int may_be_inf(const gr_graph *g, int v, int depth)
+{
+    static const char *const sums[] = {"mm", "bmm", "matmul", "addmm", "baddbmm", "linear", "convolution"};
+    const gr_value *gv = &g->values[v];
+    if (!dc_is_float(gv->type.dtype) && !gv->ntuple)
+        return 0;
+    if (gv->kind != GR_VAL_NODE)
+        return gv->kind == GR_VAL_PARAM && gv->type.rank == 0;
+    if (depth > 32)
+        return 1;
+    const gr_node *n = &g->nodes[gv->node];
+    for (size_t i = 0; i < sizeof sums / sizeof *sums; i++)
+        if (!strcmp(n->base, sums[i]))
+            return 0;
+    for (int i = 0; i < n->nargs; i++) {
+        const gr_arg *a = &n->args[i];
+        if ((a->kind == GR_ARG_FLOAT && isinf(a->f)) || (a->kind == GR_ARG_VALUE && may_be_inf(g, a->value, depth + 1)))
+            return 1;
+    }
+    return 0;
+}
+
+static int softmax(dctx *c, int x, int64_t dim, int logsoft, int inf_rows)
 {
     int64_t d = dc_normdim(c, dim, dc_T(c, x).rank);
     int m = dc_red(c, "aten.amax.default", x, 1, &d, 1);
     int sh = dc_bin(c, "aten.sub.Tensor", x, m);
     int e = dc_un(c, "aten.exp.default", sh);
     int s = dc_red(c, "aten.sum.dim_IntList", e, 1, &d, 1);
+    /* a row whose max is infinite (every element -inf: a row masked whole;
+     * or a +inf) is NaN in PyTorch (inf - inf); the device's stand-in
+     * +-2^30 would give a uniform or one-hot row */
+    if (inf_rows)
+        s = dc_where_s(c, dc_cmps(c, "aten.ge.Scalar", dc_un(c, "aten.abs.default", m), DL16_INF), s, NAN, 1);
     if (logsoft)
         return dc_bin(c, "aten.sub.Tensor", sh, dc_un(c, "aten.log.default", s));
     return dc_bin(c, "aten.div.Tensor", e, s);
@@ -667,7 +703,8 @@ static int r_softmax(dctx *c, const gr_node *n, int *out)
         if (dt >= 0)
             x = dc_cast(c, x, (gr_dtype)dt);
     }
-    out[0] = softmax(c, x, dim, strstr(n->base, "log_") != NULL);
+    int inf_rows = may_be_inf(c->g, gr_node_arg(n, 0, "self")->value, 0);
+    out[0] = softmax(c, x, dim, strstr(n->base, "log_") != NULL, inf_rows);
     return 1;
 }
 
@@ -1131,7 +1168,7 @@ static int r_sdpa(dctx *c, const gr_node *n, int *out)
     double scale = dc_num(c, n, 6, "scale", 1.0 / sqrt((double)tq.shape[tq.rank - 1]));
     int s = dc_matmul(c, "aten.matmul.default", q, dc_transpose(c, k, -2, -1));
     s = dc_bins(c, "aten.mul.Tensor", s, scale);
-    if (ca && ca->kind == GR_ARG_BOOL && ca->i) {
+    if (ca && ca->kind == GR_ARG_BOOL && ca->i) { /* no row masked whole: no NaN row */
         int64_t ls[2] = {tq.shape[tq.rank - 2], tk.shape[tk.rank - 2]};
         int ones = dc_full(c, 2, ls, 1, GR_BOOL);
         gr_ttype tt = dc_T(c, ones);
@@ -1140,7 +1177,7 @@ static int r_sdpa(dctx *c, const gr_node *n, int *out)
     }
     if (mask >= 0)
         s = dc_T(c, mask).dtype == GR_BOOL ? dc_where_s(c, mask, s, -INFINITY, 0) : dc_bin(c, "aten.add.Tensor", s, mask);
-    out[0] = dc_matmul(c, "aten.matmul.default", softmax(c, s, -1, 0), v);
+    out[0] = dc_matmul(c, "aten.matmul.default", softmax(c, s, -1, 0, mask >= 0), v);
     return 1;
 }
 
@@ -1628,9 +1665,6 @@ static int r_logaddexp(dctx *c, const gr_node *n, int *out)
     return 1;
 }
 
-/* DL16 has no infinity: the device's infinity is the stand-in +-2^30 and
- * beyond (docs/compiler.md, "Infinities"), as runtime/compare.c reads it */
-#define DL16_INF 0x1p30
 
 /* isinf, isposinf, isneginf: |x|, x, -x >= 2^30 */
 static int r_isinf(dctx *c, const gr_node *n, int *out)
