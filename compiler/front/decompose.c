@@ -1665,7 +1665,6 @@ static int r_logaddexp(dctx *c, const gr_node *n, int *out)
     return 1;
 }
 
-
 /* isinf, isposinf, isneginf: |x|, x, -x >= 2^30 */
 static int r_isinf(dctx *c, const gr_node *n, int *out)
 {
