@@ -2388,7 +2388,7 @@ static void host_inputs(lctx *c, const gr_arg *a, const gr_arg *s, ir_node *n)
         n->hin[n->nhin++] = b;
     }
     for (int i = 0; i < a->nitems; i++)
-        host_inputs(c, &a->items[i], s ? &s->items[i] : NULL, n);
+        host_inputs(c, &a->items[i], s && s->nitems == a->nitems ? &s->items[i] : NULL, n);
 }
 
 static int count_values(const gr_arg *a)
@@ -2417,6 +2417,8 @@ static void l_host(lctx *c, int id)
         cap += count_values(&dn->args[i]);
     tmp.hin = ir_xalloc((size_t)cap * sizeof *tmp.hin);
     const gr_node *sn = c->p->graph ? &c->p->graph->nodes[src] : NULL;
+    if (sn && sn->nargs != dn->nargs) /* not a copy of its source line: d's names */
+        sn = NULL;
     for (int i = 0; i < dn->nargs; i++)
         host_inputs(c, &dn->args[i], sn ? &sn->args[i] : NULL, &tmp);
     int buf = ir_buf_new(c->p, dv->name, &dv->type, IR_BUF_COMPUTED);
