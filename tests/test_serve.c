@@ -407,13 +407,20 @@ static void test_requests_beyond_the_grids_contexts_are_refused_up_front(void)
     tu_rmtree(dir);
 }
 
+/* One request (10 prompt tokens, 5 out) in a new temporary .jsonl file,
+ * its name into path. */
+static void write_one_request(char *path, size_t len)
+{
+    const char *one = "{\"arrival\": 0, \"prompt\": 10, \"output\": 5}\n";
+    tu_write_tmpfile(".jsonl", one, strlen(one), path, len);
+}
+
 /* --cost-cache in a directory that is not there: the run serves, and one
  * note says the costs were not kept (nothing was said). */
 static void test_unwritable_cost_cache_is_said_once(void)
 {
     char path[4096], args[16384], out[8192];
-    const char *one = "{\"arrival\": 0, \"prompt\": 10, \"output\": 5}\n";
-    tu_write_tmpfile(".jsonl", one, strlen(one), path, sizeof path);
+    write_one_request(path, sizeof path);
     snprintf(args, sizeof args, "serve %s --model " SPYRE_SOURCE_DIR "/traces/serve_tiny --out %s.o "
              "--cost-cache /nonexistent-dir/costs.txt", path, path);
     CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 0);
@@ -507,8 +514,7 @@ static void test_cached_costs_give_the_simulated_times(void)
 static void test_unwritable_reports_are_refused_before_the_run(void)
 {
     char path[4096], args[16384], out[8192];
-    const char *one = "{\"arrival\": 0, \"prompt\": 10, \"output\": 5}\n";
-    tu_write_tmpfile(".jsonl", one, strlen(one), path, sizeof path);
+    write_one_request(path, sizeof path);
     snprintf(args, sizeof args, "serve %s --model " SPYRE_SOURCE_DIR "/traces/serve_tiny --out /nonexistent-dir/o "
              "--cost-cache %s.c", path, path);
     CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 2);
@@ -523,8 +529,7 @@ static void test_unwritable_reports_are_refused_before_the_run(void)
 static void test_refused_run_leaves_no_empty_report(void)
 {
     char path[4096], args[16384], out[8192], csv[4200];
-    const char *one = "{\"arrival\": 0, \"prompt\": 10, \"output\": 5}\n";
-    tu_write_tmpfile(".jsonl", one, strlen(one), path, sizeof path);
+    write_one_request(path, sizeof path);
     snprintf(csv, sizeof csv, "%s.out.csv", path);
     snprintf(args, sizeof args, "serve %s --model " SPYRE_SOURCE_DIR "/traces/serve_tiny --out %s.out "
              "--cost-cache %s.c --max-seqs 5", path, path, path);
