@@ -1779,6 +1779,17 @@ const gr_arg *gr_node_arg(const gr_node *n, int pos, const char *key)
     return NULL;
 }
 
+const gr_arg *gr_upsample_scale(const gr_node *n, int pos, int nd, int a)
+{
+    static const char *const keys[3][3] = {{"scales"}, {"scales_h", "scales_w"}, {"scales_d", "scales_h", "scales_w"}};
+    const char *overload = strrchr(n->op, '.');
+    if (overload && !strcmp(overload, ".vec")) {
+        const gr_arg *f = gr_node_arg(n, pos, "scale_factors");
+        return f && f->kind == GR_ARG_LIST && f->nitems == nd ? &f->items[a] : NULL;
+    }
+    return gr_node_arg(n, pos + a, keys[nd - 1][a]);
+}
+
 char *gr_graph_relpath(const gr_graph *g, const char *file)
 {
     const char *slash = g->path ? strrchr(g->path, '/') : NULL;

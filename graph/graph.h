@@ -119,6 +119,12 @@ int gr_arg_ints(const gr_arg *a, int64_t *out);
 int gr_arg_uses(const gr_arg *a, int v);
 /* Argument by position (counting positional ones only) or keyword; NULL if absent. */
 const gr_arg *gr_node_arg(const gr_node *n, int pos, const char *key);
+/* The scale of spatial axis a (of nd, 1 to 3) of an upsampling node whose
+ * scale arguments start at position pos (after output_size, and
+ * align_corners where the op has one): of the .vec overload, item a of
+ * scale_factors (NULL unless a list of nd), else the positional scales,
+ * scales_h, ... argument (NULL if absent). */
+const gr_arg *gr_upsample_scale(const gr_node *n, int pos, int nd, int a);
 
 /* ---- Additions (helpers shared by the compiler and the runtime) ---- */
 

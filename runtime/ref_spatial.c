@@ -127,7 +127,6 @@ static int64_t nearest_src_elem(int64_t k, const int64_t in[3], const int64_t ou
  * or in / out (in float, as PyTorch's nearest_idx). */
 static int op_upsample_nearest(ex *E, int nd)
 {
-    static const char *const scales[3][3] = {{"scales"}, {"scales_h", "scales_w"}, {"scales_d", "scales_h", "scales_w"}};
     const tens *x = ref_arg_tensor(E, 0, "input");
     int64_t os[3] = {0}, shape[MAXR], in3[3] = {1, 1, 1}, out3[3] = {1, 1, 1};
     double sc[3] = {0};
@@ -139,11 +138,8 @@ static int op_upsample_nearest(ex *E, int nd)
     const gr_arg *a1 = ref_arg(E, 1, "output_size");
     if (ref_present(a1) && (ref_arg_ints(E, 1, "output_size", os, &cnt, 3) || cnt != nd))
         return ref_fail(E, "output_size must have %d sizes", nd);
-    int vec = !strcmp(ref_overload(E->node), "vec");
     for (int a = 0; a < nd; a++) {
-        const gr_arg *f = vec ? ref_arg(E, 2, "scale_factors") : ref_arg(E, 2 + a, scales[nd - 1][a]);
-        if (vec && ref_present(f))
-            f = f->kind == GR_ARG_LIST && f->nitems == nd ? &f->items[a] : NULL;
+        const gr_arg *f = gr_upsample_scale(E->node, 2, nd, a);
         double v = 0;
         kind k;
         if (ref_present(f) && ref_num_of(E, f, "scale", &v, &k))

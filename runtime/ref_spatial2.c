@@ -123,12 +123,8 @@ static int interp_args(ex *E, const tens *x, interp *g)
         return ref_fail(E, "output_size must have %d sizes", nd);
     if (ref_arg_bool(E, 2, "align_corners", 0, &g->align))
         return -1;
-    int vec = !strcmp(ref_overload(E->node), "vec");
-    static const char *keys[3][3] = {{"scales", 0, 0}, {"scales_h", "scales_w", 0}, {"scales_d", "scales_h", "scales_w"}};
     for (int a = 0; a < nd; a++) {
-        const gr_arg *f = vec ? ref_arg(E, 3, "scale_factors") : ref_arg(E, 3 + a, keys[nd - 1][a]);
-        if (vec && ref_present(f))
-            f = f->kind == GR_ARG_LIST && f->nitems == nd ? &f->items[a] : NULL;
+        const gr_arg *f = gr_upsample_scale(E->node, 3, nd, a);
         double v = 0;
         kind k;
         if (ref_present(f) && ref_num_of(E, f, "scale", &v, &k))

@@ -90,14 +90,7 @@ static int resample_axis(dctx *c, const interp_kind *k, int x, int d, int64_t ou
 /* The scale argument of axis a (a number, or 0 when absent). */
 static double scale_arg(const gr_node *n, int nd, int a)
 {
-    static const char *keys[3][3] = {{"scales"}, {"scales_h", "scales_w"}, {"scales_d", "scales_h", "scales_w"}};
-    const gr_arg *f;
-    if (strstr(n->op, ".vec")) {
-        f = gr_node_arg(n, 3, "scale_factors");
-        f = f && f->kind == GR_ARG_LIST && f->nitems == nd ? &f->items[a] : NULL;
-    } else {
-        f = gr_node_arg(n, 3 + a, keys[nd - 1][a]);
-    }
+    const gr_arg *f = gr_upsample_scale(n, 3, nd, a);
     return dc_is_number(f) ? (f->kind == GR_ARG_FLOAT ? f->f : (double)f->i) : 0;
 }
 

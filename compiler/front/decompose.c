@@ -2493,18 +2493,14 @@ static int nearest_axis(dctx *c, int x, int d, int64_t to, float scale)
  * output_size, scale_factors): each of the last 1 to 3 axes by nearest_axis */
 static int r_upsample_nearest(dctx *c, const gr_node *n, int *out)
 {
-    static const char *const scales[3][3] = {{"scales"}, {"scales_h", "scales_w"}, {"scales_d", "scales_h", "scales_w"}};
     int x = dc_val(c, n, 0, "input"), nd = strstr(n->base, "3d") ? 3 : strstr(n->base, "2d") ? 2 : 1;
     gr_ttype t = dc_T(c, x);
     int64_t os[GR_MAX_RANK] = {0};
     int cnt = dc_ints(c, n, 1, "output_size", os);
-    const gr_arg *vf = gr_node_arg(n, 2, "scale_factors");
-    int vec = strstr(n->op, ".vec") != NULL;
     if (t.rank < nd + 1 || (cnt >= 0 && cnt != nd))
         dc_fail(c, "needs an input of rank %d or more and %d output sizes", nd + 1, nd);
     for (int a = 0; a < nd; a++) {
-        const gr_arg *f = vec ? (vf && vf->kind == GR_ARG_LIST && vf->nitems == nd ? &vf->items[a] : NULL)
-                              : gr_node_arg(n, 2 + a, scales[nd - 1][a]);
+        const gr_arg *f = gr_upsample_scale(n, 2, nd, a);
         double v = dc_is_number(f) ? (f->kind == GR_ARG_FLOAT ? f->f : (double)f->i) : 0;
         int d = t.rank - nd + a;
         int64_t in = t.shape[d], to = cnt > 0 ? os[a] : (int64_t)floor((double)in * v);
