@@ -67,6 +67,14 @@ static int axis_matrix(dctx *c, const interp_kind *k, float scale, int64_t in, i
     return dc_const(c, t, v);
 }
 
+int dc_last_axis_times(dctx *c, int x, int m)
+{
+    gr_ttype t = dc_T(c, x);
+    const int64_t in = t.shape[t.rank - 1], rows[2] = {dc_numel(&t) / in, in};
+    t.shape[t.rank - 1] = dc_T(c, m).shape[1];
+    return dc_reshape(c, dc_matmul(c, "aten.mm.default", dc_reshape(c, x, 2, rows), m), t.rank, t.shape);
+}
+
 /* Resample axis d of x (its last nd are spatial) to `out` elements. */
 static int resample_axis(dctx *c, const interp_kind *k, int x, int d, int64_t out, float scale)
 {
@@ -75,12 +83,10 @@ static int resample_axis(dctx *c, const interp_kind *k, int x, int d, int64_t ou
     for (int i = 0; i < t.rank; i++)
         pre *= i < d ? t.shape[i] : 1, post *= i > d ? t.shape[i] : 1;
     int m = axis_matrix(c, k, scale, in, out, d == t.rank - 1, t.dtype);
+    if (d == t.rank - 1)
+        return dc_last_axis_times(c, x, m);
     gr_ttype to = t;
     to.shape[d] = out;
-    if (d == t.rank - 1) {
-        int64_t rows[2] = {pre, in};
-        return dc_reshape(c, dc_matmul(c, "aten.mm.default", dc_reshape(c, x, 2, rows), m), t.rank, to.shape);
-    }
     int64_t s3[3] = {pre, in, post};
     gr_ttype t3 = {.dtype = t.dtype, .rank = 3, .shape = {pre, out, post}};
     int y = DC_EMIT(c, "aten.matmul.default", t3, da_val(m), da_val(dc_reshape(c, x, 3, s3)));

@@ -2434,16 +2434,14 @@ static int nearest_last_pays(const gr_ttype *t, int d)
 static int nearest_last_product(dctx *c, int x, int64_t up)
 {
     gr_ttype t = dc_T(c, x);
-    int64_t in = t.shape[t.rank - 1], rows[2] = {dc_numel(&t) / in, in};
+    int64_t in = t.shape[t.rank - 1];
     float *m = calloc((size_t)(in * in * up), sizeof *m);
     if (!m)
         abort();
     for (int64_t o = 0; o < in * up; o++)
         m[(o / up) * in * up + o] = 1;
     gr_ttype mt = {.dtype = t.dtype, .rank = 2, .shape = {in, in * up}};
-    int y = dc_matmul(c, "aten.mm.default", dc_reshape(c, x, 2, rows), dc_const(c, mt, m));
-    t.shape[t.rank - 1] = in * up;
-    return dc_reshape(c, y, t.rank, t.shape);
+    return dc_last_axis_times(c, x, dc_const(c, mt, m));
 }
 
 /* One axis d of a nearest resampling to `to` elements: an integer factor up
