@@ -703,7 +703,6 @@ static int parse_value(parser *P, gr_arg *a, int depth)
     return 0;
 }
 
-
 /* ATen ops that are another op under a second name: unsafe_split differs
  * from split only in autograd's view tracking (nn.LSTM and nn.GRU trace it);
  * expand_copy is expand's values as a new tensor (linalg.matrix_power's

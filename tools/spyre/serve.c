@@ -206,6 +206,9 @@ static int reports_writable(const char *prefix)
     return 0;
 }
 
+/* The exit status of a -2 (bad input: usage) / -1 (a step failed) / 0 result. */
+static int status_of(int rc) { return rc == -2 ? SV_USAGE : rc ? SV_FAULT : 0; }
+
 static int serve(const sv_args *a, sv_costs *c)
 {
     sv_policy p;
@@ -226,8 +229,7 @@ static int serve(const sv_args *a, sv_costs *c)
     double t0 = host_now();
     sv_run r;
     int tty = isatty(STDOUT_FILENO);
-    rc = sv_simulate(&p, req, n, sv_costs_step, c, &r, tty ? progress_bar : NULL);
-    rc = rc == -2 ? SV_USAGE : rc ? SV_FAULT : 0;
+    rc = status_of(sv_simulate(&p, req, n, sv_costs_step, c, &r, tty ? progress_bar : NULL));
     double host_s = host_now() - t0;
     if (tty && !rc)
         progress_bar(NULL, n, n); /* the bar is drawn every 256 steps: show the end */
@@ -268,8 +270,7 @@ int cmd_serve(int argc, char **argv)
         return bad("%s", err);
     if (a.check) {
         double worst;
-        rc = sv_costs_check(c, a.check, &worst);
-        rc = rc == -2 ? SV_USAGE : rc ? SV_FAULT : 0;
+        rc = status_of(sv_costs_check(c, a.check, &worst));
         if (!rc)
             printf("bucket_worst_error=%.4f\n", worst);
     }

@@ -63,9 +63,10 @@ typedef struct {
     long out_tokens;
 } sv_run;
 
-/* Serve the requests; 0, -1 (a step's cost failed) or -2 (a request that
- * can never fit: message printed); out is set either way (sv_run_free).
- * progress(ctx, done, n) after steps. */
+/* Serve the requests (in arrival order, as sv_read_requests gives them);
+ * 0, -1 (a step's cost failed) or -2 (a request that can never fit:
+ * message printed); out is set either way (sv_run_free).  progress(ctx,
+ * done, n) after steps. */
 int sv_simulate(const sv_policy *p, const sv_request *req, int n, sv_cost_fn cost, void *ctx, sv_run *out,
                 void (*progress)(void *, int, int));
 void sv_run_free(sv_run *r);

@@ -9,6 +9,17 @@
 
 enum { SV_BINS = 100 };
 
+/* The reports' files, prefix followed by each (serve.c checks them all
+ * before a run): in this order, indexed by the enum. */
+const char *const sv_report_suffixes[] = {".csv", ".json", "_latency.svg", "_timeline.svg", NULL};
+enum { REPORT_CSV, REPORT_JSON, REPORT_LATENCY, REPORT_TIMELINE };
+
+/* prefix followed by report r's suffix into path. */
+static void report_path(char *path, size_t len, const char *prefix, int r)
+{
+    snprintf(path, len, "%s%s", prefix, sv_report_suffixes[r]);
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -130,7 +141,7 @@ static int write_svgs(const char *prefix, const double *ttft, int n, const doubl
     if (!buf)
         return -1;
     double *ax = buf, *ay = buf + n, *bx = buf + 2 * n, *by = buf + 3 * n;
-    snprintf(path, sizeof path, "%s_latency.svg", prefix);
+    report_path(path, sizeof path, prefix, REPORT_LATENCY);
     FILE *f = fopen(path, "w");
     int rc = f ? 0 : -1;
     if (f) {
@@ -142,7 +153,7 @@ static int write_svgs(const char *prefix, const double *ttft, int n, const doubl
         sv_svg_end(f);
         rc = fclose(f);
     }
-    snprintf(path, sizeof path, "%s_timeline.svg", prefix);
+    report_path(path, sizeof path, prefix, REPORT_TIMELINE);
     f = rc ? NULL : fopen(path, "w");
     rc = f ? 0 : -1;
     if (f) {
@@ -157,8 +168,6 @@ static int write_svgs(const char *prefix, const double *ttft, int n, const doubl
     return rc;
 }
 
-const char *const sv_report_suffixes[] = {".csv", ".json", "_latency.svg", "_timeline.svg", NULL};
-
 int sv_write_reports(const char *prefix, const sv_request *req, int n, const sv_run *r, int kv_blocks, char *err,
                      size_t errlen)
 {
@@ -170,10 +179,10 @@ int sv_write_reports(const char *prefix, const sv_request *req, int n, const sv_
         int ntpot = latencies(req, n, r, ttft, tpot);
         throughput(r, tx, ty);
         kv_use(r, kv_blocks, kx, ky);
-        snprintf(path, sizeof path, "%s.csv", prefix);
+        report_path(path, sizeof path, prefix, REPORT_CSV);
         rc = write_csv(path, req, n, r);
         if (!rc) {
-            snprintf(path, sizeof path, "%s.json", prefix);
+            report_path(path, sizeof path, prefix, REPORT_JSON);
             rc = write_json(path, n, r, kv_blocks, ttft, tpot, ntpot, kx, ky);
         }
         if (!rc)

@@ -367,8 +367,7 @@ int sv_simulate(const sv_policy *p, const sv_request *req, int n, sv_cost_fn cos
     int rc = check_fits(p, req, n), last_prefill = 0, next = 0;
     if (!rc && alloc_state(&st, p, req, n, out))
         rc = -1, fprintf(stderr, "spyre serve: out of host memory\n");
-    for (int i = 0; i < n; i++) /* a file's clock may start anywhere (a log's timestamps) */
-        st.start = i && st.start < req[i].arrival ? st.start : req[i].arrival;
+    st.start = n ? req[0].arrival : 0; /* a file's clock may start anywhere (a log's timestamps) */
     while (!rc && st.finished < n) {
         for (; next < n && req[next].arrival <= st.t; next++)
             st.queue[(st.qhead + st.qlen++) % n] = next;
