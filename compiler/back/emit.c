@@ -207,8 +207,6 @@ int64_t cc_lx_alloc(cc_emit *e, int64_t bytes, const char *what)
 
 int cc_tok_alloc_slow(cc_emit *e, const char *what)
 {
-    if (e->failed)
-        return -1;
     return cc_emit_error(e, "out of sync tokens allocating %s (the chip gives a program %d per core)", what, cc_tokens(e->cfg));
 }
 
