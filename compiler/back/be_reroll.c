@@ -595,8 +595,8 @@ typedef struct {
     int *start;     /* per item: its first entry (nitems + 1 of them) */
     uint64_t *h;    /* per item: shape hash */
     int *next;      /* per item: the next item of the same hash, -1 none */
-    int64_t *stride;/* scratch: per entry of a body and address operand */
-    long scap;
+    int64_t *stride;/* scratch: per entry of a body and address operand (a body is at
+                     * most half the list: it repeats) */
     int *end;       /* per period L, or NULL: hash_end's last answer (-1 none) */
 } rr_scan;
 
@@ -629,24 +629,12 @@ static inline long hash_end(rr_scan *s, long nitems, long i, long L)
     return u;
 }
 
-/* Room in s->stride for a body of len entries. */
-static void stride_room(rr_scan *s, long len)
-{
-    if (len > s->scap) {
-        s->scap = 2 * len;
-        s->stride = realloc(s->stride, (size_t)s->scap * RR_NADDR * sizeof *s->stride);
-        if (!s->stride)
-            abort();
-    }
-}
-
 /* Period L at item i, which try_period found repeating: its strides (rep
  * 1's differences) in s->stride, as try_period left them (checking every
  * repetition again for them was 0.5% of BERT-base's compile). */
 static void strides_of(rr_scan *s, const rr_ent *e, long i, long L)
 {
     const long b0 = s->start[i], b1 = s->start[i + L], len = span(s, i, L);
-    stride_room(s, len);
     for (long j = 0; j < len; j++)
         if (e[b0 + j].kind == RR_INSN)
             for (int k = 0; k < fields_of(e[b0 + j].op)->naddr; k++)
@@ -660,7 +648,6 @@ static rr_cand try_period(rr_scan *s, const rr_ent *e, long nitems, long i, long
 {
     rr_cand c = {L, 1, 0};
     const long b0 = s->start[i], len = span(s, i, L);
-    stride_room(s, len);
     const long end = hash_end(s, nitems, i, L);
     for (long r = 1; i + r * L <= end; r++) {
         const long br = s->start[i + r * L], bp = s->start[i + (r - 1) * L];
@@ -853,21 +840,27 @@ static long roll_once(rr_pool *pl, rr_vec *v, long from, int nsh)
     rr_ent *e = v->v + from;
     const long n = v->n - from;
     rr_scan s = {0};
-    /* per item, sized per entry (at most as many): a pass less to count them */
-    rr_buf mem[5] = {buf_take(pl, (size_t)(n + 1) * sizeof *s.start),
+    /* per item, sized per entry (at most as many): a pass less to count
+     * them; the strides of a body, at most half the entries, and the
+     * loops picked, at most one per two items, from the pool as well
+     * (grown by realloc per scan, they were 0.2% of BERT-base's compile) */
+    rr_buf mem[7] = {buf_take(pl, (size_t)(n + 1) * sizeof *s.start),
                      buf_take(pl, (size_t)(n + 1) * sizeof *s.h),
                      buf_take(pl, (size_t)(n + 1) * sizeof *s.next)};
     s.start = mem[0].p;
     s.h = mem[1].p;
     s.next = mem[2].p;
+    mem[5] = buf_take(pl, (size_t)(n / 2 + 1) * RR_NADDR * sizeof *s.stride);
+    s.stride = mem[5].p;
     const long nitems = scan_items(pl, &s, &mem[3], e, n, nsh);
     /* choose: the loop starting at each item that saves the most */
     mem[4] = buf_take(pl, (size_t)(nitems + 1) * sizeof *s.end);
     s.end = mem[4].p;
     for (long q = 0; q <= nitems; q++)
         s.end[q] = -1;
-    long loops = 0, *at = NULL;
-    rr_cand *pick = NULL;
+    mem[6] = buf_take(pl, (size_t)(nitems / 2 + 1) * (sizeof(rr_cand) + sizeof(long)));
+    rr_cand *const pick = mem[6].p;
+    long loops = 0, *const at = (long *)(pick + nitems / 2 + 1);
     for (long i = 0; i < nitems;) {
         rr_cand best = {0, 1, 0};
         long j = s.next[i];
@@ -884,12 +877,6 @@ static long roll_once(rr_pool *pl, rr_vec *v, long from, int nsh)
         if (best.save <= 0) {
             i++;
             continue;
-        }
-        if (!(loops & (loops - 1))) {
-            at = realloc(at, (size_t)(2 * loops + 1) * sizeof *at);
-            pick = realloc(pick, (size_t)(2 * loops + 1) * sizeof *pick);
-            if (!at || !pick)
-                abort();
         }
         at[loops] = i;
         pick[loops++] = best;
@@ -908,11 +895,8 @@ static long roll_once(rr_pool *pl, rr_vec *v, long from, int nsh)
     }
     if (loops)
         vec_move(v, &e[s.start[i]], n - s.start[i]);
-    free(at);
-    free(pick);
-    for (int q = 4; q >= 0; q--)
+    for (int q = 6; q >= 0; q--)
         buf_give(pl, mem[q]);
-    free(s.stride);
     return loops;
 }
 
