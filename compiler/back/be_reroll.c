@@ -398,6 +398,15 @@ static void fields_words(rr_opfields *f, const isa_opinfo *oi)
             f->scan = (uint16_t)(RR_SCAN_ANY + 1 + i);
 }
 
+/* The 8 bytes of an address operand of register 0 and offset off, as
+ * memory holds them (fields_init checks the layout): an operand's word
+ * is this exactly when its register is 0 and its offset off (offsets
+ * below 2^40, as emitted: no two differ by a multiple of 2^56). */
+static inline uint64_t addr_word(int64_t off)
+{
+    return (uint64_t)off << 8;
+}
+
 /* Fill op_fields for every op (before the pass looks at an instruction). */
 static void fields_init(void)
 {
@@ -418,6 +427,11 @@ static void fields_init(void)
         }
         fields_words(f, oi);
     }
+    const isa_addr probe = {.reg = 0, .off = 0x123456789a};
+    uint64_t w;
+    memcpy(&w, &probe, sizeof w);
+    assert(sizeof probe == sizeof w && w == addr_word(0x123456789a)); /* (addr_word) */
+    (void)w;
     /* (commit_as's checks of the pass's own li, addi, loop and endl) */
     assert(isa_info(ISA_OP_LI)->format == ISA_FMT_ID_REG && isa_info(ISA_OP_ADDI)->format == ISA_FMT_ID_REG);
     assert(isa_info(ISA_OP_LOOP)->format == ISA_FMT_ID_LOOP && isa_info(ISA_OP_ENDL)->format == ISA_FMT_ID_NONE);
@@ -1741,10 +1755,14 @@ static inline __attribute__((always_inline)) int shape_scan(rr_tmpl *t, const is
 #pragma GCC unroll 8
         for (int q = 0; q < npc; q++)
             diff |= (*(const rr_pair *)(x + f->pair[q]) & f->pmask[q]) ^ hv[q];
+        /* an address as its word (addr_word): no register and the offset
+         * the template's plus delta, or a bit set (the two fields taken
+         * apart were three operations more per address) */
 #pragma GCC unroll 4
         for (int k = 0; k < naddr; k++) {
-            const isa_addr *ad = (const isa_addr *)(x + f->aoff[k]);
-            bad |= ad->reg | (ad->off - t->off[i][k] - delta[k]);
+            uint64_t w;
+            memcpy(&w, x + f->aoff[k], sizeof w);
+            bad |= (int64_t)(w ^ addr_word(t->off[i][k] + delta[k]));
         }
     }
     return !(bad | (int64_t)diff[0] | (int64_t)diff[1]);
