@@ -611,7 +611,7 @@ typedef struct {
     int *next;      /* per item: the next item of the same hash, -1 none */
     int64_t *stride;/* scratch: per entry of a body and address operand (a body is at
                      * most half the list: it repeats) */
-    int *end;       /* per period L, or NULL: hash_end's last answer (-1 none) */
+    int *end;       /* per period L: hash_end's last answer (-1 none) */
 } rr_scan;
 
 /* A candidate: items [i, i + L) repeated reps times. */
@@ -633,13 +633,12 @@ static long span(const rr_scan *s, long i, long L)
  * were a fifth of try_period). */
 static inline long hash_end(rr_scan *s, long nitems, long i, long L)
 {
-    if (s->end && s->end[L] >= i)
+    if (s->end[L] >= i)
         return s->end[L];
     long u = i;
     while (u + L < nitems && s->h[u + L] == s->h[u])
         u++;
-    if (s->end)
-        s->end[L] = (int)u;
+    s->end[L] = (int)u;
     return u;
 }
 
@@ -896,8 +895,8 @@ static long roll_once(rr_pool *pl, rr_vec *v, long from, int nsh)
         pick[loops++] = best;
         i += best.L * best.reps;
     }
-    /* rewrite (at items out of the scan's order: s.end no longer holds) */
-    s.end = NULL;
+    /* rewrite (at items out of the scan's order: s.end no longer holds; nothing
+     * reads it: only the choosing calls hash_end) */
     if (loops)
         v->n = from;
     long i = 0;
