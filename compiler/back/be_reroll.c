@@ -627,15 +627,16 @@ static long span(const rr_scan *s, long i, long L)
 
 /* The first item u >= i whose hash differs from item u + L's (or with no
  * item u + L): items [i, i + r L) repeat by hash for every r with
- * i + r L <= that.  Remembered per L (s->end) while the scan's i only
- * grows: the answer from an earlier i holds for every i up to it (per
- * repetition, the hashes of items compared again at each i and candidate
- * were a fifth of try_period). */
-static inline long hash_end(rr_scan *s, long nitems, long i, long L)
+ * i + r L <= that; every u in [i, from) is known not to be it.
+ * Remembered per L (s->end) while the scan's i only grows: the answer
+ * from an earlier i holds for every i up to it (per repetition, the
+ * hashes of items compared again at each i and candidate were a fifth of
+ * try_period). */
+static inline long hash_end(rr_scan *s, long nitems, long i, long L, long from)
 {
     if (s->end[L] >= i)
         return s->end[L];
-    long u = i;
+    long u = from;
     while (u + L < nitems && s->h[u + L] == s->h[u])
         u++;
     s->end[L] = (int)u;
@@ -661,7 +662,7 @@ static rr_cand try_period(rr_scan *s, const rr_ent *e, long nitems, long i, long
 {
     rr_cand c = {L, 1, 0};
     const long b0 = s->start[i], len = span(s, i, L);
-    const long end = hash_end(s, nitems, i, L);
+    const long end = hash_end(s, nitems, i, L, i);
     for (long r = 1; i + r * L <= end; r++) {
         const long br = s->start[i + r * L], bp = s->start[i + (r - 1) * L];
         if (span(s, i + r * L, L) != len)
@@ -844,6 +845,21 @@ static void vec_move(rr_vec *v, const rr_ent *e, long n)
     v->n += n;
 }
 
+/* Candidate period L at item i of list e (hash_end from `from`) into
+ * *best when it saves more; returns hash_end's. */
+static inline long cand_at(rr_scan *s, const rr_ent *e, long nitems, long i, long L, long from, rr_cand *best)
+{
+    const long end = hash_end(s, nitems, i, L, from);
+    if (end < i + L)
+        return end; /* not twice by hash: saves nothing (most candidates) */
+    if (save_bound(s, i, L, end) <= best->save)
+        return end; /* cannot beat the best: a multiple of its period, as a rule */
+    const rr_cand c = try_period(s, e, nitems, i, L);
+    if (c.save > best->save)
+        *best = c;
+    return end;
+}
+
 /* One left-to-right scan of list v[from..) (nsh: scan_items'); when it
  * finds loops, the list rewritten with them where it is (each loop is
  * shorter than its repetitions: roll_in_place).  Returns the number of
@@ -877,15 +893,16 @@ static long roll_once(rr_pool *pl, rr_vec *v, long from, int nsh)
     for (long i = 0; i < nitems;) {
         rr_cand best = {0, 1, 0};
         long j = s.next[i];
-        for (int t = 0; t < RR_CANDIDATES && j >= 0 && i + 2 * (j - i) <= nitems; t++, j = s.next[j]) {
-            const long end = hash_end(&s, nitems, i, j - i);
-            if (end < j)
-                continue; /* not twice by hash: saves nothing (most candidates) */
-            if (save_bound(&s, i, j - i, end) <= best.save)
-                continue; /* cannot beat the best: a multiple of its period, as a rule */
-            rr_cand c = try_period(&s, e, nitems, i, j - i);
-            if (c.save > best.save)
-                best = c;
+        if (j >= 0 && i + 2 * (j - i) <= nitems) {
+            /* the first candidate's period L1 and end e1: items [i, e1 + L1)
+             * repeat by L1, so by every multiple (t + 1) L1 up to e1 - t L1,
+             * where hash_end starts (the candidates of a long run of period
+             * L1 are its multiples, each compared to the run's end: a
+             * quarter of the choosing on the prefill layer) */
+            const long L1 = j - i, e1 = cand_at(&s, e, nitems, i, L1, i, &best);
+            j = s.next[j];
+            for (int t = 1; t < RR_CANDIDATES && j >= 0 && i + 2 * (j - i) <= nitems; t++, j = s.next[j])
+                cand_at(&s, e, nitems, i, j - i, e1 > j - L1 && j - i == (t + 1) * L1 ? e1 - t * L1 : i, &best);
         }
         if (best.save <= 0) {
             i++;
