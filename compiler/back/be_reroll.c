@@ -612,6 +612,8 @@ typedef struct {
     int64_t *stride;/* scratch: per entry of a body and address operand (a body is at
                      * most half the list: it repeats) */
     int *end;       /* per period L: hash_end's last answer (-1 none) */
+    int byshape;    /* the items are a kernel's instructions as make_entries made them, each
+                     * its shape as its hash (scan_items' nsh) */
 } rr_scan;
 
 /* A candidate: items [i, i + L) repeated reps times. */
@@ -670,7 +672,9 @@ static rr_cand try_period(rr_scan *s, const rr_ent *e, long nitems, long i, long
         int ok = 1;
         for (long j = 0; j < len && ok; j++) {
             const rr_ent *x = &e[b0 + j], *y = &e[br + j];
-            if (!ent_same(x, y)) {
+            /* (by shape: items equal by hash up to end (hash_end) are instructions of
+             * one shape and no strides, which ent_same would find but for fixed) */
+            if (s->byshape ? x->fixed : !ent_same(x, y)) {
                 ok = 0;
                 break;
             }
@@ -794,6 +798,7 @@ static void emit_loop(rr_pool *pl, rr_scan *s, const rr_ent *e, long i, const rr
 static long scan_items(rr_pool *pl, rr_scan *s, rr_buf *tabm, const rr_ent *e, long n, int nsh)
 {
     long it = 0;
+    s->byshape = nsh > 0;
     if (nsh) {
         *tabm = buf_take(pl, (size_t)nsh * sizeof(int));
         int *last = tabm->p;
