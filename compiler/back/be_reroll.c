@@ -694,7 +694,7 @@ static rr_cand try_period(rr_scan *s, const rr_ent *e, long nitems, long i, long
             break;
         c.reps = r + 1;
     }
-    for (long j = 0; j < len && c.reps > 1; j++)
+    for (long j = 0; j < len && c.reps > 1 && !s->byshape; j++) /* (byshape: no loops yet) */
         if (e[b0 + j].kind == RR_INSN && e[b0 + j].depth >= ISA_MAX_LOOPS)
             c.reps = 1; /* no room for another level */
     if (c.reps < 2)
