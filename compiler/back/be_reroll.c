@@ -198,7 +198,7 @@ typedef struct {
     isa_stream rolled;  /* roll_tail: a core's tail rolled, before it replaces the tail */
     rr_tmpl t[RR_TEMPLATES]; /* the last kernels rolled from scratch, of distinct ops_key */
     int tnext;          /* the one a kernel of a new ops_key replaces */
-    long *seen;         /* check_same, per rolled instruction: the original it was first compared with */
+    int *seen;          /* check_same, per rolled instruction: an original of its shape (from, as a rule) */
     /* per instruction of the kernel: its address operands' offsets, as
      * make_entries reads them (having checked that no register is used),
      * for check_same: reading them back from the instructions, out of
@@ -1312,12 +1312,12 @@ static void emit_list(rr_out *o, const rr_ent *e, long n)
  * again per iteration was a tenth of a prefill compile), and the
  * addresses resolved every time (against soff[k], s[k]'s offsets). */
 static int issues(const isa_insn *in, const int64_t *reg, const isa_insn *s, long k, const int *shape,
-                  const int64_t *soff, long *seen)
+                  const int64_t *soff, int *seen)
 {
     if (*seen < 0 ? !insn_same(in, &s[k]) : shape[*seen] != shape[k])
         return 0;
     if (*seen < 0)
-        *seen = k;
+        *seen = (int)k;
     const rr_opfields *f = fields_of(in->op);
     for (int q = 0; q < f->naddr; q++) {
         const isa_addr *a = caddr_at(in, f, q);
@@ -1345,16 +1345,20 @@ static void *scratch_array(const rr_scratch *sc, isa_buf *b, long n, size_t size
  * compared with an original's by shape from the first (comparing them
  * field by field was 0.7% of BERT-base's compile). */
 static void check_same(rr_scratch *sc, const isa_insn *t, long n, const isa_insn *s, long m, const int *shape,
-                       const int *from, long nfrom)
+                       int *from, long nfrom)
 {
     int64_t reg[ISA_NREGS] = {0};
     long start[ISA_MAX_LOOPS];
     int64_t left[ISA_MAX_LOOPS];
     int d = 0;
     long k = 0;
-    sc->seen = scratch_array(sc, &sc->seenm, n, sizeof *sc->seen);
-    for (long pc = 0; pc < n; pc++) /* (pc's of li, addi, loop and endl: never read) */
-        sc->seen[pc] = pc < nfrom ? from[pc] : -1;
+    if (n <= nfrom) { /* (as a rule: from is seen, written to by no issues) */
+        sc->seen = from;
+    } else {
+        sc->seen = scratch_array(sc, &sc->seenm, n, sizeof *sc->seen);
+        for (long pc = 0; pc < n; pc++) /* (pc's of li, addi, loop and endl: never read) */
+            sc->seen[pc] = pc < nfrom ? from[pc] : -1;
+    }
     for (long pc = 0; pc < n; pc++) {
         const isa_insn *in = &t[pc];
         if (in->op == ISA_OP_LI || in->op == ISA_OP_ADDI) {
