@@ -64,7 +64,8 @@ typedef struct {
     int kind;
     int idx;            /* RR_INSN: the instruction's index in its kernel (a template's entries: rr_tmpl) */
     const isa_insn *in; /* RR_INSN: the instruction as generated, for every field but its addresses */
-    int64_t off[RR_NADDR]; /* RR_INSN: address operand k's offset in its first iteration (register 0) */
+    int64_t off[RR_NADDR]; /* RR_INSN: address operand k's offset in its first iteration (register 0);
+                            * k < its op's naddr: the rest is never set, never read */
     uint64_t key;  /* RR_INSN: insn_key; RR_LOOP: the hash of the item it starts (loop_hash) */
     uint64_t h;    /* ent_hash of it, kept with its strides (make_entries, emit_loop; unroll_one's, only emitted, not) */
     int shape;     /* RR_INSN: equal for instructions equal but for their addresses (shape_of) */
@@ -1624,7 +1625,6 @@ static int make_entries(rr_scratch *sc, const isa_insn *s, long n)
         const rr_opfields *f = fields_of(s[j].op);
         int plain = !f->pass;
         rr_ent *x = &ents[j];
-        memset(x->off, 0, sizeof x->off);
         for (int k = 0; k < f->naddr; k++) {
             const isa_addr *a = caddr_at(&s[j], f, k);
             plain &= a->reg == 0;
