@@ -1283,7 +1283,8 @@ static void emit_nest(rr_out *o, const rr_ent *e, long n)
         return;
     }
     int64_t init[RR_REGS] = {0}, low[RR_REGS] = {0};
-    walk_nest(o, e, n, &R, init, low);
+    if (R.nregs) /* (a nest of no register, as of waits and sigs, has no lows to find) */
+        walk_nest(o, e, n, &R, init, low);
     for (int r = 0; r < R.nregs; r++)
         init[r] = low[r]; /* K moves with init: every offset becomes >= 0 */
     walk_nest(o, e, n, &R, init, NULL);
