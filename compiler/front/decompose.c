@@ -2550,6 +2550,8 @@ static const struct {
     {"repeat", r_repeat, "reshape, expand, reshape"},
     {"pixel_shuffle", r_pixel_shuffle, "reshape, permute, reshape"},
     {"pixel_unshuffle", r_pixel_shuffle, "reshape, permute, reshape"},
+    {"convolution", dc_r_convolution, "transposed (1-D, 2-D): per output phase, a stride-1 convolution of the "
+                                      "input with the flipped weight's taps of that phase; cat, reshape, slice"},
     {"scaled_dot_product_attention", r_sdpa, "matmul(q, k^T) * scale, mask (add, or where), "
                                              "softmax, matmul v"},
     {"clone", r_identity, "identity"},
