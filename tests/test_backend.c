@@ -3674,9 +3674,11 @@ static void test_pixel_shuffle_and_unshuffle_run_natively_and_validate(void)
  * (dec_convt.c).  Over 2-D and 1-D ones with stride 2, 3 and 4 (2 and 1
  * along two axes), padding, output_padding, dilation (2 with stride 4:
  * half the phases take no tap and are the bias alone; 3 with stride 2),
- * groups, bias and stride 1, and one whose weight is large enough to be
- * read by per-tap products (lower.c, conv_weight_walks_no_stick), every
- * output runs natively and validates on both chips. */
+ * groups, bias and stride 1, kernel = stride (one 1x1 convolution for
+ * every phase, 2-D and 1-D, with and without bias), and one whose weight
+ * is large enough to be read by per-tap products (lower.c,
+ * conv_weight_walks_no_stick), every output runs natively and validates
+ * on both chips. */
 static void test_transposed_convolutions_run_natively_and_validate(void)
 {
     expect_text_runs_natively_and_validates_on_both_chips(
@@ -3684,6 +3686,7 @@ static void test_transposed_convolutions_run_natively_and_validate(void)
         "input %x: f32[2, 6, 5, 7]\ninput %wa: f32[6, 4, 4, 4]\ninput %ba: f32[4]\ninput %bc: f32[3]\n"
         "input %wb: f32[6, 8, 2, 2]\ninput %wc: f32[6, 3, 3, 3]\ninput %wg: f32[6, 4, 3, 2]\n"
         "input %x1: f32[1, 4, 9]\ninput %w1: f32[4, 5, 3]\ninput %b1: f32[5]\n"
+        "input %b8: f32[8]\ninput %w2: f32[4, 5, 2]\n"
         "input %xb: f32[1, 64, 4, 4]\ninput %wbig: f32[64, 64, 3, 3]\ninput %bb: f32[64]\n"
         "%big: f32[1, 64, 8, 8] = aten.convolution.default(%xb, %wbig, %bb, [2, 2], [1, 1], [1, 1], True, [1, 1], 1)\n"
         "%a: f32[2, 4, 10, 14] = aten.convolution.default(%x, %wa, %ba, [2, 2], [1, 1], [1, 1], True, [0, 0], 1)\n"
@@ -3694,7 +3697,9 @@ static void test_transposed_convolutions_run_natively_and_validate(void)
         "%g: f32[2, 8, 11, 8] = aten.convolution.default(%x, %wg, None, [2, 1], [0, 0], [1, 1], True, [0, 0], 2)\n"
         "%f: f32[1, 5, 28] = aten.convolution.default(%x1, %w1, %b1, [3], [0], [1], True, [1], 1)\n"
         "%h: f32[1, 5, 37] = aten.convolution.default(%x1, %w1, %b1, [4], [1], [2], True, [2], 1)\n"
-        "output %big, %a, %b, %c, %d, %e, %g, %f, %h\n");
+        "%b2: f32[2, 8, 10, 14] = aten.convolution.default(%x, %wb, %b8, [2, 2], [0, 0], [1, 1], True, [0, 0], 1)\n"
+        "%i: f32[1, 5, 18] = aten.convolution.default(%x1, %w2, %b1, [2], [0], [1], True, [0], 1)\n"
+        "output %b2, %i, %big, %a, %b, %c, %d, %e, %g, %f, %h\n");
 }
 
 /* A kernel one tap wide taking the im2col copy (few channels, or rows of

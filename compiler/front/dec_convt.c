@@ -87,6 +87,7 @@ typedef struct {
     int nsp;
     ct_axis ax[2];
     gr_dtype dt;
+    int one; /* every phase's outputs, [N, Cout, s.., Q..] (phases_as_one), or -1 */
 } ct_op;
 
 /* bias (or 0) over [N, Cout, Q..]: a phase that takes no tap. */
@@ -99,9 +100,54 @@ static int phase_empty(dctx *c, const ct_op *o, const int64_t *shape)
     return dc_bin(c, "aten.add.Tensor", v, dc_reshape(c, o->bias, o->nsp + 1, bs));
 }
 
+/* Kernel = stride, no padding, dilation 1, one group and the output s
+ * times the input (a UNet's ConvTranspose2d(k2, s2)): every phase is one
+ * tap over the same input pixels, so all of them are one 1x1 convolution
+ * of s.. Cout channels, the weight w[ci, co, K..] seen as [(co, K..), ci,
+ * 1..] (a view: co and the taps are contiguous), its result seen as [N,
+ * Cout, s.., Q..]; or -1.  One product of N = s.. Cout instead of s..
+ * products, and one copy of the input. */
+static int phases_as_one(dctx *c, const ct_op *o)
+{
+    int64_t taps = 1;
+    for (int i = 0; i < o->nsp; i++) {
+        const ct_axis *a = &o->ax[i];
+        if (a->k != a->s || a->p || a->d != 1 || a->out != a->in * a->s)
+            return -1;
+        taps *= a->s;
+    }
+    if (o->g != 1 || taps == 1)
+        return -1;
+    const gr_ttype xt = dc_T(c, o->x), wt = dc_T(c, o->w);
+    const int64_t cin = wt.shape[0], co = wt.shape[1], n = o->nsp;
+    int64_t perm[4] = {1, 2, n == 2 ? 3 : 0, 0}, ws[4] = {co * taps, cin, 1, 1}, zero[2] = {0, 0}, one[2] = {1, 1};
+    gr_ttype pt = {.dtype = wt.dtype, .rank = wt.rank, .shape = {co, wt.shape[2], n == 2 ? wt.shape[3] : cin, cin}};
+    int w = DC_EMIT(c, "aten.permute.default", pt, da_val(o->w), da_ints(wt.rank, perm));
+    w = dc_reshape(c, w, wt.rank, ws);
+    gr_arg b = {.kind = GR_ARG_NONE};
+    if (o->bias >= 0) {
+        const int64_t col[2] = {co, 1}, wide[2] = {co, taps}, flat = co * taps;
+        b = da_val(dc_reshape(c, dc_expand(c, dc_reshape(c, o->bias, 2, col), 2, wide), 1, &flat));
+    }
+    gr_ttype yt = xt;
+    yt.shape[1] = co * taps;
+    int y = DC_EMIT(c, "aten.convolution.default", yt, da_val(o->x), da_val(w), b, da_ints(o->nsp, one),
+                    da_ints(o->nsp, zero), da_ints(o->nsp, one), da_bool(0), da_ints(o->nsp, zero), da_int(1));
+    int64_t split[6] = {xt.shape[0], co, o->ax[0].s, n == 2 ? o->ax[1].s : xt.shape[2]};
+    for (int i = 0; i < o->nsp; i++)
+        split[2 + n + i] = xt.shape[2 + i];
+    return dc_reshape(c, y, 2 + 2 * o->nsp, split);
+}
+
 /* The outputs of phase (r[0], r[1]): [N, Cout, Q..]. */
 static int phase_conv(dctx *c, const ct_op *o, const int64_t *r)
 {
+    if (o->one >= 0) {
+        int v = o->one;
+        for (int i = 0; i < o->nsp; i++)
+            v = dc_select(c, v, 2, r[i]);
+        return v;
+    }
     const gr_ttype xt = dc_T(c, o->x), wt = dc_T(c, o->w);
     int64_t shape[4] = {xt.shape[0], wt.shape[0]}, one[2] = {1, 1}, pad[2], dil[2];
     ct_phase f[2];
@@ -217,7 +263,8 @@ int dc_r_convolution(dctx *c, const gr_node *n, int *out)
             dc_fail(c, "lowers strides of 1 to 64, padding not negative and dilation positive");
         a->q = (a->out + a->s - 1) / a->s;
     }
-    o.w = conv_weight(c, o.w, o.g, o.nsp);
+    o.one = phases_as_one(c, &o);
+    o.w = o.one >= 0 ? o.w : conv_weight(c, o.w, o.g, o.nsp);
     out[0] = interleave(c, &o);
     return 1;
 }
