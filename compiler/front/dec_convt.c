@@ -9,8 +9,9 @@
  * mod s) at the inputs i = q + c0 - j D (D = d / gcd(s, d), c0 = (r + p -
  * k0 d) / s): an ordinary convolution of x with those J taps reversed,
  * dilation D, its output q starting at input q + c0 - (J - 1) D.  Each phase
- * has Q = ceil(OUT / s) outputs; the phases are interleaved by a cat over a
- * new axis after the phase's and a reshape, and the last OUT kept. */
+ * has Q = ceil(OUT / s) outputs; the phases are interleaved, along the last
+ * axis by a product with a 0/1 matrix, along the rows by a cat over a new
+ * axis and a reshape, and the first OUT kept. */
 #include "decompose.h"
 
 #include <stdlib.h>
@@ -195,7 +196,7 @@ static int interleave_last(dctx *c, const ct_op *o, int64_t *r)
     gr_ttype t = dc_T(c, v[0]);
     t.shape[t.rank - 1] = a->s * a->q;
     int side = DC_EMIT(c, "aten.cat.default", t, da_vals((int)a->s, v), da_int(t.rank - 1));
-    float *m = calloc((size_t)(a->s * a->q * a->out), sizeof *m);
+    float *m = calloc((size_t)(a->s * a->q * a->out) + 1, sizeof *m); /* + 1: no elements is no failure */
     if (!m)
         abort();
     for (int64_t k = 0; k < a->s * a->q; k++)
