@@ -1876,11 +1876,13 @@ static int conv_depthwise(lctx *c, int xp, int w, int bias, const convshape *s, 
  * kw-folded or im2col copy of it would then walk no stick (the layout pass
  * sticks a tensor only on a dim its readers walk upwards without carrying
  * out of it) and gather each lane; the per-tap products read it in place,
- * co along its sticks.  Only past CONV_GATHER_MAX_WEIGHT elements: a 4x4
- * stride-2 transposed conv on 16x16, 16 -> 8 channels (2,048 elements),
- * runs in 41,209 cycles folded, 49,750 per tap; 32 -> 16 (8,192) 61,045
- * and 58,631; 128 -> 64 284,764 and 114,183. */
-#define CONV_GATHER_MAX_WEIGHT 4096
+ * co along its sticks.  Only past CONV_GATHER_MAX_WEIGHT elements (of w
+ * as the conv reads it, a phase's taps): a 4x4 stride-2 transposed conv on
+ * 16x16 (one conv a phase), 16 -> 8 channels (512 elements a phase) runs
+ * in 41,209 cycles folded, 49,750 per tap; 32 -> 16 (2,048) 61,045 and
+ * 58,631; 32 -> 32 (4,096) 73,103 and 64,366; 128 -> 64 284,764 and
+ * 114,183. */
+#define CONV_GATHER_MAX_WEIGHT 1024
 static int conv_weight_walks_no_stick(lctx *c, int w, const convshape *s)
 {
     const lval *V = &c->vals[w];
