@@ -148,6 +148,62 @@ static int phases_as_one(dctx *c, const ct_op *o)
  * 61,045; 32 -> 32 (36,864) 73,502 / 73,103; 64 -> 32 229,026 / 75,259. */
 #define CT_UNION_MAX_WEIGHT 32768
 
+typedef struct {
+    ct_phase f[2][64];
+    int64_t lo[2], hi[2], right[2]; /* the union window: inputs q - lo .. q + hi; its right padding */
+    int64_t taps;                   /* phases */
+} ct_union;
+
+/* The union of the phases' windows along each axis; 0, or -1 when a phase
+ * takes no tap or the dilation is not 1. */
+static int union_windows(const ct_op *o, ct_union *u)
+{
+    u->taps = 1;
+    for (int i = 0; i < o->nsp; i++) {
+        const ct_axis *a = &o->ax[i];
+        if (a->d != 1)
+            return -1;
+        u->taps *= a->s;
+        for (int64_t r = 0; r < a->s; r++) {
+            ct_phase *p = &u->f[i][r];
+            *p = axis_phase(a, r);
+            if (!p->taps)
+                return -1;
+            const int64_t left = p->pad - p->off, up = p->taps - 1 - left, rt = a->q + up - a->in;
+            u->lo[i] = r && u->lo[i] > left ? u->lo[i] : left;
+            u->hi[i] = r && u->hi[i] > up ? u->hi[i] : up;
+            u->right[i] = r && u->right[i] > rt ? u->right[i] : rt;
+        }
+    }
+    return 0;
+}
+
+/* The union's weight [(r.., co), Cin, L..]: each phase's taps of the
+ * flipped weight padded with zeros into the window, stacked. */
+static int union_weight(dctx *c, const ct_op *o, const ct_union *u)
+{
+    int v[64];
+    for (int k = 0; k < u->taps; k++) {
+        const int64_t r[2] = {o->nsp == 2 ? k / o->ax[1].s : k, o->nsp == 2 ? k % o->ax[1].s : 0};
+        int w = o->w;
+        int64_t pads[4];
+        for (int i = 0; i < o->nsp; i++) {
+            const ct_phase *p = &u->f[i][r[i]];
+            const int64_t before = u->lo[i] - (p->pad - p->off), at = 2 * (o->nsp - 1 - i);
+            w = dc_slice(c, w, 2 + i, p->start, p->start + (p->taps - 1) * p->step + 1, p->step);
+            pads[at] = before;
+            pads[at + 1] = u->lo[i] + u->hi[i] + 1 - before - p->taps;
+        }
+        gr_ttype t = dc_T(c, w);
+        for (int i = 0; i < o->nsp; i++)
+            t.shape[2 + i] = u->lo[i] + u->hi[i] + 1;
+        v[k] = DC_EMIT(c, "aten.constant_pad_nd.default", t, da_val(w), da_ints(2 * o->nsp, pads), da_num(0));
+    }
+    gr_ttype wt = dc_T(c, v[0]);
+    wt.shape[0] *= u->taps;
+    return DC_EMIT(c, "aten.cat.default", wt, da_vals((int)u->taps, v), da_int(0));
+}
+
 /* Dilation 1, one group, every phase taking a tap: all phases as one
  * convolution over the union of their windows, L taps an axis, each
  * phase's taps placed in it (zeros around), its s.. Cout outputs ordered
@@ -156,64 +212,29 @@ static int phases_as_one(dctx *c, const ct_op *o)
  * 2: 3 instead of 8), for L^n / J^n times the MACs (9 / 4). */
 static int phases_as_union(dctx *c, const ct_op *o)
 {
-    int64_t lo[2] = {0, 0}, hi[2] = {0, 0}, right[2] = {0, 0}, taps = 1;
-    ct_phase f[2][64];
-    for (int i = 0; i < o->nsp; i++) {
-        const ct_axis *a = &o->ax[i];
-        if (a->d != 1)
-            return -1;
-        taps *= a->s;
-        for (int64_t r = 0; r < a->s; r++) {
-            ct_phase *p = &f[i][r];
-            *p = axis_phase(a, r);
-            if (!p->taps)
-                return -1;
-            const int64_t left = p->pad - p->off; /* its window starts at input q - left */
-            lo[i] = r ? (left > lo[i] ? left : lo[i]) : left;
-            hi[i] = r ? (p->taps - 1 - left > hi[i] ? p->taps - 1 - left : hi[i]) : p->taps - 1 - left;
-            const int64_t rt = a->q + p->taps - 1 - left - a->in;
-            right[i] = r ? (rt > right[i] ? rt : right[i]) : rt;
-        }
-    }
-    const gr_ttype w0 = dc_T(c, o->w);
-    int64_t wide = taps * w0.shape[0] * w0.shape[1];
-    for (int i = 0; i < o->nsp; i++)
-        wide *= lo[i] + hi[i] + 1;
-    if (o->g != 1 || taps == 1 || wide > CT_UNION_MAX_WEIGHT)
+    ct_union u;
+    if (o->g != 1 || union_windows(o, &u) || u.taps == 1)
         return -1;
-    int v[64];
-    for (int k = 0; k < taps; k++) {
-        const int64_t r[2] = {o->nsp == 2 ? k / o->ax[1].s : k, o->nsp == 2 ? k % o->ax[1].s : 0};
-        int w = o->w;
-        int64_t pads[4];
-        for (int i = 0; i < o->nsp; i++) {
-            const ct_phase *p = &f[i][r[i]];
-            const int64_t before = lo[i] - (p->pad - p->off);
-            w = dc_slice(c, w, 2 + i, p->start, p->start + (p->taps - 1) * p->step + 1, p->step);
-            pads[2 * (o->nsp - 1 - i)] = before;
-            pads[2 * (o->nsp - 1 - i) + 1] = lo[i] + hi[i] + 1 - before - p->taps;
-        }
-        gr_ttype t = dc_T(c, w);
-        for (int i = 0; i < o->nsp; i++)
-            t.shape[2 + i] = lo[i] + hi[i] + 1;
-        v[k] = DC_EMIT(c, "aten.constant_pad_nd.default", t, da_val(w), da_ints(2 * o->nsp, pads), da_num(0));
-    }
-    gr_ttype wt = dc_T(c, v[0]), xt = dc_T(c, o->x);
-    const int64_t co = wt.shape[0];
-    wt.shape[0] = taps * co;
-    int w = DC_EMIT(c, "aten.cat.default", wt, da_vals((int)taps, v), da_int(0));
+    const gr_ttype w0 = dc_T(c, o->w), xt = dc_T(c, o->x);
+    const int64_t co = w0.shape[0];
+    int64_t wide = u.taps * co * w0.shape[1];
+    for (int i = 0; i < o->nsp; i++)
+        wide *= u.lo[i] + u.hi[i] + 1;
+    if (wide > CT_UNION_MAX_WEIGHT)
+        return -1;
+    int w = union_weight(c, o, &u);
     gr_arg b = {.kind = GR_ARG_NONE};
     if (o->bias >= 0) {
-        const int64_t row[2] = {1, co}, tall[2] = {taps, co}, flat = co * taps;
+        const int64_t row[2] = {1, co}, tall[2] = {u.taps, co}, flat = co * u.taps;
         b = da_val(dc_reshape(c, dc_expand(c, dc_reshape(c, o->bias, 2, row), 2, tall), 1, &flat));
     }
     int64_t pad[2], one[2] = {1, 1}, zero[2] = {0, 0}, split[6] = {xt.shape[0]};
     gr_ttype yt = xt;
-    yt.shape[1] = taps * co;
+    yt.shape[1] = u.taps * co;
     for (int i = 0; i < o->nsp; i++) {
-        pad[i] = lo[i] > right[i] ? lo[i] : right[i];
+        pad[i] = u.lo[i] > u.right[i] ? u.lo[i] : u.right[i];
         pad[i] = pad[i] > 0 ? pad[i] : 0;
-        yt.shape[2 + i] = o->ax[i].in + 2 * pad[i] - lo[i] - hi[i];
+        yt.shape[2 + i] = o->ax[i].in + 2 * pad[i] - u.lo[i] - u.hi[i];
         split[1 + i] = o->ax[i].s;
         split[2 + o->nsp + i] = yt.shape[2 + i];
     }
@@ -222,8 +243,8 @@ static int phases_as_union(dctx *c, const ct_op *o)
                     da_ints(o->nsp, pad), da_ints(o->nsp, one), da_bool(0), da_ints(o->nsp, zero), da_int(1));
     y = dc_reshape(c, y, 2 + 2 * o->nsp, split);
     for (int i = 0; i < o->nsp; i++)
-        if (pad[i] - lo[i] || split[2 + o->nsp + i] != o->ax[i].q)
-            y = dc_slice(c, y, 2 + o->nsp + i, pad[i] - lo[i], pad[i] - lo[i] + o->ax[i].q, 1);
+        if (pad[i] - u.lo[i] || split[2 + o->nsp + i] != o->ax[i].q)
+            y = dc_slice(c, y, 2 + o->nsp + i, pad[i] - u.lo[i], pad[i] - u.lo[i] + o->ax[i].q, 1);
     return y;
 }
 
