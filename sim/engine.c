@@ -644,6 +644,24 @@ static int unblock_seq(engine *g, sim_core *c, int u, double t)
     return 0;
 }
 
+/* A unit instruction at t whose transfer signals a remote token at
+ * tm->end: when the unit's own next wake is at that time too, queued
+ * after the token event with nothing at that time queued between them
+ * (the sequencer's wake, when u unblocks it, is at t < tm->end or at its
+ * own clock), the wake carries the token: it increments it first, as the
+ * token event popped just before would have (the GEMM: every one of its
+ * 3.3 k token events a launch).  free_at: the unit's, once run_unit sets
+ * it.  1 when carried, or 0. */
+static int carry_token(sim_core *c, int u, double t, double free_at, const sim_timing *tm)
+{
+    sim_unit_state *us = &c->ustate[u];
+    if (free_at != tm->end || !(tm->end > t) || us->scheduled || (c->seq_blocked_on == u && c->seq_time == tm->end))
+        return 0;
+    us->rtok_core = tm->remote_core;
+    us->rtok = (int32_t)tm->remote_tok;
+    return 1;
+}
+
 /* A unit at time t: run the head of its queue if it can.  -1 on a fault,
  * RUN_UNIT_AGAIN when its next wake (at free_at) would be the next event
  * popped (a fifth of the GEMM's unit runs), RUN_SEQ_NOW (unblock_seq),
@@ -720,7 +738,8 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
                                   tm.remote_core);
             if (sim_race_active(s))
                 sim_race_signal(s, c, u, dst, tm.remote_tok);
-            sim_evq_token(&g->q, tm.end, tm.remote_core, tm.remote_tok);
+            if (!carry_token(c, u, t, t + dur, &tm))
+                sim_evq_token(&g->q, tm.end, tm.remote_core, tm.remote_tok);
         }
     }
     if (past_cycles(g, c->id, u, e->index, done))
@@ -740,7 +759,7 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
     q->count--;
     if (c->seq_blocked_on == u && unblock_seq(g, c, u, t))
         return RUN_SEQ_NOW;
-    if (!us->scheduled && sim_evq_first(&g->q, us->free_at))
+    if (!us->scheduled && us->rtok_core < 0 && sim_evq_first(&g->q, us->free_at))
         return RUN_UNIT_AGAIN;
     wake_unit(g, c, u, us->free_at);
     return 0;
@@ -806,6 +825,7 @@ static void reset_cores(sim *s)
             memset(&c->ustate[u], 0, sizeof c->ustate[u]);
             c->waiting_tok[u] = -1;
             c->ustate[u].wait_since = -1;
+            c->ustate[u].rtok_core = -1;
         }
         memset(c->tokens, 0, (size_t)s->cfg.tokens * sizeof *c->tokens);
     }
@@ -842,6 +862,10 @@ int sim_engine_run(sim *s, const isa_program *p)
         else {
             sim_core *c = &s->cores[e.agent / (ISA_NUNITS + 1)];
             const int u = e.agent % (ISA_NUNITS + 1);
+            if (u != AGENT_SEQ && c->ustate[u].rtok_core >= 0) { /* carry_token */
+                token_inc(&g, &s->cores[c->ustate[u].rtok_core], c->ustate[u].rtok, e.t);
+                c->ustate[u].rtok_core = -1;
+            }
             if (u != AGENT_SEQ)
                 while ((rc = run_unit(&g, c, u, e.t)) == RUN_UNIT_AGAIN && !(races && s->race_found))
                     e.t = c->ustate[u].free_at + 0.0; /* as the queue would give it: -0.0 pops as +0.0 */
