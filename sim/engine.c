@@ -648,9 +648,9 @@ static int unblock_seq(engine *g, sim_core *c, int u, double t)
  * tm->end: when the unit's own next wake is at that time too, queued
  * after the token event with nothing at that time queued between them
  * (the sequencer's wake, when u unblocks it, is at t < tm->end or at its
- * own clock), the wake carries the token: it increments it first, as the
- * token event popped just before would have (the GEMM: every one of its
- * 3.3 k token events a launch).  free_at: the unit's, once run_unit sets
+ * own clock), the wake carries the token: run_unit increments it first,
+ * u still marked scheduled, as the token event popped just before would
+ * have (the GEMM: every one of its 3.3 k token events a launch).  free_at: the unit's, once run_unit sets
  * it.  1 when carried, or 0. */
 static int carry_token(sim_core *c, int u, double t, double free_at, const sim_timing *tm)
 {
@@ -671,6 +671,10 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
     sim *s = g->s;
     sim_unit_state *us = &c->ustate[u];
     sim_queue *q = &c->units[u];
+    if (us->rtok_core >= 0) { /* the token event carried (carry_token) */
+        token_inc(g, &s->cores[us->rtok_core], us->rtok, t);
+        us->rtok_core = -1;
+    }
     us->scheduled = 0;
     if (!q->count) {
         if (c->at_barrier && try_barrier(g))
@@ -862,10 +866,6 @@ int sim_engine_run(sim *s, const isa_program *p)
         else {
             sim_core *c = &s->cores[e.agent / (ISA_NUNITS + 1)];
             const int u = e.agent % (ISA_NUNITS + 1);
-            if (u != AGENT_SEQ && c->ustate[u].rtok_core >= 0) { /* carry_token */
-                token_inc(&g, &s->cores[c->ustate[u].rtok_core], c->ustate[u].rtok, e.t);
-                c->ustate[u].rtok_core = -1;
-            }
             if (u != AGENT_SEQ)
                 while ((rc = run_unit(&g, c, u, e.t)) == RUN_UNIT_AGAIN && !(races && s->race_found))
                     e.t = c->ustate[u].free_at + 0.0; /* as the queue would give it: -0.0 pops as +0.0 */
