@@ -629,14 +629,16 @@ static inline __attribute__((always_inline)) void token_inc(engine *g, sim_core 
 enum { RUN_UNIT_AGAIN = 1, RUN_SEQ_NOW = 2 };
 
 /* Wake core c's sequencer, blocked on unit u's full queue, after u took a
- * slot out at t: RUN_SEQ_NOW when that wake would be the next event popped
- * (the GEMM: 1.5 k of its 4.9 k sequencer runs a launch), u's own wake
- * then queued first as it would be, else 0, the sequencer queued. */
+ * slot out at t: RUN_SEQ_NOW when that wake (at t or at the sequencer's
+ * clock, if later) would be the next event popped (the GEMM: 1.5 k of its
+ * 4.9 k sequencer runs a launch), u's own wake then queued first as it
+ * would be, else 0, the sequencer queued. */
 static int unblock_seq(engine *g, sim_core *c, int u, double t)
 {
     sim_unit_state *us = &c->ustate[u];
     c->seq_blocked_on = -1;
-    if (!c->seq_scheduled && c->seq_time <= t && us->free_at >= t && sim_evq_first(&g->q, t)) {
+    const double ts = t > c->seq_time ? t : c->seq_time; /* when wake_seq would queue it; run_seq(t) runs it then */
+    if (!c->seq_scheduled && us->free_at >= ts && sim_evq_first(&g->q, ts)) {
         wake_unit(g, c, u, us->free_at);
         return RUN_SEQ_NOW;
     }
