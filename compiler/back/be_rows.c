@@ -2128,11 +2128,6 @@ static void rk_plan_key(be_ctx *c, int pos, rk_plan *k, be_key *q)
     free(bufs);
 }
 
-/* The plan remembered under key q for k, if any.  The kernel before's
- * estimate is asked only of a plan that asked it (the same question at
- * the same point: its inputs are the key's), as be_rows_plan would: its
- * errors are kept as they were (be_error keeps the first).  (A few
- * dozen plans a compile: a list, compared by memcmp.) */
 /* The plan remembered under the memo's key for k, if any.  The kernel
  * before's estimate is asked only of a plan that asked it (the same
  * question at the same point: its inputs are the key's), as be_rows_plan
