@@ -874,6 +874,32 @@ void be_matmul_memos_free(be_ctx *c);
 /* Free the staged loads' row spans the row kernels' plans walked (let
  * go of them when cc_compile's attempts share them: ir_prog.spans). */
 void be_rows_spans_free(be_ctx *c);
+/* ---- Plans remembered by their inputs' bytes (be_planmemo.c) ----
+ * A planner clears the memo's key, writes into it every input its plan
+ * reads (position-free: nothing that differs between cc_compile's
+ * attempts and that no price reads, such as DRAM offsets), looks for a
+ * remembered plan under it, else plans and keeps its answer. */
+typedef struct {
+    unsigned char *b;
+    size_t n, cap;
+} be_key;
+typedef struct {
+    struct be_planent *e;
+    int n, cap;
+    be_key key; /* the plan under way's */
+} be_planmemo;
+void be_key_put(be_key *q, const void *v, size_t n);
+void be_key_i64(be_key *q, int64_t v);
+void be_key_f64(be_key *q, double v);
+/* The next plan from entry *i on remembered under m->key (NULL: none);
+ * *i moves past it. */
+void *be_planmemo_next(const be_planmemo *m, int *i);
+/* Remember plan's size bytes (a copy) under m->key. */
+void be_planmemo_keep(be_planmemo *m, const void *plan, size_t size);
+void be_planmemo_free(be_planmemo *m);
+/* SPYRE_CHECK_PLANS=1: plan again every plan found, abort where they differ. */
+int be_check_plans(void);
+
 /* The compile's memo of matmul block tilings (be_mmmemo.c), kept with its
  * span cache: shared by cc_compile's attempts as that is. */
 struct be_blockmemo **be_spancache_blocks(be_ctx *c);
