@@ -3588,12 +3588,13 @@ static void test_ring_traffic_puts_a_bar_before_its_kernel(void)
 
 /* ---- Zero-size dimensions and long names ---- */
 
-/* Compile text for cfgname, run it on seeded inputs and check every output
- * against the reference executor; then read the n tensors names[] (inputs
- * or outputs, as fp32) into vals[] and their element counts into elems[].
- * Returns the outputs not ok, -1 on a failure (message printed). */
-static int run_and_read(const char *text, const char *path, const char *cfgname, int n, const char *const *names,
-                        float **vals, int64_t *elems)
+/* Compile text for cfgname, run it on seeded inputs (or those of the
+ * safetensors file inputs) and check every output against the reference
+ * executor; then read the n tensors names[] (inputs or outputs, as fp32)
+ * into vals[] and their element counts into elems[].  Returns the outputs
+ * not ok, -1 on a failure (message printed). */
+static int run_and_read_from(const char *text, const char *path, const char *cfgname, const char *inputs, int n,
+                             const char *const *names, float **vals, int64_t *elems)
 {
     char err[1024];
     gr_graph *g = gr_graph_parse(text, path, err, sizeof err);
@@ -3614,7 +3615,7 @@ static int run_and_read(const char *text, const char *path, const char *cfgname,
     rt_run_result res;
     rt_check_result *chk = NULL;
     int bad = -1, nchk = 0;
-    if (rt_fill_inputs(prog, 7, err, sizeof err) || rt_load_graph_tensors(prog, g, NULL, err, sizeof err) ||
+    if (rt_fill_inputs(prog, 7, err, sizeof err) || rt_load_graph_tensors(prog, g, inputs, err, sizeof err) ||
         rt_launch(prog, &res) || (bad = rt_check_graph(prog, g, &chk, &nchk, err, sizeof err)) < 0)
         fprintf(stderr, "on %s: %s\n", cfgname, err);
     CU_ASSERT_EQUAL(nchk, g->noutputs);
@@ -3634,6 +3635,12 @@ static int run_and_read(const char *text, const char *path, const char *cfgname,
     rt_close(dev);
     gr_graph_free(g);
     return bad;
+}
+
+static int run_and_read(const char *text, const char *path, const char *cfgname, int n, const char *const *names,
+                        float **vals, int64_t *elems)
+{
+    return run_and_read_from(text, path, cfgname, NULL, n, names, vals, elems);
 }
 
 static const char *const both_chips[] = {"spyre", "spyre-4core"};
@@ -4847,6 +4854,53 @@ static void test_softmax_of_a_row_masked_whole_is_nan_as_pytorch(void)
     }
 }
 
+/* The same over graph inputs: a user's additive attention mask, -inf in
+ * the data (uploaded as the stand-in -2^30), masks row 1 whole and row 2
+ * but for its last element; PyTorch gives row 1 NaN and row 2 one-hot.
+ * The guard went only with an infinite constant, so row 1 came out
+ * uniform (1/8) and the check against the reference failed. */
+static void test_softmax_over_an_input_mask_masking_a_row_whole_is_nan(void)
+{
+    const char *text = "graph smi\n"
+                       "input %x: f32[4, 8]\n"
+                       "input %mask: f32[4, 8]\n"
+                       "%a: f32[4, 8] = aten.add.Tensor(%x, %mask)\n"
+                       "%s: f32[4, 8] = aten._softmax.default(%a, 1, False)\n"
+                       "output %s\n";
+    float x[32], mask[32];
+    for (int k = 0; k < 32; k++) {
+        x[k] = (float)(k % 8) * 0.25f;
+        mask[k] = k / 8 == 1 || (k / 8 == 2 && k % 8 < 7) ? -INFINITY : 0;
+    }
+    rt_st_entry e[2] = {{.name = "x", .dtype = RT_ST_F32, .rank = 2, .shape = {4, 8}, .data = x},
+                        {.name = "mask", .dtype = RT_ST_F32, .rank = 2, .shape = {4, 8}, .data = mask}};
+    char path[1024], err[256];
+    tu_tmpfile(".safetensors", path, sizeof path);
+    CU_ASSERT_EQUAL_FATAL(rt_st_write(path, e, 2, err, sizeof err), 0);
+    const char *names[] = {"s"};
+    for (int c = 0; c < 2; c++) {
+        float *v[1] = {0};
+        int64_t n[1] = {0};
+        CU_ASSERT_EQUAL_FATAL(run_and_read_from(text, "smi.txt", both_chips[c], path, 1, names, v, n), 0);
+        double s = 0;
+        for (int j = 0; j < 8; j++)
+            s += exp(j * 0.25);
+        int ok = 0;
+        for (int k = 0; k < 32; k++) {
+            double ref = exp((k % 8) * 0.25) / s;
+            if (k / 8 == 1)
+                ok += isnan(v[0][k]);
+            else if (k / 8 == 2)
+                ok += v[0][k] == (k % 8 == 7 ? 1.0f : 0.0f);
+            else
+                ok += fabs(v[0][k] - ref) <= 0x1p-8 * ref;
+        }
+        CU_ASSERT_EQUAL(ok, 32);
+        free(v[0]);
+    }
+    remove(path);
+}
+
 /* The decompositions of dec_index.c and dec_views.c, each against the
  * reference executor's own implementation of the source op (and the
  * integer outputs exactly). */
@@ -5419,6 +5473,7 @@ int main(void)
         {"infinities and NaNs are found and replaced on both chips",
          test_infinities_and_nans_are_found_and_replaced_on_both_chips},
         {"softmax of a row masked whole is NaN as PyTorch", test_softmax_of_a_row_masked_whole_is_nan_as_pytorch},
+        {"softmax over an input mask masking a row whole is NaN", test_softmax_over_an_input_mask_masking_a_row_whole_is_nan},
         {"arctangents by a polynomial are within DL16 precision on both chips",
          test_arctangents_by_a_polynomial_are_within_dl16_precision_on_both_chips},
         {"rounding functions are exact on the device on both chips",

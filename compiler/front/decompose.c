@@ -457,28 +457,43 @@ int dc_where_s(dctx *c, int cond, int a, double s, int scalar_first)
  * beyond (docs/compiler.md, "Infinities"), as runtime/compare.c reads it */
 #define DL16_INF 0x1p30
 
-/* May source value v hold the device's infinity from a constant: an
- * infinite scalar argument, or a 0-d weight (make_fx's capture of a
- * torch.tensor(-inf)), through any op but a product's sum.  Deep chains
- * are assumed to.  Graph inputs and other weights are assumed finite (a
- * softmax over the user's own -inf mask data is not guarded). */
-static int may_be_inf(const gr_graph *g, int v, int depth)
+/* May source value v hold the device's infinity: from an infinite scalar
+ * argument, a 0-d weight (make_fx's capture of a torch.tensor(-inf)) or a
+ * float graph input added in on the way (add_in: the user's additive -inf
+ * attention mask, its data's -inf uploaded as the stand-in,
+ * runtime/graphdata.c), through any op; of a product only its bias
+ * (baddbmm's -inf padding mask) carries one, its sum of products is taken
+ * as finite.  Deep chains are assumed to.  The guard costs cycles, so other inputs (a softmax straight
+ * over the user's data) and weights (a model's causal mask, which does not
+ * mask a row whole) are taken as finite. */
+static int may_be_inf(const gr_graph *g, int v, int depth, int add_in)
 {
-    static const char *const sums[] = {"mm", "bmm", "matmul", "addmm", "baddbmm", "linear", "convolution"};
+    static const struct {
+        const char *base, *bias;
+        int pos;
+    } sums[] = {{"mm", NULL, 0},         {"bmm", NULL, 0},         {"matmul", NULL, 0},
+                {"addmm", "self", 0},    {"baddbmm", "self", 0},   {"linear", "bias", 2},
+                {"convolution", "bias", 2}};
     const gr_value *gv = &g->values[v];
     if (!dc_is_float(gv->type.dtype) && !gv->ntuple)
         return 0;
-    if (gv->kind != GR_VAL_NODE)
-        return gv->kind == GR_VAL_PARAM && gv->type.rank == 0;
+    if (gv->kind == GR_VAL_INPUT)
+        return add_in;
+    if (gv->kind == GR_VAL_PARAM)
+        return gv->type.rank == 0;
     if (depth > 32)
         return 1;
     const gr_node *n = &g->nodes[gv->node];
     for (size_t i = 0; i < sizeof sums / sizeof *sums; i++)
-        if (!strcmp(n->base, sums[i]))
-            return 0;
+        if (!strcmp(n->base, sums[i].base)) {
+            const gr_arg *b = sums[i].bias ? gr_node_arg(n, sums[i].pos, sums[i].bias) : NULL;
+            return b && b->kind == GR_ARG_VALUE && may_be_inf(g, b->value, depth + 1, 1);
+        }
+    int adds = !strcmp(n->base, "add") || !strcmp(n->base, "sub");
     for (int i = 0; i < n->nargs; i++) {
         const gr_arg *a = &n->args[i];
-        if ((a->kind == GR_ARG_FLOAT && isinf(a->f)) || (a->kind == GR_ARG_VALUE && may_be_inf(g, a->value, depth + 1)))
+        if ((a->kind == GR_ARG_FLOAT && isinf(a->f)) ||
+            (a->kind == GR_ARG_VALUE && may_be_inf(g, a->value, depth + 1, add_in || adds)))
             return 1;
     }
     return 0;
@@ -703,7 +718,7 @@ static int r_softmax(dctx *c, const gr_node *n, int *out)
         if (dt >= 0)
             x = dc_cast(c, x, (gr_dtype)dt);
     }
-    int inf_rows = may_be_inf(c->g, gr_node_arg(n, 0, "self")->value, 0);
+    int inf_rows = may_be_inf(c->g, gr_node_arg(n, 0, "self")->value, 0, 0);
     out[0] = softmax(c, x, dim, strstr(n->base, "log_") != NULL, inf_rows);
     return 1;
 }
