@@ -311,8 +311,9 @@ static void test_tp2_weights_per_card(void)
     free(out);
 }
 
-/* A run of 96 us (one request on serve_tiny): makespan_s on stdout and in
- * the JSON is the CSV's end to end time (it printed 0.000), and the 100
+/* A run of 96 us (one request on serve_tiny): makespan_s and ttft_p50_s
+ * on stdout and in the JSON are the CSV's end to end time and TTFT to its
+ * nine digits (stdout printed 0.000, then six digits), and the 100
  * kv_use_over_time points have 100 distinct times (t_s was rounded to
  * 0.1 ms: all 0.0000 or 0.0001). */
 static void test_short_runs_report_their_times(void)
@@ -329,10 +330,11 @@ static void test_short_runs_report_their_times(void)
     char *csv = tu_read_file(path, NULL);
     const char *row = csv ? strstr(csv, "\n1,") : NULL;
     CU_ASSERT_PTR_NOT_NULL_FATAL(row);
-    double e2e = 0;
-    CU_ASSERT_EQUAL(sscanf(row, "\n1,%*[^,],%*[^,],%*[^,],%*[^,],%*[^,],%lf", &e2e), 1);
+    double e2e = 0, ttft = 0;
+    CU_ASSERT_EQUAL(sscanf(row, "\n1,%*[^,],%*[^,],%*[^,],%lf,%*[^,],%lf", &ttft, &e2e), 2);
     CU_ASSERT(e2e > 5e-5 && e2e < 2e-4);
-    CU_ASSERT_DOUBLE_EQUAL(key_value(out, "makespan_s="), e2e, e2e * 1e-5);
+    CU_ASSERT_DOUBLE_EQUAL(key_value(out, "makespan_s="), e2e, e2e * 1e-8);
+    CU_ASSERT_DOUBLE_EQUAL(key_value(out, "ttft_p50_s="), ttft, ttft * 1e-8);
     snprintf(path, sizeof path, "%s/o.json", dir);
     char *json = tu_read_file(path, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(json);

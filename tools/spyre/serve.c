@@ -105,12 +105,14 @@ static void progress_bar(void *ctx, int done, int n)
     fflush(stdout);
 }
 
+/* Seconds with the digits of the CSV and JSON reports (%.9g): a long
+ * run's makespan keeps its microseconds. */
 static void print_summary(const sv_request *req, int n, const sv_run *r)
 {
     double *v = malloc((size_t)n * sizeof *v);
     if (!v)
         return;
-    printf("requests=%d\nmakespan_s=%.6g\noutput_tokens=%ld\n", n, r->makespan, r->out_tokens);
+    printf("requests=%d\nmakespan_s=%.9g\noutput_tokens=%ld\n", n, r->makespan, r->out_tokens);
     printf("prefill_steps=%ld\ndecode_steps=%ld\ncached_chunks=%ld\npreemptions=%ld\n", r->prefill_steps,
            r->decode_steps, r->cached_chunks, r->preemptions);
     for (int k = 0; k < 2; k++) {
@@ -119,7 +121,7 @@ static void print_summary(const sv_request *req, int n, const sv_run *r)
             if (!k || req[i].output > 1)
                 v[m++] = k ? r->res[i].tpot : r->res[i].ttft;
         const char *key = k ? "tpot" : "ttft";
-        printf("%s_p50_s=%.6g\n%s_p90_s=%.6g\n%s_p99_s=%.6g\n", key, sv_percentile(v, m, 50), key,
+        printf("%s_p50_s=%.9g\n%s_p90_s=%.9g\n%s_p99_s=%.9g\n", key, sv_percentile(v, m, 50), key,
                sv_percentile(v, m, 90), key, sv_percentile(v, m, 99));
     }
     printf("tokens_per_s=%.2f\n", r->makespan > 0 ? r->out_tokens / r->makespan : 0);
