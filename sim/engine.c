@@ -338,13 +338,13 @@ static int units_idle(const sim_core *c)
 static int64_t wrap_add(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
 
 /* Record the slot's instruction, its registers resolved, in the trace. */
-static void trace_slot(sim *s, int core, int u, const sim_slot *e, double start, double end)
+static void trace_slot(sim *s, int core, int u, const sim_slot *e, double start, double end, double done)
 {
     if (s->opt.trace == SIM_TRACE_OFF)
         return;
     sim_qent r = {.index = e->index, .ready = e->ready};
     sim_slot_insn(e, &r.in);
-    sim_trace_insn(s, core, u, &r, start, end);
+    sim_trace_insn(s, core, u, &r, start, end, done);
 }
 
 /* With the race checker on: a token left above zero at a barrier or
@@ -704,7 +704,7 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
     }
     if (past_cycles(g, c->id, u, e->index, done))
         return -1;
-    trace_slot(s, c->id, u, e, t, t + dur);
+    trace_slot(s, c->id, u, e, t, t + dur, done);
     /* busy: the union of the instructions' [start, completion) spans, so a
      * DMA engine with transfers in flight counts as busy while they move */
     double covered = us->done_at > t ? us->done_at : t;
@@ -792,6 +792,25 @@ static void reset_cores(sim *s)
     }
 }
 
+/* The run ends when posted writes have reached DRAM too (after a fault,
+ * rc, as well): the drain after the units' end is a slice of its own in
+ * the trace, and held to the cycle limit as every instruction is. */
+static int write_drain(engine *g, int rc)
+{
+    sim *s = g->s;
+    const double units_end = s->st->cycles, drain = sim_dram_drain_time(s->dram) * s->cfg.clock_ghz;
+    if (drain <= units_end)
+        return rc;
+    s->st->cycles = drain;
+    sim_trace_drain(s, units_end, drain);
+    if (rc || drain <= g->max_cycles)
+        return rc;
+    return sim_faultf(s, -1, ISA_U_SEQ, -1,
+                      "posted writes drain to DRAM until %.1f cycles, past the cycle limit (%.0f cycles; spyre run "
+                      "--max-cycles N raises it, 0 removes it)",
+                      drain, g->max_cycles);
+}
+
 int sim_engine_run(sim *s, const isa_program *p)
 {
     engine g = {.s = s, .p = p};
@@ -835,10 +854,6 @@ int sim_engine_run(sim *s, const isa_program *p)
         }
     }
     sim_pt_drain(s);
-    /* the run ends when posted writes have reached DRAM too */
-    double drain = sim_dram_drain_time(s->dram) * s->cfg.clock_ghz;
-    if (drain > s->st->cycles)
-        s->st->cycles = drain;
     if (!rc && !all_done(s)) {
         report_deadlock(s);
         rc = -1;
@@ -861,6 +876,7 @@ int sim_engine_run(sim *s, const isa_program *p)
             }
         }
     }
+    rc = write_drain(&g, rc);
     sim_evq_free(&g.q);
     kernels_fold(&g);
     kernels_end(&g);

@@ -100,7 +100,8 @@ typedef struct {
 } sim_core;
 
 typedef struct {
-    double start, end;
+    double start, end; /* the unit's occupation: free again at end */
+    double done;       /* its transfers land (kernels[].end_cycles): past end for a DMA in flight */
     int core, unit;
     long index;
     uint64_t lx_high;
@@ -144,6 +145,7 @@ struct sim {
     size_t nbw, bw_cap;
     sim_host_rec *hostrec;
     size_t nhost, host_cap;
+    double drain_start, drain_end; /* posted writes draining to DRAM after the units' end (none: equal) */
     sim_host_fn host_fn; /* sim_set_host */
     void *host_ctx;
     sim_decode **decode; /* sim_set_decode */
@@ -164,6 +166,7 @@ int sim_faultf(sim *s, int core, int unit, long index, const char *fmt, ...)
 
 /* trace.c: a host op's span in the trace. */
 void sim_trace_host(sim *s, long index, int64_t node, double start, double end);
+void sim_trace_drain(sim *s, double start, double end);
 
 /* engine.c: run a program to completion (event-driven). */
 int sim_engine_run(sim *s, const isa_program *p);
@@ -295,7 +298,7 @@ void sim_conv_rewind(sim_conv_pool *p);
 
 /* trace.c: timeline recording. */
 void sim_trace_reset(sim *s);
-void sim_trace_insn(sim *s, int core, int unit, const sim_qent *e, double start, double end);
+void sim_trace_insn(sim *s, int core, int unit, const sim_qent *e, double start, double end, double done);
 void sim_trace_dram(sim *s, double start, double end, uint64_t bytes, int is_write);
 
 /* pages.c: DRAM copies in the program's segment, with bounds checks by

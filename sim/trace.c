@@ -1,7 +1,8 @@
 /* trace.c: the timeline of a run as Chrome trace-event JSON (opens in
  * Perfetto and chrome://tracing): one process per core, one track per
- * unit, one slice per instruction (or per kernel per core), and counter
- * tracks for DRAM bandwidth and LX use. */
+ * unit, one slice per instruction (or per kernel per core), a track for
+ * the posted writes' last drain, and counter tracks for DRAM bandwidth
+ * and LX use. */
 #include "internal.h"
 
 #include <inttypes.h>
@@ -15,6 +16,7 @@ void sim_trace_reset(sim *s)
     s->ntrace = 0;
     s->nbw = 0;
     s->nhost = 0;
+    s->drain_start = s->drain_end = 0;
 }
 
 static void *grow(void *p, size_t *cap, size_t need, size_t elem)
@@ -33,7 +35,7 @@ static void *grow(void *p, size_t *cap, size_t need, size_t elem)
     return q;
 }
 
-void sim_trace_insn(sim *s, int core, int unit, const sim_qent *e, double start, double end)
+void sim_trace_insn(sim *s, int core, int unit, const sim_qent *e, double start, double end, double done)
 {
     if (s->opt.trace == SIM_TRACE_OFF)
         return;
@@ -41,6 +43,7 @@ void sim_trace_insn(sim *s, int core, int unit, const sim_qent *e, double start,
     sim_trace_rec *r = &s->trace[s->ntrace++];
     r->start = start;
     r->end = end;
+    r->done = done;
     r->core = core;
     r->unit = unit;
     r->index = e->index;
@@ -92,10 +95,16 @@ static void json_string(FILE *f, const char *s)
 }
 
 typedef struct {
-    double start, end;
+    double start, end, done; /* done: its last transfer lands */
     int core, unit;
     const char *kernel;
 } kslice;
+
+void sim_trace_drain(sim *s, double start, double end)
+{
+    s->drain_start = start;
+    s->drain_end = end;
+}
 
 /* Start and duration in microseconds with 6 decimals, rounded so that
  * start + duration of one slice never passes the start of the next. */
@@ -130,12 +139,23 @@ static int tid_of(const tw *w, int core, int unit)
     return w->card < 0 ? unit : core * ISA_NUNITS + unit;
 }
 
+/* A slice ends when its unit is free again, which a DMA is while its
+ * transfers are still in flight: where they land (kernels[].end_cycles
+ * of --stats-json, the latest over a kernel's slices) as an argument,
+ * since slices of one track cannot overlap. */
+static void lands(tw *w, double end, double done)
+{
+    if (done > end)
+        fprintf(w->f, ",\"args\":{\"lands_us\":%.6f}", done * w->us);
+}
+
 static void emit_kslice(tw *w, const kslice *x)
 {
     fprintf(w->f, "%s{\"ph\":\"X\",\"name\":", sep(w));
     json_string(w->f, x->kernel);
     fprintf(w->f, ",\"cat\":\"kernel\",\"pid\":%d,\"tid\":%d,", pid_of(w, x->core), tid_of(w, x->core, x->unit));
     print_span(w->f, x->start, x->end, w->us);
+    lands(w, x->end, x->done);
     fputc('}', w->f);
 }
 
@@ -185,6 +205,21 @@ static void emit_host(sim *s, const isa_program *p, tw *w)
     }
 }
 
+/* The posted writes' drain to DRAM after the units' end, which the run's
+ * cycles count (sim_engine_run): one slice on a track of the chip (on a
+ * card: of the card) of its own. */
+static void emit_drain(sim *s, tw *w)
+{
+    if (s->drain_end <= s->drain_start)
+        return;
+    int pid = w->card < 0 ? s->cfg.cores : w->card, tid = w->card < 0 ? 0 : s->cfg.cores * ISA_NUNITS + 1;
+    fprintf(w->f, "%s{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"DRAM write "
+            "drain\"}}", sep(w), pid, tid);
+    fprintf(w->f, "%s{\"ph\":\"X\",\"name\":\"write drain\",\"cat\":\"dram\",\"pid\":%d,\"tid\":%d,", sep(w), pid, tid);
+    print_span(w->f, s->drain_start, s->drain_end, w->us);
+    fputc('}', w->f);
+}
+
 static void emit_insns(sim *s, const isa_program *p, tw *w)
 {
     char text[512];
@@ -198,6 +233,8 @@ static void emit_insns(sim *s, const isa_program *p, tw *w)
         json_string(w->f, kernel_of(p, r->core, r->index));
         fprintf(w->f, ",\"insn\":");
         json_string(w->f, text);
+        if (r->done > r->end)
+            fprintf(w->f, ",\"lands_us\":%.6f", r->done * w->us);
         fprintf(w->f, "}}");
     }
 }
@@ -214,11 +251,12 @@ static void emit_kernels(sim *s, const isa_program *p, tw *w)
         const char *k = kernel_of(p, r->core, r->index);
         if (o->kernel == k) {
             o->end = r->end;
+            o->done = r->done > o->done ? r->done : o->done;
             continue;
         }
         if (o->kernel)
             emit_kslice(w, o);
-        *o = (kslice){r->start, r->end, r->core, r->unit, k};
+        *o = (kslice){r->start, r->end, r->done, r->core, r->unit, k};
     }
     for (size_t j = 0; j < (size_t)s->cfg.cores * ISA_NUNITS; j++)
         if (open[j].kernel)
@@ -278,6 +316,7 @@ static void emit_all(sim *s, const isa_program *p, tw *w)
 {
     emit_meta(s, w);
     emit_host(s, p, w);
+    emit_drain(s, w);
     if (s->opt.trace == SIM_TRACE_INSN)
         emit_insns(s, p, w);
     else

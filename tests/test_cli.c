@@ -1,6 +1,7 @@
 /* test_cli.c: the spyre command: subcommands, reports and exit status
  * (0 ok, 1 mismatch, 2 bad input or usage, 3 the program broke a rule). */
 #include <CUnit/CUnit.h>
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -233,6 +234,50 @@ static void test_a_runaway_program_stops_at_max_insns_or_max_cycles_with_exit_3(
     CU_ASSERT_EQUAL(tu_spyre("run --help", out, sizeof out), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "--max-insns N"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "--max-cycles N"));
+}
+
+/* The run's cycles go on past the last unit's slice until posted writes
+ * drain to DRAM (mlp: last slice 3,193, cycles 3,458): the trace has a
+ * slice for the drain, ending at the run's cycles, and --max-cycles below
+ * the drain's end stops the run (it ran on to 3,458 with 3,300). */
+static void test_the_write_drain_has_a_trace_slice_and_is_held_to_max_cycles(void)
+{
+    char js[512], tr[512];
+    tu_tmpfile(".json", js, sizeof js);
+    tu_tmpfile(".json", tr, sizeof tr);
+    CU_ASSERT_EQUAL_FATAL(spyref("run " SPYRE_SOURCE_DIR "/traces/mlp --no-values --stats-json %s --trace %s", js, tr), 0);
+    cJSON *st = tu_read_json(js), *t = tu_read_json(tr);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    const double us = 1 / 1500.0, cycles = cJSON_GetObjectItem(st, "cycles")->valuedouble; /* at 1.5 GHz */
+    double drain_ts = -1, drain_end = -1, units_end = 0;
+    cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(t, "traceEvents"))
+    {
+        if (strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(e, "ph")), "X"))
+            continue;
+        double ts = cJSON_GetObjectItem(e, "ts")->valuedouble, end = ts + cJSON_GetObjectItem(e, "dur")->valuedouble;
+        if (!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(e, "name")), "write drain"))
+            drain_ts = ts, drain_end = end;
+        else if (end > units_end)
+            units_end = end;
+    }
+    CU_ASSERT_DOUBLE_EQUAL(drain_ts, units_end, 2e-6);
+    CU_ASSERT_DOUBLE_EQUAL(drain_end / us, cycles, 0.5);
+    CU_ASSERT(cycles - units_end / us > 200);
+    cJSON_Delete(st);
+    cJSON_Delete(t);
+    char lim[64], said[160];
+    snprintf(lim, sizeof lim, "%.0f", units_end / us + 10);
+    CU_ASSERT_EQUAL(spyref("run " SPYRE_SOURCE_DIR "/traces/mlp --no-values --max-cycles %s%s", lim, ""), 3);
+    snprintf(said, sizeof said, "run: FAULT: posted writes drain to DRAM until %.0f", cycles);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, said));
+    snprintf(said, sizeof said, "past the cycle limit (%s cycles; spyre run --max-cycles N raises it", lim);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, said));
+    snprintf(lim, sizeof lim, "%.0f", cycles + 1);
+    CU_ASSERT_EQUAL(spyref("run " SPYRE_SOURCE_DIR "/traces/mlp --no-values --max-cycles %s%s", lim, ""), 0);
+    remove(js);
+    remove(tr);
 }
 
 /* --refresh-phase: 0 is the run without it, cycle for cycle; a phase
@@ -1248,6 +1293,8 @@ int main(void)
          test_a_timing_only_gather_takes_about_the_time_of_the_real_ids},
         {"a runaway program stops at max_insns or max_cycles with exit 3",
          test_a_runaway_program_stops_at_max_insns_or_max_cycles_with_exit_3},
+        {"the write drain has a trace slice and is held to max_cycles",
+         test_the_write_drain_has_a_trace_slice_and_is_held_to_max_cycles},
         {"a_faulting_run_writes_its_stats_json_up_to_the_fault",
          test_a_faulting_run_writes_its_stats_json_up_to_the_fault},
         {"an invalid config value exits 2 naming file, key and reason",

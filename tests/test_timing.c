@@ -411,15 +411,17 @@ static int by_ts(const void *a, const void *b)
     return x->ts < y->ts ? -1 : x->ts > y->ts;
 }
 
-/* Checks the trace parses, has X slices, and no two on one track overlap;
- * returns the number of slices. */
-static int check_trace(const char *path)
+/* Checks the trace parses, has X slices (on the cores' unit tracks and,
+ * on the chip's, the posted writes' drain), no two on one track overlap
+ * and the last ends at the run's cycles; returns the number of slices. */
+static int check_trace(const char *path, double cycles)
 {
     cJSON *j = tu_read_json(path);
     CU_ASSERT_PTR_NOT_NULL_FATAL(j);
     cJSON *ev = cJSON_GetObjectItem(j, "traceEvents");
     CU_ASSERT_FATAL(cJSON_IsArray(ev));
-    enum { TRACKS = 4 * ISA_NUNITS };
+    enum { TRACKS = 4 * ISA_NUNITS + 1 };
+    double last = 0;
     slice *tr[TRACKS] = {0};
     int n[TRACKS] = {0}, total = 0, counters = 0;
     cJSON *e;
@@ -432,12 +434,13 @@ static int check_trace(const char *path)
         if (strcmp(ph, "X"))
             continue;
         int pid = cJSON_GetObjectItem(e, "pid")->valueint, tid = cJSON_GetObjectItem(e, "tid")->valueint;
-        CU_ASSERT_FATAL(pid >= 0 && pid < 4 && tid >= 0 && tid < ISA_NUNITS);
+        CU_ASSERT_FATAL(pid >= 0 && pid <= 4 && tid >= 0 && tid < (pid < 4 ? ISA_NUNITS : 1));
         int k = pid * ISA_NUNITS + tid;
         tr[k] = realloc(tr[k], (size_t)(n[k] + 1) * sizeof(slice));
         double ts = cJSON_GetObjectItem(e, "ts")->valuedouble, dur = cJSON_GetObjectItem(e, "dur")->valuedouble;
         CU_ASSERT(dur >= 0);
         tr[k][n[k]++] = (slice){ts, ts + dur};
+        last = ts + dur > last ? ts + dur : last;
         total++;
     }
     int overlaps = 0;
@@ -451,6 +454,7 @@ static int check_trace(const char *path)
     }
     CU_ASSERT_EQUAL(overlaps, 0);
     CU_ASSERT(counters > 0);
+    CU_ASSERT_DOUBLE_EQUAL(last * cfg4.clock_ghz * 1000, cycles, 0.01);
     cJSON_Delete(j);
     return total;
 }
@@ -469,7 +473,7 @@ static void test_trace_parses_and_slices_on_a_track_never_overlap(void)
         char path[512], err[256];
         tu_tmpfile(".json", path, sizeof path);
         CU_ASSERT_EQUAL_FATAL(sim_write_trace(s, p, path, err, sizeof err), 0);
-        slices[lvl] = check_trace(path);
+        slices[lvl] = check_trace(path, st->cycles);
         remove(path);
         if (lvl == 0)
             CU_ASSERT(slices[0] >= (int)st->insns); /* every unit instruction, plus waits and signals */
