@@ -273,10 +273,12 @@ static void step_cost_is_the_graphs_at(int tp)
              path, dir, dir, tpflag);
     CU_ASSERT_EQUAL_FATAL(tu_spyre(args, out, 65536), 0);
     double want = (2 * cycles[0] + cycles[1]) / 1.5e9;
-    /* serve prints 6 significant digits; run prints whole cycles of a
-     * fractional count: half a cycle each, 2 x 0.5 + 0.5 in all */
-    CU_ASSERT_DOUBLE_EQUAL(key_value(out, "ttft_p50_s="), want, want * 1e-5 + 1.5 / 1.5e9);
+    /* run prints whole cycles of a fractional count: half a cycle each,
+     * 2 x 0.5 + 0.5 in all */
+    CU_ASSERT_DOUBLE_EQUAL(key_value(out, "ttft_p50_s="), want, want * 1e-8 + 1.5 / 1.5e9);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "prefill_steps=1\ndecode_steps=0\n"));
+    /* one output token has no time per output token: not 0 */
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\ntpot_p50_s=nan\ntpot_p90_s=nan\ntpot_p99_s=nan\n"));
     tu_rmtree(dir);
     free(out);
 }

@@ -3,6 +3,7 @@
  * simulated from the model's step graphs (serve_cost.c), and write the
  * reports (serve_out.c); docs/serving.md, "serve". */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,8 +122,9 @@ static void print_summary(const sv_request *req, int n, const sv_run *r)
             if (!k || req[i].output > 1)
                 v[m++] = k ? r->res[i].tpot : r->res[i].ttft;
         const char *key = k ? "tpot" : "ttft";
-        printf("%s_p50_s=%.9g\n%s_p90_s=%.9g\n%s_p99_s=%.9g\n", key, sv_percentile(v, m, 50), key,
-               sv_percentile(v, m, 90), key, sv_percentile(v, m, 99));
+        /* no request of two tokens or more: no TPOT, nan rather than 0 */
+        printf("%s_p50_s=%.9g\n%s_p90_s=%.9g\n%s_p99_s=%.9g\n", key, m ? sv_percentile(v, m, 50) : NAN, key,
+               m ? sv_percentile(v, m, 90) : NAN, key, m ? sv_percentile(v, m, 99) : NAN);
     }
     printf("tokens_per_s=%.2f\n", r->makespan > 0 ? r->out_tokens / r->makespan : 0);
     free(v);
