@@ -4901,6 +4901,53 @@ static void test_softmax_over_an_input_mask_masking_a_row_whole_is_nan(void)
     remove(path);
 }
 
+/* The same with BERT's key-padding mask, [B, 1, 1, S] broadcast over
+ * heads and queries: batch 1's mask row is -inf whole, so each of its
+ * (head, query) rows is NaN in PyTorch; batch 0 masks its last 3 keys,
+ * each row a softmax over its first 5. */
+static void test_softmax_over_a_broadcast_input_mask_masking_a_batch_whole_is_nan(void)
+{
+    const char *text = "graph smb\n"
+                       "input %x: f32[2, 3, 4, 8]\n"
+                       "input %mask: f32[2, 1, 1, 8]\n"
+                       "%a: f32[2, 3, 4, 8] = aten.add.Tensor(%x, %mask)\n"
+                       "%s: f32[2, 3, 4, 8] = aten._softmax.default(%a, -1, False)\n"
+                       "output %s\n";
+    float x[192], mask[16];
+    for (int k = 0; k < 192; k++)
+        x[k] = (float)((k * 7) % 11) * 0.125f;
+    for (int k = 0; k < 16; k++)
+        mask[k] = k >= 8 || k % 8 >= 5 ? -INFINITY : 0;
+    rt_st_entry e[2] = {{.name = "x", .dtype = RT_ST_F32, .rank = 4, .shape = {2, 3, 4, 8}, .data = x},
+                        {.name = "mask", .dtype = RT_ST_F32, .rank = 4, .shape = {2, 1, 1, 8}, .data = mask}};
+    char path[1024], err[256];
+    tu_tmpfile(".safetensors", path, sizeof path);
+    CU_ASSERT_EQUAL_FATAL(rt_st_write(path, e, 2, err, sizeof err), 0);
+    const char *names[] = {"s"};
+    for (int c = 0; c < 2; c++) {
+        float *v[1] = {0};
+        int64_t n[1] = {0};
+        CU_ASSERT_EQUAL_FATAL(run_and_read_from(text, "smb.txt", both_chips[c], path, 1, names, v, n), 0);
+        int ok = 0;
+        for (int r = 0; r < 24; r++) {
+            double s = 0;
+            for (int j = 0; j < 5; j++)
+                s += exp(x[r * 8 + j]);
+            for (int j = 0; j < 8; j++) {
+                int k = r * 8 + j;
+                double ref = j < 5 ? exp(x[k]) / s : 0;
+                if (r >= 12)
+                    ok += isnan(v[0][k]);
+                else
+                    ok += fabs(v[0][k] - ref) <= 0x1p-8 * ref;
+            }
+        }
+        CU_ASSERT_EQUAL(ok, 192);
+        free(v[0]);
+    }
+    remove(path);
+}
+
 /* The decompositions of dec_index.c and dec_views.c, each against the
  * reference executor's own implementation of the source op (and the
  * integer outputs exactly). */
@@ -5474,6 +5521,8 @@ int main(void)
          test_infinities_and_nans_are_found_and_replaced_on_both_chips},
         {"softmax of a row masked whole is NaN as PyTorch", test_softmax_of_a_row_masked_whole_is_nan_as_pytorch},
         {"softmax over an input mask masking a row whole is NaN", test_softmax_over_an_input_mask_masking_a_row_whole_is_nan},
+        {"softmax over a broadcast input mask masking a batch whole is NaN",
+         test_softmax_over_a_broadcast_input_mask_masking_a_batch_whole_is_nan},
         {"arctangents by a polynomial are within DL16 precision on both chips",
          test_arctangents_by_a_polynomial_are_within_dl16_precision_on_both_chips},
         {"rounding functions are exact on the device on both chips",

@@ -457,15 +457,34 @@ int dc_where_s(dctx *c, int cond, int a, double s, int scalar_first)
  * beyond (docs/compiler.md, "Infinities"), as runtime/compare.c reads it */
 #define DL16_INF 0x1p30
 
-/* May source value v hold the device's infinity: from an infinite scalar
- * argument, a 0-d weight (make_fx's capture of a torch.tensor(-inf)) or a
- * float graph input added in on the way (add_in: the user's additive -inf
+/* What infinity source value v may hold, as bits: INF_NEG when only -inf
+ * (the stand-in -2^30) can reach it, INF_ANY when +inf may too.
+ * Infinities come from an infinite scalar argument, a 0-d weight
+ * (make_fx's capture of a torch.tensor(-inf), either sign) or a float
+ * graph input added in on the way (add_in: the user's additive -inf
  * attention mask, its data's -inf uploaded as the stand-in,
- * runtime/graphdata.c), through any op; of a product only its bias
- * (baddbmm's -inf padding mask) carries one, its sum of products is taken
- * as finite.  Deep chains are assumed to.  The guard costs cycles, so other inputs (a softmax straight
- * over the user's data) and weights (a model's causal mask, which does not
- * mask a row whole) are taken as finite. */
+ * runtime/graphdata.c, taken to carry no +inf), through any op; of a
+ * product only its bias (baddbmm's -inf padding mask) carries one, its
+ * sum of products is taken as finite.  A -inf stays INF_NEG only through
+ * ops that move or add it unchanged (sign_keeping); through any other
+ * (a negation, the subtrahend of a sub) it is INF_ANY.  Deep chains are
+ * assumed INF_ANY.  The guard costs cycles, so other inputs (a softmax
+ * straight over the user's data) and weights (a model's causal mask,
+ * which does not mask a row whole) are taken as finite. */
+enum { INF_NEG = 1, INF_ANY = 2 };
+
+static int sign_keeping(const gr_node *n)
+{
+    static const char *const keep[] = {"add", "where", "masked_fill", "view", "_unsafe_view", "reshape",
+                                       "_reshape_alias", "expand", "clone", "_to_copy", "unsqueeze", "squeeze",
+                                       "permute", "transpose", "t", "slice", "select", "cat", "contiguous",
+                                       "full", "fill", "zeros_like", "full_like"};
+    for (size_t i = 0; i < sizeof keep / sizeof *keep; i++)
+        if (!strcmp(n->base, keep[i]))
+            return !gr_node_arg(n, 99, "alpha");
+    return 0;
+}
+
 static int may_be_inf(const gr_graph *g, int v, int depth, int add_in)
 {
     static const struct {
@@ -478,25 +497,30 @@ static int may_be_inf(const gr_graph *g, int v, int depth, int add_in)
     if (!dc_is_float(gv->type.dtype) && !gv->ntuple)
         return 0;
     if (gv->kind == GR_VAL_INPUT)
-        return add_in;
+        return add_in ? INF_NEG : 0;
     if (gv->kind == GR_VAL_PARAM)
-        return gv->type.rank == 0;
+        return gv->type.rank == 0 ? INF_ANY : 0;
     if (depth > 32)
-        return 1;
+        return INF_ANY;
     const gr_node *n = &g->nodes[gv->node];
     for (size_t i = 0; i < sizeof sums / sizeof *sums; i++)
         if (!strcmp(n->base, sums[i].base)) {
             const gr_arg *b = sums[i].bias ? gr_node_arg(n, sums[i].pos, sums[i].bias) : NULL;
-            return b && b->kind == GR_ARG_VALUE && may_be_inf(g, b->value, depth + 1, 1);
+            int r = b && b->kind == GR_ARG_VALUE ? may_be_inf(g, b->value, depth + 1, 1) : 0;
+            /* a bias scaled (beta) may change its sign */
+            return r && gr_node_arg(n, 3, "beta") ? INF_ANY : r;
         }
-    int adds = !strcmp(n->base, "add") || !strcmp(n->base, "sub");
+    int adds = !strcmp(n->base, "add") || !strcmp(n->base, "sub"), keeps = sign_keeping(n), r = 0;
     for (int i = 0; i < n->nargs; i++) {
         const gr_arg *a = &n->args[i];
-        if ((a->kind == GR_ARG_FLOAT && isinf(a->f)) ||
-            (a->kind == GR_ARG_VALUE && may_be_inf(g, a->value, depth + 1, add_in || adds)))
-            return 1;
+        int ri = a->kind == GR_ARG_FLOAT && isinf(a->f) ? (a->f < 0 ? INF_NEG : INF_ANY)
+                 : a->kind == GR_ARG_VALUE           ? may_be_inf(g, a->value, depth + 1, add_in || adds)
+                                                     : 0;
+        /* sub's first operand keeps its sign, its second is negated */
+        int kept = keeps || (!strcmp(n->base, "sub") && i == 0 && !gr_node_arg(n, 99, "alpha"));
+        r |= ri && !kept ? INF_ANY : ri;
     }
-    return 0;
+    return r & INF_ANY ? INF_ANY : r;
 }
 
 static int softmax(dctx *c, int x, int64_t dim, int logsoft, int inf_rows)
@@ -508,9 +532,11 @@ static int softmax(dctx *c, int x, int64_t dim, int logsoft, int inf_rows)
     int s = dc_red(c, "aten.sum.dim_IntList", e, 1, &d, 1);
     /* a row whose max is infinite (every element -inf: a row masked whole;
      * or a +inf) is NaN in PyTorch (inf - inf); the device's stand-in
-     * +-2^30 would give a uniform or one-hot row */
-    if (inf_rows)
+     * +-2^30 would give a uniform or one-hot row.  inf_rows: may_be_inf's */
+    if (inf_rows == INF_ANY)
         s = dc_where_s(c, dc_cmps(c, "aten.ge.Scalar", dc_un(c, "aten.abs.default", m), DL16_INF), s, NAN, 1);
+    else if (inf_rows == INF_NEG) /* no +inf: one compare less a row */
+        s = dc_where_s(c, dc_cmps(c, "aten.le.Scalar", m, -DL16_INF), s, NAN, 1);
     if (logsoft)
         return dc_bin(c, "aten.sub.Tensor", sh, dc_un(c, "aten.log.default", s));
     return dc_bin(c, "aten.div.Tensor", e, s);
