@@ -132,14 +132,14 @@
  * another program of the same cycles, transformer_small 68,273 -> 70,023
  * on spyre and 66,809 -> 68,640 on spyre-4core (its padding mask).
  * Branch guard2: a softmax whose input may hold only -inf (those masks,
- * gpt2's causal masked_fill) tests rowmax <= -2^30, one compare less;
- * rows built with the new compiler, the simulator unchanged:
- * bert_handwritten_small another program of the same cycles,
- * gpt2_small_block_tiny 13,345 -> 12,979 on spyre (spyre-4core another
- * program of the same cycles), transformer_small 70,023 -> 68,273 on
- * spyre (spyre-4core another program of the same 68,640). */
-{"bert_handwritten_small", "spyre", 0xd852587c5efca85aull, 11148.1875, 11148.1875},
-{"bert_handwritten_small", "spyre-4core", 0xec7fddf3ee586d6eull, 11148.1875, 11148.1875},
+ * gpt2's causal masked_fill) floors its row max at -2^29 instead, so a
+ * row masked whole is 0/0; rows built with the new compiler, the
+ * simulator unchanged: bert_handwritten_small another program of the
+ * same cycles, gpt2_small_block_tiny 13,345 -> 12,979 on spyre (spyre-4core
+ * another program of the same cycles), transformer_small 70,023 -> 68,273
+ * on spyre and 68,640 -> 67,541 on spyre-4core. */
+{"bert_handwritten_small", "spyre", 0xabded26f87be2f7aull, 11148.1875, 11148.1875},
+{"bert_handwritten_small", "spyre-4core", 0x3d7b2f38532079feull, 11148.1875, 11148.1875},
 {"gpt2_gen/prefill", "spyre", 0x1e43ba269e07ce94ull, 25188.375, 24877.125},
 {"gpt2_gen/prefill", "spyre-4core", 0x03be246b84c70710ull, 26070.699999999997, 25620.75},
 {"gpt2_gen/decode", "spyre", 0x3a2f04bf990249d5ull, 22570.887500000001, 22390.887500000001},
@@ -148,8 +148,8 @@
 {"llama_gen/prefill", "spyre-4core", 0x61da196b0f5b6097ull, 32109.0625, 31834.6875},
 {"llama_gen/decode", "spyre", 0xb89d94af49e9a186ull, 21971.200000000001, 21911.200000000001},
 {"llama_gen/decode", "spyre-4core", 0x438b562faad41062ull, 21971.200000000001, 21911.200000000001},
-{"gpt2_small_block_tiny", "spyre", 0x6ca8caaed92c3ad1ull, 12979.125, 12979.125},
-{"gpt2_small_block_tiny", "spyre-4core", 0xc47159a32827c736ull, 12979.125, 12979.125},
+{"gpt2_small_block_tiny", "spyre", 0x63e66e3972ca0df9ull, 12979.125, 12979.125},
+{"gpt2_small_block_tiny", "spyre-4core", 0x3b3a5ab8c1bc80f6ull, 12979.125, 12979.125},
 {"encoder_small", "spyre", 0x825376074ee34d08ull, 13015.4375, 13015.4375},
 {"encoder_small", "spyre-4core", 0xab96d044d15f9ebaull, 12612.9375, 12612.9375},
 {"mlp", "spyre", 0x2c86f3245bd09860ull, 3458.25, 3458.25},
@@ -160,8 +160,8 @@
 {"decoder_small", "spyre-4core", 0x8b5ef6eda7cd0828ull, 20302.875, 20302.875},
 {"embed_small", "spyre", 0x625eca7f4de6be3aull, 1261.125, 1261.125},
 {"embed_small", "spyre-4core", 0x31b0bfb7e883d83aull, 1261.125, 1261.125},
-{"transformer_small", "spyre", 0xbd9d6c3e1886469dull, 68273.4375, 68273.4375},
-{"transformer_small", "spyre-4core", 0x6b1f126f25de608eull, 68639.625, 68639.625},
+{"transformer_small", "spyre", 0x82032bf2fd73df51ull, 68273.4375, 68273.4375},
+{"transformer_small", "spyre-4core", 0x5c929bf30c352d3eull, 67541.0625, 67541.0625},
 {"gemm 1024", "spyre", 0x6412875f9bc2f8c7ull, 68768.000000000015, 68768.000000000015},
 {"gemm 1024", "spyre-4core", 0x9d523ba7dc5ccef1ull, 455633.625, 455633.625},
 {"softmax 512 1024", "spyre", 0xea410e778fb35d3bull, 22910, 22910},

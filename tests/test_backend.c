@@ -4912,7 +4912,8 @@ static void test_softmax_over_a_broadcast_input_mask_masking_a_batch_whole_is_na
                        "input %mask: f32[2, 1, 1, 8]\n"
                        "%a: f32[2, 3, 4, 8] = aten.add.Tensor(%x, %mask)\n"
                        "%s: f32[2, 3, 4, 8] = aten._softmax.default(%a, -1, False)\n"
-                       "output %s\n";
+                       "%l: f32[2, 3, 4, 8] = aten._log_softmax.default(%a, -1, False)\n"
+                       "output %s, %l\n";
     float x[192], mask[16];
     for (int k = 0; k < 192; k++)
         x[k] = (float)((k * 7) % 11) * 0.125f;
@@ -4923,11 +4924,11 @@ static void test_softmax_over_a_broadcast_input_mask_masking_a_batch_whole_is_na
     char path[1024], err[256];
     tu_tmpfile(".safetensors", path, sizeof path);
     CU_ASSERT_EQUAL_FATAL(rt_st_write(path, e, 2, err, sizeof err), 0);
-    const char *names[] = {"s"};
+    const char *names[] = {"s", "l"};
     for (int c = 0; c < 2; c++) {
-        float *v[1] = {0};
-        int64_t n[1] = {0};
-        CU_ASSERT_EQUAL_FATAL(run_and_read_from(text, "smb.txt", both_chips[c], path, 1, names, v, n), 0);
+        float *v[2] = {0};
+        int64_t n[2] = {0};
+        CU_ASSERT_EQUAL_FATAL(run_and_read_from(text, "smb.txt", both_chips[c], path, 2, names, v, n), 0);
         int ok = 0;
         for (int r = 0; r < 24; r++) {
             double s = 0;
@@ -4937,13 +4938,16 @@ static void test_softmax_over_a_broadcast_input_mask_masking_a_batch_whole_is_na
                 int k = r * 8 + j;
                 double ref = j < 5 ? exp(x[k]) / s : 0;
                 if (r >= 12)
-                    ok += isnan(v[0][k]);
+                    ok += isnan(v[0][k]) && isnan(v[1][k]);
+                else if (j >= 5)
+                    ok += v[0][k] == 0 && v[1][k] <= -0x1p29f;
                 else
-                    ok += fabs(v[0][k] - ref) <= 0x1p-8 * ref;
+                    ok += fabs(v[0][k] - ref) <= 0x1p-8 * ref && fabs(v[1][k] - log(ref)) <= 0x1p-7;
             }
         }
         CU_ASSERT_EQUAL(ok, 192);
         free(v[0]);
+        free(v[1]);
     }
     remove(path);
 }

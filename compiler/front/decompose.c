@@ -527,6 +527,12 @@ static int softmax(dctx *c, int x, int64_t dim, int logsoft, int inf_rows)
 {
     int64_t d = dc_normdim(c, dim, dc_T(c, x).rank);
     int m = dc_red(c, "aten.amax.default", x, 1, &d, 1);
+    /* Only -inf possible: the max floored at -2^29 (above the stand-in,
+     * below any finite score) leaves other rows alone; a row masked whole
+     * then exps to 0 and sums to 0, so 0/0 (log 0) makes it NaN, one op a
+     * row where the where below takes three */
+    if (inf_rows == INF_NEG)
+        m = dc_bins(c, "aten.clamp_min.default", m, -0x1p29);
     int sh = dc_bin(c, "aten.sub.Tensor", x, m);
     int e = dc_un(c, "aten.exp.default", sh);
     int s = dc_red(c, "aten.sum.dim_IntList", e, 1, &d, 1);
@@ -535,8 +541,6 @@ static int softmax(dctx *c, int x, int64_t dim, int logsoft, int inf_rows)
      * +-2^30 would give a uniform or one-hot row.  inf_rows: may_be_inf's */
     if (inf_rows == INF_ANY)
         s = dc_where_s(c, dc_cmps(c, "aten.ge.Scalar", dc_un(c, "aten.abs.default", m), DL16_INF), s, NAN, 1);
-    else if (inf_rows == INF_NEG) /* no +inf: one compare less a row */
-        s = dc_where_s(c, dc_cmps(c, "aten.le.Scalar", m, -DL16_INF), s, NAN, 1);
     if (logsoft)
         return dc_bin(c, "aten.sub.Tensor", sh, dc_un(c, "aten.log.default", s));
     return dc_bin(c, "aten.div.Tensor", e, s);
