@@ -659,8 +659,8 @@ isa_arena *isa_arena_keep(isa_arena *a);
 void isa_arena_free(isa_arena *a);
 /* The memory of a's free slots given back to the system (first touched
  * again when taken): what a compile's tables gave back to its program's
- * arena does not stay resident with the program.  Runs of free slots
- * under 1 MB stay resident (program.c trim_run).  NULL-safe. */
+ * arena does not stay resident with the program.  Only whole huge pages
+ * of it go: part of one stays resident (program.c trim_run).  NULL-safe. */
 void isa_arena_trim(isa_arena *a);
 /* A buffer of bytes that grows in an arena's slots (on huge pages, memory
  * given back and taken again not first touched anew), or on the heap

@@ -623,15 +623,60 @@ static inline __attribute__((always_inline)) void token_inc(engine *g, sim_core 
         }
 }
 
+/* What run_unit asks of its caller: the same unit again at its free_at,
+ * or the core's sequencer at t, each the event the queue would pop next
+ * (a schedule and a pop cost as much as a wait or a sig). */
+enum { RUN_UNIT_AGAIN = 1, RUN_SEQ_NOW = 2 };
+
+/* Wake core c's sequencer, blocked on unit u's full queue, after u took a
+ * slot out at t: RUN_SEQ_NOW when that wake (at t or at the sequencer's
+ * clock, if later) would be the next event popped (the GEMM: 1.5 k of its
+ * 4.9 k sequencer runs a launch), u's own wake then queued first as it
+ * would be, else 0, the sequencer queued. */
+static int unblock_seq(engine *g, sim_core *c, int u, double t)
+{
+    sim_unit_state *us = &c->ustate[u];
+    c->seq_blocked_on = -1;
+    const double ts = t > c->seq_time ? t : c->seq_time; /* when wake_seq would queue it; run_seq(t) runs it then */
+    if (!c->seq_scheduled && us->free_at >= ts && sim_evq_first(&g->q, ts)) {
+        wake_unit(g, c, u, us->free_at);
+        return RUN_SEQ_NOW;
+    }
+    wake_seq(g, c, t);
+    return 0;
+}
+
+/* A unit instruction at t whose transfer signals a remote token at
+ * tm->end: when the unit's own next wake is at that time too, queued
+ * after the token event with nothing at that time queued between them
+ * (the sequencer's wake, when u unblocks it, is at t < tm->end or at its
+ * own clock), the wake carries the token: run_unit increments it first,
+ * u still marked scheduled, as the token event popped just before would
+ * have (the GEMM: every one of its 3.3 k token events a launch).  free_at: the unit's, once run_unit sets
+ * it.  1 when carried, or 0. */
+static int carry_token(sim_core *c, int u, double t, double free_at, const sim_timing *tm)
+{
+    sim_unit_state *us = &c->ustate[u];
+    if (free_at != tm->end || !(tm->end > t) || us->scheduled || (c->seq_blocked_on == u && c->seq_time == tm->end))
+        return 0;
+    us->rtok_core = tm->remote_core;
+    us->rtok = (int32_t)tm->remote_tok;
+    return 1;
+}
+
 /* A unit at time t: run the head of its queue if it can.  -1 on a fault,
- * 1 when its next wake (at free_at) would be the next event popped: the
- * caller runs it again at once, where a schedule and a pop cost as much as
- * a wait or a sig (a fifth of the GEMM's unit runs), or 0. */
+ * RUN_UNIT_AGAIN when its next wake (at free_at) would be the next event
+ * popped (a fifth of the GEMM's unit runs), RUN_SEQ_NOW (unblock_seq),
+ * or 0. */
 static int run_unit(engine *g, sim_core *c, int u, double t)
 {
     sim *s = g->s;
     sim_unit_state *us = &c->ustate[u];
     sim_queue *q = &c->units[u];
+    if (us->rtok_core >= 0) { /* the token event carried (carry_token) */
+        token_inc(g, &s->cores[us->rtok_core], us->rtok, t);
+        us->rtok_core = -1;
+    }
     us->scheduled = 0;
     if (!q->count) {
         if (c->at_barrier && try_barrier(g))
@@ -699,7 +744,8 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
                                   tm.remote_core);
             if (sim_race_active(s))
                 sim_race_signal(s, c, u, dst, tm.remote_tok);
-            sim_evq_token(&g->q, tm.end, tm.remote_core, tm.remote_tok);
+            if (!carry_token(c, u, t, t + dur, &tm))
+                sim_evq_token(&g->q, tm.end, tm.remote_core, tm.remote_tok);
         }
     }
     if (past_cycles(g, c->id, u, e->index, done))
@@ -717,12 +763,10 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
     us->done_at = done > us->done_at ? done : us->done_at;
     q->head = q->head + 1 == q->cap ? 0 : q->head + 1;
     q->count--;
-    if (c->seq_blocked_on == u) {
-        c->seq_blocked_on = -1;
-        wake_seq(g, c, t);
-    }
-    if (!us->scheduled && sim_evq_first(&g->q, us->free_at))
-        return 1;
+    if (c->seq_blocked_on == u && unblock_seq(g, c, u, t))
+        return RUN_SEQ_NOW;
+    if (!us->scheduled && us->rtok_core < 0 && sim_evq_first(&g->q, us->free_at))
+        return RUN_UNIT_AGAIN;
     wake_unit(g, c, u, us->free_at);
     return 0;
 }
@@ -787,6 +831,7 @@ static void reset_cores(sim *s)
             memset(&c->ustate[u], 0, sizeof c->ustate[u]);
             c->waiting_tok[u] = -1;
             c->ustate[u].wait_since = -1;
+            c->ustate[u].rtok_core = -1;
         }
         memset(c->tokens, 0, (size_t)s->cfg.tokens * sizeof *c->tokens);
     }
@@ -839,13 +884,15 @@ int sim_engine_run(sim *s, const isa_program *p)
     while (sim_evq_pop(&g.q, &e)) {
         if (e.agent < 0)
             token_inc(&g, &s->cores[e.core], e.tok, e.t);
-        else if (e.agent % (ISA_NUNITS + 1) == AGENT_SEQ)
-            rc = run_seq(&g, &s->cores[e.agent / (ISA_NUNITS + 1)], e.t);
         else {
             sim_core *c = &s->cores[e.agent / (ISA_NUNITS + 1)];
             const int u = e.agent % (ISA_NUNITS + 1);
-            while ((rc = run_unit(&g, c, u, e.t)) == 1 && !(races && s->race_found))
-                e.t = c->ustate[u].free_at + 0.0; /* as the queue would give it: -0.0 pops as +0.0 */
+            if (u != AGENT_SEQ)
+                while ((rc = run_unit(&g, c, u, e.t)) == RUN_UNIT_AGAIN && !(races && s->race_found))
+                    e.t = c->ustate[u].free_at + 0.0; /* as the queue would give it: -0.0 pops as +0.0 */
+            /* one call of run_seq, which the compiler keeps inline */
+            if (u == AGENT_SEQ || (rc == RUN_SEQ_NOW && !(races && s->race_found)))
+                rc = run_seq(&g, c, e.t);
             rc = rc < 0 ? rc : 0;
         }
         if (rc || (races && s->race_found)) {

@@ -75,6 +75,10 @@ typedef struct {
     double busy, stall; /* accumulated cycles */
     double wait_since;  /* cycle a blocked wait started, or -1 */
     int scheduled;      /* an event for this unit is pending */
+    /* a remote token (its core, or -1 for none) that the unit's pending
+     * event increments first: the token event the queue would have popped
+     * just before it (engine.c, carry_token) */
+    int32_t rtok_core, rtok;
 } sim_unit_state;
 
 typedef struct {

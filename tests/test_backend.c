@@ -3676,6 +3676,55 @@ static void test_pixel_shuffle_and_unshuffle_run_natively_and_validate(void)
         "output %a, %b, %c, %d\n");
 }
 
+/* Transposed convolutions (autoencoders, UNets, GAN generators) ran on the
+ * host: they are one stride-1 convolution per output phase, interleaved
+ * (dec_convt.c).  Over 2-D and 1-D ones with stride 2, 3 and 4 (2 and 1
+ * along two axes), padding, output_padding, dilation (2 with stride 4:
+ * half the phases take no tap and are the bias alone; 3 with stride 2),
+ * groups, bias and stride 1, kernel = stride (one 1x1 convolution for
+ * every phase, 2-D and 1-D, with and without bias), and one whose weight
+ * is large enough to be read by per-tap products (lower.c,
+ * conv_weight_walks_no_stick), every output runs natively and validates
+ * on both chips. */
+static void test_transposed_convolutions_run_natively_and_validate(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph convt\n"
+        "input %x: f32[2, 6, 5, 7]\ninput %wa: f32[6, 4, 4, 4]\ninput %ba: f32[4]\ninput %bc: f32[3]\n"
+        "input %wb: f32[6, 8, 2, 2]\ninput %wc: f32[6, 3, 3, 3]\ninput %wg: f32[6, 4, 3, 2]\n"
+        "input %x1: f32[1, 4, 9]\ninput %w1: f32[4, 5, 3]\ninput %b1: f32[5]\n"
+        "input %b8: f32[8]\ninput %w2: f32[4, 5, 2]\n"
+        "input %xb: f32[1, 64, 4, 4]\ninput %wbig: f32[64, 64, 3, 3]\ninput %bb: f32[64]\n"
+        "%big: f32[1, 64, 8, 8] = aten.convolution.default(%xb, %wbig, %bb, [2, 2], [1, 1], [1, 1], True, [1, 1], 1)\n"
+        "%a: f32[2, 4, 10, 14] = aten.convolution.default(%x, %wa, %ba, [2, 2], [1, 1], [1, 1], True, [0, 0], 1)\n"
+        "%b: f32[2, 8, 10, 14] = aten.convolution.default(%x, %wb, None, [2, 2], [0, 0], [1, 1], True, [0, 0], 1)\n"
+        "%c: f32[2, 3, 8, 12] = aten.convolution.default(%x, %wc, %bc, [2, 2], [2, 2], [1, 1], True, [1, 1], 1)\n"
+        "%d: f32[2, 3, 17, 18] = aten.convolution.default(%x, %wc, None, [3, 2], [0, 1], [2, 3], True, [0, 1], 1)\n"
+        "%e: f32[2, 3, 7, 9] = aten.convolution.default(%x, %wc, None, [1, 1], [0, 0], [1, 1], True, [0, 0], 1)\n"
+        "%g: f32[2, 8, 11, 8] = aten.convolution.default(%x, %wg, None, [2, 1], [0, 0], [1, 1], True, [0, 0], 2)\n"
+        "%f: f32[1, 5, 28] = aten.convolution.default(%x1, %w1, %b1, [3], [0], [1], True, [1], 1)\n"
+        "%h: f32[1, 5, 37] = aten.convolution.default(%x1, %w1, %b1, [4], [1], [2], True, [2], 1)\n"
+        "%b2: f32[2, 8, 10, 14] = aten.convolution.default(%x, %wb, %b8, [2, 2], [0, 0], [1, 1], True, [0, 0], 1)\n"
+        "%i: f32[1, 5, 18] = aten.convolution.default(%x1, %w2, %b1, [2], [0], [1], True, [0], 1)\n"
+        "output %b2, %i, %big, %a, %b, %c, %d, %e, %g, %f, %h\n");
+}
+
+/* A kernel one tap wide taking the im2col copy (few channels, or rows of
+ * whole sticks) read its weight as though folded by rows of taps, which
+ * only a wider kernel copies (conv_weight_rows): a use before any write
+ * (an assertion in deps) or, with 64 channels, a wrong weight.  A phase of
+ * a transposed convolution found it. */
+static void test_a_conv_one_tap_wide_through_im2col_runs_natively(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph k21\n"
+        "input %x: f32[1, 3, 6, 5]\ninput %w: f32[4, 3, 2, 1]\n"
+        "input %x2: f32[1, 64, 6, 5]\ninput %w2: f32[4, 64, 2, 1]\n"
+        "%y: f32[1, 4, 5, 5] = aten.convolution.default(%x, %w, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1)\n"
+        "%y2: f32[1, 4, 3, 5] = aten.convolution.default(%x2, %w2, None, [2, 1], [0, 0], [1, 1], False, [0, 0], 1)\n"
+        "output %y, %y2\n");
+}
+
 /* A pixel_shuffle factor whose square overflows 64 bits (2^32) divided by
  * the wrapped square, 0 (SIGFPE; undefined behaviour in any case): the
  * decomposition refuses it as a shape the factor does not divide. */
@@ -5600,6 +5649,8 @@ int main(void)
         {"a per-row result of a broadcast operand alone gives every row on both chips",
          test_a_per_row_result_of_a_broadcast_operand_alone_gives_every_row_on_both_chips},
         {"pixel_shuffle and unshuffle run natively and validate", test_pixel_shuffle_and_unshuffle_run_natively_and_validate},
+        {"transposed convolutions run natively and validate", test_transposed_convolutions_run_natively_and_validate},
+        {"a conv one tap wide through im2col runs natively", test_a_conv_one_tap_wide_through_im2col_runs_natively},
         {"a pixel_shuffle factor squared past 64 bits is refused",
          test_a_pixel_shuffle_factor_squared_past_64_bits_is_refused},
         {"matmuls on all cores broadcast B over the ring and validate",

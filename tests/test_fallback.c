@@ -267,17 +267,18 @@ static void test_a_host_op_reads_a_value_kept_channels_last(void)
     CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
 }
 
-/* A transposed convolution runs on the host (the compiler refuses it):
- * its 512x512x3x3 weight w and its input x are read by no kernel, so the
- * layout pass sticks each on the dim that pads least (w's 512 output
- * channels, x's 512 channels) instead of the last (a 3 or a 4 padded to a
- * stick of 64).  `tail` is what follows the conv (graph line 5 on). */
+/* A 3-D transposed convolution runs on the host (the compiler lowers 1-D
+ * and 2-D ones only): its 512x512x3x3x1 weight w and its input x are read
+ * by no kernel, so the layout pass sticks each on the dim that pads least
+ * (w's 512 output channels, x's 512 channels) instead of the last (a 1
+ * padded to a stick of 64).  `tail` is what follows the conv (graph line 5
+ * on). */
 static void write_host_conv(const char *dir, const char *tail)
 {
     char path[1024], text[1024];
-    snprintf(text, sizeof text, "graph hostw\nweights \"weights.safetensors\"\ninput %%x: f32[1, 512, 4, 4]\n"
-             "param %%w: f32[512, 512, 3, 3] = \"w\"\n%%c: f32[1, 512, 6, 6] = aten.convolution.default(%%x, %%w, "
-             "None, [1, 1], [0, 0], [1, 1], True, [0, 0], 1)\n%s", tail);
+    snprintf(text, sizeof text, "graph hostw\nweights \"weights.safetensors\"\ninput %%x: f32[1, 512, 4, 4, 1]\n"
+             "param %%w: f32[512, 512, 3, 3, 1] = \"w\"\n%%c: f32[1, 512, 6, 6, 1] = aten.convolution.default(%%x, "
+             "%%w, None, [1, 1, 1], [0, 0, 0], [1, 1, 1], True, [0, 0, 0], 1)\n%s", tail);
     snprintf(path, sizeof path, "%s/graph.txt", dir);
     tu_write_file(path, text, strlen(text));
     enum { N = 512 * 512 * 9 };
@@ -285,7 +286,7 @@ static void write_host_conv(const char *dir, const char *tail)
     CU_ASSERT_PTR_NOT_NULL_FATAL(w);
     for (int i = 0; i < N; i++) /* values that differ along every dim, so a misplaced one shows */
         w[i] = 0.05f * sinf(0.37f * (float)i);
-    rt_st_entry e = {.name = "w", .dtype = RT_ST_F32, .rank = 4, .shape = {512, 512, 3, 3}, .data = w};
+    rt_st_entry e = {.name = "w", .dtype = RT_ST_F32, .rank = 5, .shape = {512, 512, 3, 3, 1}, .data = w};
     char err[256];
     snprintf(path, sizeof path, "%s/weights.safetensors", dir);
     CU_ASSERT_EQUAL(rt_st_write(path, &e, 1, err, sizeof err), 0);
@@ -293,20 +294,21 @@ static void write_host_conv(const char *dir, const char *tail)
 }
 
 /* Unpadded, w is 512 x 512 x 9 DL16 values, 4,718,592 bytes (sticked on
- * its last dim, 512 x 512 x 3 sticks of 128 bytes: 100,663,296), and x
- * 8,192 values in 128 sticks, 16,384 bytes (262,144 on its last dim); the
+ * its last dim, 512 x 512 x 9 sticks of 128 bytes: 301,989,888), and x
+ * 8,192 values in 128 sticks, 16,384 bytes (1,048,576 on its last dim); the
  * host op fetches both, and the run uploads w twice (the seeded fill,
  * then the export's values). */
 static void test_a_weight_only_the_host_reads_is_sticked_where_it_pads_least(void)
 {
     char dir[512], cmd[1024];
     tu_tmpdir(dir, sizeof dir);
-    write_host_conv(dir, "%r: f32[1, 512, 6, 6] = aten.relu.default(%c)\noutput %r\n");
+    write_host_conv(dir, "%c4: f32[1, 512, 6, 6] = aten.squeeze.dim(%c, 4)\n"
+                         "%r: f32[1, 512, 6, 6] = aten.relu.default(%c4)\noutput %r\n");
     snprintf(cmd, sizeof cmd, "compile %s --dump-after=layout", dir);
     CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
-    TU_ASSERT_CONTAINS(out, "tensor w weight dims 512x512x3x3 dl16 stick_dim 1 at 0 bytes 4718592\n",
-                       "tensor x input dims 1x512x4x4 dl16 stick_dim 1 at 4718592 bytes 16384\n",
-                       "tensor c scratch dims 1x512x6x6 dl16 stick_dim 3 ");
+    TU_ASSERT_CONTAINS(out, "tensor w weight dims 512x512x3x3x1 dl16 stick_dim 1 at 0 bytes 4718592\n",
+                       "tensor x input dims 1x512x4x4x1 dl16 stick_dim 1 at 4718592 bytes 16384\n",
+                       "tensor c scratch dims 1x512x6x6x1 dl16 stick_dim 4 ");
     snprintf(cmd, sizeof cmd, "run %s --check", dir);
     CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
     TU_ASSERT_CONTAINS(out, " weights_uploaded=9437184 ",
@@ -317,7 +319,7 @@ static void test_a_weight_only_the_host_reads_is_sticked_where_it_pads_least(voi
 
 /* The host op's result returned as it is (fp32 on the device: only the
  * host reads it) is sticked on its 512 channels too, 16 sticks of 32
- * per pixel (73,728 bytes, as unpadded; 393,216 on its last dim), and is
+ * per pixel (73,728 bytes, as unpadded; 2,359,296 on its last dim), and is
  * read back through that layout. */
 static void test_a_host_result_no_kernel_reads_is_read_back_through_its_stick(void)
 {
@@ -326,7 +328,7 @@ static void test_a_host_result_no_kernel_reads_is_read_back_through_its_stick(vo
     write_host_conv(dir, "output %c\n");
     snprintf(cmd, sizeof cmd, "compile %s --dump-after=layout", dir);
     CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
-    TU_ASSERT_CONTAINS(out, "tensor c output dims 1x512x6x6 f32 stick_dim 1 ", " bytes 73728\n");
+    TU_ASSERT_CONTAINS(out, "tensor c output dims 1x512x6x6x1 f32 stick_dim 1 ", " bytes 73728\n");
     snprintf(cmd, sizeof cmd, "run %s --check", dir);
     CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
     TU_ASSERT_CONTAINS(out, "bytes_to_host=4734976 bytes_to_device=73728 ", "check c:", " ok\n");
@@ -341,10 +343,11 @@ static void test_a_weight_a_kernel_also_reads_keeps_the_kernels_stick(void)
 {
     char dir[512], cmd[1024];
     tu_tmpdir(dir, sizeof dir);
-    write_host_conv(dir, "%d: f32[512, 512, 3, 3] = aten.add.Tensor(%w, %w)\noutput %c, %d\n");
+    write_host_conv(dir, "%w4: f32[512, 512, 3, 3] = aten.squeeze.dim(%w, 4)\n"
+                         "%d: f32[512, 512, 3, 3] = aten.add.Tensor(%w4, %w4)\noutput %c, %d\n");
     snprintf(cmd, sizeof cmd, "compile %s --dump-after=layout", dir);
     CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
-    TU_ASSERT_CONTAINS(out, "tensor w weight dims 512x512x3x3 dl16 stick_dim 3 at 0 bytes 100663296\n");
+    TU_ASSERT_CONTAINS(out, "tensor w weight dims 512x512x3x3x1 dl16 stick_dim 4 at 0 bytes 301989888\n");
     tu_rmtree(dir);
 }
 

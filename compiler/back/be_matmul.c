@@ -2658,7 +2658,8 @@ static void mm_chunk_pt(mm_core *mc, const mm_blk *bk, const mm_chunk *ch)
             pa.p = cc_abs(first ? 0 : mc->P + poff);
             if (first)
                 pa.ps = 0;
-            cc_emit_pt(e, &pa);
+            /* a copy of the corelet's last product where only the addresses differ */
+            mc->ptlike[u] = (int)cc_emit_pt_like(e, mc->ptlike[u], &pa);
         }
         cc_emit_sig(e, pt, mc->abempty[s][u]);
         if (mc->bc)
@@ -2983,6 +2984,7 @@ static void mm_core_begin(mm_core *mc)
     mm_plan *m = mc->m;
     cc_emit *e = mc->e;
     cc_kernel_begin(e, m->K->name);
+    mc->ptlike[0] = mc->ptlike[1] = -1;
     for (int s = 0; s < 2; s++) {
         for (int u = 0; u < mc->nc; u++) {
             cc_emit_sig(e, ISA_U_DMAI, mc->abempty[s][u]);

@@ -153,6 +153,7 @@ typedef struct {
     mm_tiling tl;
     int64_t MB, NBS, KC, nch;
     int nc; /* PT corelets in use */
+    int nstaged;      /* grid: results stored through a staged copy */
     int64_t ab[2], cs[2], P, cslot_bytes;
     /* [slot][corelet] */
     int abfull[2][2], abempty[2][2], mmd[2][2], cempty[2][2];
@@ -165,6 +166,10 @@ typedef struct {
     int64_t abslot_bytes, ast, bst, *alo, *ago, *blo, *bgo, *ostage;
     int64_t **ocount;
     int abrst[2][2], strd;
+    /* grid: per corelet, its last product in the kernel's stream (-1
+     * none; ints in padding: rg_core, which holds an mm_core, stays at
+     * 2,040 bytes) */
+    int ptlike[2];
     int64_t aws, bws; /* operands staged whole (m->aw / m->bw) at these */
     int64_t *ahi, *bhi; /* ... their layout rows alo[g]..ahi[g] (blo, bhi): the core's part */
     int wld;          /* ... loaded (dmai -> sfp0, once per kernel) */
@@ -173,7 +178,6 @@ typedef struct {
     int64_t m0;       /* the core's first row */
     int64_t mt, g0, ns; /* grid: its tile, rows [m0, m0 + mt) x stick groups [g0, g0 + ns) */
     int64_t b0, bt;     /* grid: its batch indices [b0, b0 + bt) */
-    int nstaged;      /* grid: results stored through a staged copy */
     /* split-K (be_work.gk > 1): this core's K rows [kb, kb + kt), its part
      * ik of gk; the partial sums go along the chain ik -> ik - 1 -> ... 0,
      * where core ik - 1 is the ring neighbour on the left */

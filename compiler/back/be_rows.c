@@ -17,6 +17,7 @@
  * row (bias, layer-norm weight: loaded once per kernel, bs1 = 0); a
  * constant enters as bm=imm. */
 #include "backend.h"
+#include "be_diag.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -1274,6 +1275,25 @@ typedef struct {
     int64_t rt, cores, ext[IR_MAX_VARS], step[IR_MAX_VARS];
 } rk_repeatkey;
 
+/* A key's bytes (rk_plan_key). */
+typedef struct {
+    unsigned char *b;
+    size_t n, cap;
+} rk_keybuf;
+
+/* A row kernel's plan as be_rows_plan left it, by its inputs' key
+ * (rk_plan_key): the work it set and its notes. */
+struct rk_planned {
+    unsigned char *key;
+    size_t n;
+    int64_t rows, cols;
+    int cores, cleared; /* cleared: a split taken from the producer was dropped (aligned_to 0) */
+    int prev_read;      /* the plan asked the kernel before's estimate (rk_prev_est): prev */
+    double prev;
+    int nrestick;
+    char tiles[sizeof((be_kinfo *)0)->tiles], restick[sizeof((be_kinfo *)0)->restick];
+};
+
 struct be_spancache {
     rk_repeatkey *rep;
     int nrep, repcap;
@@ -1283,6 +1303,9 @@ struct be_spancache {
     rk_combo **combo;
     int ncombo, combocap;
     struct be_blockmemo *blocks; /* be_mmmemo.c's */
+    struct rk_planned *plans;    /* be_rows_plan's, by content (rk_plan_key) */
+    int nplans, plancap;
+    rk_keybuf key;               /* the key of the plan under way */
     /* where its large tables grow: on huge pages, not first touched 4 KB
      * by 4 KB (the Llama-8B prefill layer's, some 2,000 page faults) */
     isa_arena *arena;
@@ -1369,6 +1392,10 @@ void be_spancache_free(struct be_spancache *sc)
         isa_buf_free(&sc->parts.buf);
         isa_buf_free(&sc->parts.slots);
         free(sc->combo);
+        for (int i = 0; i < sc->nplans; i++)
+            free(sc->plans[i].key);
+        free(sc->plans);
+        free(sc->key.b);
         be_blockmemo_free(sc->blocks);
         isa_arena_free(sc->arena);
     }
@@ -1997,67 +2024,294 @@ void be_rows_ahead(be_ctx *c, int pos, const int *writer, int reader, int cores,
     }
 }
 
+/* ---- Row kernels' plans, for the compile ----
+ * cc_compile plans the products fused and apart, and the row kernels
+ * around them are the same kernels at other positions (BERT-base's nine
+ * row kernel plans of the second attempt, 0.65 M instructions, each with
+ * the inputs of one of the first's).  be_rows_plan's answer is
+ * remembered by its inputs as it reads them, written out position-free
+ * (rk_plan_key): the structure rk_build made (sizes, row space, SFP
+ * measure), each load's and result's view, index and buffer (layout,
+ * type, bytes, name, and which other load reads the same buffer), where
+ * the LX plan or its hope keeps them (rk_from_lx, rk_to_lx_only), the
+ * kernel's work as it enters, its LX budget and DRAM waits, and the
+ * kernel before's ring bar (bar_paid) and, where the plan asked it, its
+ * estimate (rk_prev_est; rk_planned_find).  A key found is the plan.  A field a row kernel's plan comes to read must be
+ * written into the key too: SPYRE_CHECK_PLANS=1 plans every kernel found
+ * again and aborts where the two differ. */
+static void rk_key_put(rk_keybuf *q, const void *v, size_t n)
+{
+    if (q->n + n > q->cap) {
+        q->cap = 2 * (q->n + n);
+        q->b = realloc(q->b, q->cap);
+        if (!q->b)
+            abort();
+    }
+    memcpy(q->b + q->n, v, n);
+    q->n += n;
+}
+
+static void rk_key_i64(rk_keybuf *q, int64_t v)
+{
+    rk_key_put(q, &v, sizeof v);
+}
+
+static void rk_key_f64(rk_keybuf *q, double v)
+{
+    rk_key_put(q, &v, sizeof v);
+}
+
+/* View v of buffer b: where in b it starts, not where b lies in DRAM,
+ * which differs between the attempts (the products' weights and results
+ * laid out fused or apart) and which no price reads: be_dma_rows counts
+ * by the view's strides and rows_left, the spans are walked by layout
+ * without the offset (rk_spans_of), be_rows_aligned compares base and
+ * offset. */
+static void rk_key_view(rk_keybuf *q, const rk_plan *k, const be_view *v, int b)
+{
+    const be_ctx *c = k->c;
+    const int64_t f[] = {v->base - (int64_t)c->lay[b].off, v->gstride, v->lane, v->groups, v->rows_left, v->gper, v->gph, v->pstride};
+    rk_key_put(q, f, sizeof f);
+    rk_key_put(q, v->rs, (size_t)k->nvars * sizeof *v->rs);
+}
+
+/* (the row space's variables and the column's are the kernel's first
+ * nvars: no view or index is read past them) */
+static void rk_key_index(rk_keybuf *q, const rk_plan *k, const ir_index *x)
+{
+    rk_key_i64(q, x->offset);
+    rk_key_put(q, x->coef, (size_t)k->nvars * sizeof *x->coef);
+}
+
+/* Buffer b as the plan reads it (not where it lies: rk_key_view), and the first of the kernel's buffers
+ * bufs[0..n) that is b (n when none): which loads share a staging. */
+static void rk_key_buf(rk_keybuf *q, const be_ctx *c, int b, const int *bufs, int n)
+{
+    const be_layout *L = &c->lay[b];
+    const gr_ttype *t = &c->p->bufs[b].type;
+    int same = 0;
+    while (same < n && bufs[same] != b)
+        same++;
+    const int64_t f[] = {same, L->dram, L->stick_dim, L->groups, L->rows, L->want_dim, L->f32, t->dtype, t->rank,
+                         be_buf_bytes(c, b)};
+    rk_key_put(q, f, sizeof f);
+    rk_key_put(q, t->shape, (size_t)t->rank * sizeof *t->shape);
+    rk_key_put(q, c->p->bufs[b].name, strlen(c->p->bufs[b].name) + 1);
+}
+
+static void rk_key_work(rk_keybuf *q, const be_work *w)
+{
+    const int64_t f[] = {w->cores,  w->gm,  w->gn,     w->gk,     w->gb,          w->rows,  w->cols,
+                         w->batches, w->stage_whole, w->mb, w->nbs, w->kc, w->chunk, w->bcast,
+                         w->nokeep, w->aligned_to != 0, w->ahead != 0, w->base, w->bar_before};
+    rk_key_put(q, f, sizeof f);
+    rk_key_f64(q, w->est_cycles);
+    rk_key_f64(q, w->stage_scale);
+}
+
+static void rk_key_loads(rk_keybuf *q, be_ctx *c, const rk_plan *k, int *bufs)
+{
+    for (int i = 0; i < k->nl; i++) {
+        const rk_load *L = &k->loads[i];
+        const ir_expr *x = &c->p->A.e[L->e];
+        const int64_t f[] = {L->cls,   L->lx,       L->staged, L->stage,  L->gather, L->scalar,
+                             L->res,   L->row_tile, L->shared, rk_from_lx(k, L)};
+        rk_key_put(q, f, sizeof f);
+        rk_key_view(q, k, &L->v, x->buf);
+        rk_key_index(q, k, &x->idx);
+        rk_key_buf(q, c, x->buf, bufs, i);
+        bufs[i] = x->buf;
+        if (L->gather)
+            rk_key_buf(q, c, c->p->A.e[L->ids].buf, bufs, 0);
+    }
+}
+
+static void rk_key_nodes(rk_keybuf *q, const be_ctx *c, const rk_plan *k, const int *bufs)
+{
+    for (int j = 0; j < k->nn; j++) {
+        const rk_node *rn = &k->nodes[j];
+        const int64_t f[] = {rn->cls, rn->dram, rn->staged, rn->res, rn->heads, rn->lxonly, rk_to_lx_only(k, j)};
+        rk_key_put(q, f, sizeof f);
+        rk_key_view(q, k, &rn->sv, c->p->nodes[rn->node].out);
+        rk_key_index(q, k, &rn->store);
+        rk_key_buf(q, c, c->p->nodes[rn->node].out, bufs, k->nl);
+    }
+}
+
+/* Everything be_rows_plan reads of kernel pos, built as k (the header
+ * comment above), into q. */
+static void rk_plan_key(be_ctx *c, int pos, rk_plan *k, rk_keybuf *q)
+{
+    const be_work *prev = pos > 0 ? &c->work[pos - 1] : NULL;
+    const int bar_paid = prev && c->p->kernels[c->p->order[pos - 1]].kind == IR_MATMUL && (prev->bcast || prev->gk > 1);
+    rk_key_put(q, &c->cfg, sizeof c->cfg); /* the target (the cache is the compile's: one) */
+    rk_key_put(q, &c->t, sizeof c->t);
+    const int64_t f[] = {pos > 0,  bar_paid, c->waits,  be_lx_budget(c, pos), k->nvars, k->colvar, k->cols,
+                         k->G,     k->rows,  k->nn,     k->nl,                k->nexpr, k->ntemps, k->scalars,
+                         k->rsp.nv, k->sfp.insns};
+    rk_key_put(q, f, sizeof f);
+    rk_key_f64(q, k->sfp.simple_sticks);
+    rk_key_f64(q, k->sfp.complex_sticks);
+    rk_key_put(q, k->rsp.var, (size_t)k->rsp.nv * sizeof *k->rsp.var);
+    rk_key_put(q, k->rsp.ext, (size_t)k->rsp.nv * sizeof *k->rsp.ext);
+    rk_key_work(q, &c->work[pos]);
+    int *bufs = ir_xalloc((size_t)(k->nl + 1) * sizeof *bufs);
+    rk_key_loads(q, c, k, bufs);
+    rk_key_nodes(q, c, k, bufs);
+    free(bufs);
+}
+
+/* The plan remembered under key q for k, if any.  The kernel before's
+ * estimate is asked only of a plan that asked it (the same question at
+ * the same point: its inputs are the key's), as be_rows_plan would: its
+ * errors are kept as they were (be_error keeps the first).  (A few
+ * dozen plans a compile: a list, compared by memcmp.) */
+static struct rk_planned *rk_planned_find(be_ctx *c, rk_plan *k, const rk_keybuf *q)
+{
+    struct be_spancache *sc = rk_cache(c);
+    for (int i = 0; i < sc->nplans; i++) {
+        const struct rk_planned *x = &sc->plans[i];
+        if (x->n == q->n && !memcmp(x->key, q->b, q->n) && (!x->prev_read || rk_prev_est(k) == x->prev))
+            return &sc->plans[i];
+    }
+    return NULL;
+}
+
+/* The plan's answer as it left kernel pos (its work entered with
+ * aligned_to: had). */
+static struct rk_planned rk_planned_of(be_ctx *c, int pos, const rk_plan *k, int had)
+{
+    const be_work *w = &c->work[pos];
+    const be_kinfo *ki = &state_of(c)->k[pos];
+    struct rk_planned a = {.rows = w->rows, .cols = w->cols, .cores = w->cores, .cleared = had && !w->aligned_to,
+                           .prev_read = k->prev_est != 0, .prev = k->prev_est, .nrestick = ki->nrestick};
+    memcpy(a.tiles, ki->tiles, sizeof a.tiles);
+    memcpy(a.restick, ki->restick, sizeof a.restick);
+    return a;
+}
+
+static void rk_planned_put(be_ctx *c, int pos, const struct rk_planned *a)
+{
+    be_work *w = &c->work[pos];
+    be_kinfo *ki = &state_of(c)->k[pos];
+    w->rows = a->rows;
+    w->cols = a->cols;
+    w->cores = a->cores;
+    if (a->cleared)
+        w->aligned_to = 0;
+    ki->nrestick = a->nrestick;
+    memcpy(ki->tiles, a->tiles, sizeof ki->tiles);
+    memcpy(ki->restick, a->restick, sizeof ki->restick);
+}
+
+static int rk_planned_same(const struct rk_planned *a, const struct rk_planned *b)
+{
+    return a->rows == b->rows && a->cols == b->cols && a->cores == b->cores && a->cleared == b->cleared &&
+           a->prev_read == b->prev_read && a->prev == b->prev && a->nrestick == b->nrestick && !strcmp(a->tiles, b->tiles) && !strcmp(a->restick, b->restick);
+}
+
+static void rk_planned_keep(be_ctx *c, const rk_keybuf *q, const struct rk_planned *a)
+{
+    struct be_spancache *sc = rk_cache(c);
+    sc->plans = ir_xgrow(sc->plans, &sc->plancap, sc->nplans + 1, sizeof *sc->plans);
+    struct rk_planned *x = &sc->plans[sc->nplans++];
+    *x = *a;
+    x->key = ir_xmemdup(q->b, q->n);
+    x->n = q->n;
+}
+
+static int rows_plan(be_ctx *c, int pos, rk_plan *k);
+
 int be_rows_plan(be_ctx *c, int pos)
 {
+    static int check = -1;
+    if (check < 0)
+        check = getenv("SPYRE_CHECK_PLANS") && !strcmp(getenv("SPYRE_CHECK_PLANS"), "1");
     rk_plan k;
     int rc = rk_build(c, pos, &k);
-    if (!rc) {
-        be_work *w = &c->work[pos];
-        w->rows = k.rows;
-        w->cols = k.cols;
-        if (w->cores > k.rows) /* a work_div override (backend.c checked the core count) */
-            rc = be_error(c, k.K, "work_div %d: the kernel has %" PRId64 " rows, fewer than %d cores", w->cores, k.rows,
-                          w->cores);
-        int64_t per_row, fixed;
-        rk_lx(&k, &per_row, &fixed);
-        /* a staged result's sticks run across rows: every core's part a
-         * whole number of sticks' rows, else one core; a split taken from
-         * the producer (be_rows_align) that breaks this is dropped */
-        const int staged = rk_staged_out(&k), split_ok = rk_split_ok(c, &k, w->cores);
-        if (!rc && w->aligned_to && !split_ok) {
-            w->cores = 0;
-            w->aligned_to = 0;
+    if (rc) {
+        rk_free(&k);
+        return rc;
+    }
+    rk_keybuf *q = &rk_cache(c)->key; /* (no plan is made while the key is read) */
+    q->n = 0;
+    rk_plan_key(c, pos, &k, q);
+    const struct rk_planned *x = rk_planned_find(c, &k, q);
+    const int had = c->work[pos].aligned_to != 0;
+    if (x && !check) {
+        rk_planned_put(c, pos, x);
+    } else if (!(rc = rows_plan(c, pos, &k))) {
+        const struct rk_planned a = rk_planned_of(c, pos, &k, had);
+        if (x && !rk_planned_same(x, &a)) {
+            fprintf(stderr, "be_rows_plan: kernel %s: the remembered plan differs (rk_plan_key misses an input)\n",
+                    k.K->name);
+            abort();
         }
-        if (!rc && !w->cores) {
-            w->cores = rows_cores(c, &k);
-            while (staged && w->cores > 1 && k.rows % ((int64_t)w->cores * c->t.lanes16))
-                w->cores--;
-        }
-        int64_t R = 0, rt = 0, stage = 0;
-        if (!rc) { /* the first (largest) part's chunk, as be_rows_emit picks it */
-            int64_t r0;
-            cc_split(k.rows, w->cores, 0, &r0, &rt);
-            rk_share(&k, w->cores);
-            rk_col_tree(&k, w->cores);
-            rk_lx(&k, &per_row, &fixed);
-            R = rk_chunk_rows(&k, r0, rt, per_row, fixed, &stage);
-            if (R < 1 && w->chunk)
-                rc = be_error(c, k.K, "work_div chunks of %" PRId64 " rows do not fit %llu bytes of LX", w->chunk,
-                              (unsigned long long)be_lx_budget(c, pos));
-            else if (R < 1)
-                rc = be_error(c, k.K, "one row of %" PRId64 " columns needs %" PRId64 " bytes of LX, more than %llu",
-                              k.cols, fixed + 2 * (per_row + stage), (unsigned long long)be_lx_budget(c, pos));
-        }
-        if (!rc) {
-            char shared[256] = "";
-            for (int i = 0, n = 0; i < k.nl; i++)
-                if (k.loads[i].shared && n < (int)sizeof shared - 80)
-                    n += snprintf(shared + n, sizeof shared - (size_t)n, "%s%s", n ? ", " : "; held whole and shared over the ring: ",
-                                  c->p->bufs[c->p->A.e[k.loads[i].e].buf].name);
-            be_note(c, pos, BE_NOTE_TILES, "core part %" PRId64 " rows in chunks of %" PRId64 " rows x %" PRId64 " sticks (%" PRId64
-                    " columns), two slots%s%s", rt, R, k.G, k.cols, shared,
-                    k.col_tree ? "; per-column values loaded by core 0 and passed down a tree of cores over the ring" : "");
-            for (int i = 0; i < k.nl; i++)
-                if (k.loads[i].staged)
-                    be_note(c, pos, BE_NOTE_RESTICK, "%s (sfp.rst from the sticks each chunk reads, staged)",
-                            c->p->bufs[c->p->A.e[k.loads[i].e].buf].name);
-            for (int j = 0; j < k.nn; j++)
-                if (k.nodes[j].dram && k.nodes[j].staged)
-                    be_note(c, pos, BE_NOTE_RESTICK, "result %s (stored through a staged copy)",
-                            c->p->bufs[c->p->nodes[k.nodes[j].node].out].name);
-        }
+        if (!x)
+            rk_planned_keep(c, q, &a);
     }
     rk_free(&k);
+    return rc;
+}
+
+/* be_rows_plan's plan of k, built for kernel pos. */
+static int rows_plan(be_ctx *c, int pos, rk_plan *k)
+{
+    be_work *w = &c->work[pos];
+    int rc = 0;
+    w->rows = k->rows;
+    w->cols = k->cols;
+    if (w->cores > k->rows) /* a work_div override (backend.c checked the core count) */
+        rc = be_error(c, k->K, "work_div %d: the kernel has %" PRId64 " rows, fewer than %d cores", w->cores, k->rows,
+                      w->cores);
+    int64_t per_row, fixed;
+    rk_lx(k, &per_row, &fixed);
+    /* a staged result's sticks run across rows: every core's part a
+     * whole number of sticks' rows, else one core; a split taken from
+     * the producer (be_rows_align) that breaks this is dropped */
+    const int staged = rk_staged_out(k), split_ok = rk_split_ok(c, k, w->cores);
+    if (!rc && w->aligned_to && !split_ok) {
+        w->cores = 0;
+        w->aligned_to = 0;
+    }
+    if (!rc && !w->cores) {
+        w->cores = rows_cores(c, k);
+        while (staged && w->cores > 1 && k->rows % ((int64_t)w->cores * c->t.lanes16))
+            w->cores--;
+    }
+    int64_t R = 0, rt = 0, stage = 0;
+    if (!rc) { /* the first (largest) part's chunk, as be_rows_emit picks it */
+        int64_t r0;
+        cc_split(k->rows, w->cores, 0, &r0, &rt);
+        rk_share(k, w->cores);
+        rk_col_tree(k, w->cores);
+        rk_lx(k, &per_row, &fixed);
+        R = rk_chunk_rows(k, r0, rt, per_row, fixed, &stage);
+        if (R < 1 && w->chunk)
+            rc = be_error(c, k->K, "work_div chunks of %" PRId64 " rows do not fit %llu bytes of LX", w->chunk,
+                          (unsigned long long)be_lx_budget(c, pos));
+        else if (R < 1)
+            rc = be_error(c, k->K, "one row of %" PRId64 " columns needs %" PRId64 " bytes of LX, more than %llu",
+                          k->cols, fixed + 2 * (per_row + stage), (unsigned long long)be_lx_budget(c, pos));
+    }
+    if (!rc) {
+        char shared[256] = "";
+        for (int i = 0, n = 0; i < k->nl; i++)
+            if (k->loads[i].shared && n < (int)sizeof shared - 80)
+                n += snprintf(shared + n, sizeof shared - (size_t)n, "%s%s", n ? ", " : "; held whole and shared over the ring: ",
+                              c->p->bufs[c->p->A.e[k->loads[i].e].buf].name);
+        be_note(c, pos, BE_NOTE_TILES, "core part %" PRId64 " rows in chunks of %" PRId64 " rows x %" PRId64 " sticks (%" PRId64
+                " columns), two slots%s%s", rt, R, k->G, k->cols, shared,
+                k->col_tree ? "; per-column values loaded by core 0 and passed down a tree of cores over the ring" : "");
+        for (int i = 0; i < k->nl; i++)
+            if (k->loads[i].staged)
+                be_note(c, pos, BE_NOTE_RESTICK, "%s (sfp.rst from the sticks each chunk reads, staged)",
+                        c->p->bufs[c->p->A.e[k->loads[i].e].buf].name);
+        for (int j = 0; j < k->nn; j++)
+            if (k->nodes[j].dram && k->nodes[j].staged)
+                be_note(c, pos, BE_NOTE_RESTICK, "result %s (stored through a staged copy)",
+                        c->p->bufs[c->p->nodes[k->nodes[j].node].out].name);
+    }
     return rc;
 }
 

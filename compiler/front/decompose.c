@@ -2595,6 +2595,10 @@ static const struct {
     {"repeat", r_repeat, "reshape, expand, reshape"},
     {"pixel_shuffle", r_pixel_shuffle, "reshape, permute, reshape"},
     {"pixel_unshuffle", r_pixel_shuffle, "reshape, permute, reshape"},
+    {"convolution", dc_r_convolution, "transposed (1-D, 2-D): per output phase, a stride-1 convolution of the "
+                                      "input with the flipped weight's taps of that phase (kernel = stride: all as "
+                                      "one 1x1; small weights: all as one over the union of their windows); the "
+                                      "last axis interleaved by a product with a 0/1 matrix, the rows by cat, reshape"},
     {"scaled_dot_product_attention", r_sdpa, "matmul(q, k^T) * scale, mask (add, or where), "
                                              "softmax, matmul v"},
     {"clone", r_identity, "identity"},

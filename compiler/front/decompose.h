@@ -115,6 +115,7 @@ int dc_r_mv(dctx *c, const gr_node *n, int *out);
 int dc_r_cumprod(dctx *c, const gr_node *n, int *out);
 int dc_r_as_strided(dctx *c, const gr_node *n, int *out);
 int dc_r_upsample_interp(dctx *c, const gr_node *n, int *out); /* dec_interp.c */
+int dc_r_convolution(dctx *c, const gr_node *n, int *out);     /* dec_convt.c */
 /* x's last axis (in elements) times the constant (in x out) matrix m: rows
  * as one matrix, a product, the shape back with out elements (dec_interp.c). */
 int dc_last_axis_times(dctx *c, int x, int m);

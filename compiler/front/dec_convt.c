@@ -1,0 +1,384 @@
+/* dec_convt.c: the decompose rule for transposed convolutions (1-D and
+ * 2-D), as stride-1 convolutions of the unpadded input, one per output
+ * phase: the sub-pixel decomposition (docs/compiler.md, "Transposed
+ * convolution").
+ *
+ * Along one axis of stride s, padding p, dilation d and K taps, output o
+ * sums x[i] w[k] over o + p = i s + k d.  The outputs o = q s + r of one
+ * phase r take only the taps k = k0 + j T (T = s / gcd(s, d), k0 d = r + p
+ * mod s) at the inputs i = q + c0 - j D (D = d / gcd(s, d), c0 = (r + p -
+ * k0 d) / s): an ordinary convolution of x with those J taps reversed,
+ * dilation D, its output q starting at input q + c0 - (J - 1) D.  Each phase
+ * has Q = ceil(OUT / s) outputs; the phases are interleaved, along the last
+ * axis by a product with a 0/1 matrix, along the rows by a cat over a new
+ * axis and a reshape, and the first OUT kept. */
+#include "decompose.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    int64_t in, out, s, p, d, k; /* the op's, along one spatial axis */
+    int64_t q;                   /* outputs per phase */
+} ct_axis;
+
+typedef struct {
+    int64_t taps;   /* J (0: the phase takes no tap, bias alone) */
+    int64_t start;  /* the first tap in the flipped weight */
+    int64_t step;   /* T: between taps in the weight */
+    int64_t dil;    /* D: between taps in the input */
+    int64_t pad;    /* the phase conv's padding (both sides) */
+    int64_t off;    /* its first output kept */
+} ct_phase;
+
+static int64_t gcd(int64_t a, int64_t b)
+{
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+static int64_t max3(int64_t a, int64_t b, int64_t c)
+{
+    int64_t m = a > b ? a : b;
+    return m > c ? m : c;
+}
+
+/* Phase r of axis a. */
+static ct_phase axis_phase(const ct_axis *a, int64_t r)
+{
+    ct_phase f = {.step = a->s / gcd(a->s, a->d), .dil = a->d / gcd(a->s, a->d)};
+    int64_t k0 = 0;
+    while (k0 < f.step && k0 < a->k && ((k0 * a->d - r - a->p) % a->s + a->s) % a->s)
+        k0++;
+    if (k0 == f.step || k0 == a->k)
+        return f;
+    f.taps = (a->k - 1 - k0) / f.step + 1;
+    const int64_t c0 = (r + a->p - k0 * a->d) / a->s; /* exact */
+    const int64_t left = (f.taps - 1) * f.dil - c0, right = a->q + c0 - a->in;
+    f.pad = max3(left, right, 0);
+    f.off = f.pad - left;
+    /* the flipped weight's tap K-1-k for k = k0 + (J-1) T first */
+    f.start = a->k - 1 - k0 - (f.taps - 1) * f.step;
+    return f;
+}
+
+/* The weight [Cin, Cout/g, K..] as a convolution's [Cout, Cin/g, K..],
+ * flipped along its spatial axes. */
+static int conv_weight(dctx *c, int w, int64_t g, int nsp)
+{
+    gr_ttype t = dc_T(c, w);
+    int64_t dims[2] = {2, 3};
+    w = DC_EMIT(c, "aten.flip.default", t, da_val(w), da_ints(nsp, dims));
+    if (g == 1)
+        return dc_transpose(c, w, 0, 1);
+    int64_t split[GR_MAX_RANK] = {g, t.shape[0] / g, t.shape[1]}, back[GR_MAX_RANK] = {g * t.shape[1], t.shape[0] / g};
+    for (int i = 0; i < nsp; i++)
+        split[3 + i] = back[2 + i] = t.shape[2 + i];
+    w = dc_transpose(c, dc_reshape(c, w, t.rank + 1, split), 1, 2);
+    return dc_reshape(c, w, t.rank, back);
+}
+
+typedef struct {
+    int x, w, bias;
+    int64_t g;
+    int nsp;
+    ct_axis ax[2];
+    gr_dtype dt;
+    int one;     /* every phase's outputs, phases_as_one's or phases_as_union's, or -1 */
+    int one_dim; /* where its first phase axis is (then the next): 2 or 1 */
+} ct_op;
+
+/* bias (or 0) over [N, Cout, Q..]: a phase that takes no tap. */
+static int phase_empty(dctx *c, const ct_op *o, const int64_t *shape)
+{
+    int v = dc_full(c, o->nsp + 2, shape, 0, o->dt);
+    if (o->bias < 0)
+        return v;
+    int64_t bs[3] = {shape[1], 1, 1};
+    return dc_bin(c, "aten.add.Tensor", v, dc_reshape(c, o->bias, o->nsp + 1, bs));
+}
+
+/* Kernel = stride, no padding, dilation 1, one group and the output s
+ * times the input (a UNet's ConvTranspose2d(k2, s2)): every phase is one
+ * tap over the same input pixels, so all of them are one 1x1 convolution
+ * of s.. Cout channels, the weight w[ci, co, K..] seen as [(co, K..), ci,
+ * 1..] (a view: co and the taps are contiguous), its result seen as [N,
+ * Cout, s.., Q..]; or -1.  One product of N = s.. Cout instead of s..
+ * products, and one copy of the input. */
+static int phases_as_one(dctx *c, const ct_op *o)
+{
+    int64_t taps = 1;
+    for (int i = 0; i < o->nsp; i++) {
+        const ct_axis *a = &o->ax[i];
+        if (a->k != a->s || a->p || a->d != 1 || a->out != a->in * a->s)
+            return -1;
+        taps *= a->s;
+    }
+    if (o->g != 1 || taps == 1)
+        return -1;
+    const gr_ttype xt = dc_T(c, o->x), wt = dc_T(c, o->w);
+    const int64_t cin = wt.shape[0], co = wt.shape[1], n = o->nsp;
+    int64_t perm[4] = {1, 2, n == 2 ? 3 : 0, 0}, ws[4] = {co * taps, cin, 1, 1}, zero[2] = {0, 0}, one[2] = {1, 1};
+    gr_ttype pt = {.dtype = wt.dtype, .rank = wt.rank, .shape = {co, wt.shape[2], n == 2 ? wt.shape[3] : cin, cin}};
+    int w = DC_EMIT(c, "aten.permute.default", pt, da_val(o->w), da_ints(wt.rank, perm));
+    w = dc_reshape(c, w, wt.rank, ws);
+    gr_arg b = {.kind = GR_ARG_NONE};
+    if (o->bias >= 0) {
+        const int64_t col[2] = {co, 1}, wide[2] = {co, taps}, flat = co * taps;
+        b = da_val(dc_reshape(c, dc_expand(c, dc_reshape(c, o->bias, 2, col), 2, wide), 1, &flat));
+    }
+    gr_ttype yt = xt;
+    yt.shape[1] = co * taps;
+    int y = DC_EMIT(c, "aten.convolution.default", yt, da_val(o->x), da_val(w), b, da_ints(o->nsp, one),
+                    da_ints(o->nsp, zero), da_ints(o->nsp, one), da_bool(0), da_ints(o->nsp, zero), da_int(1));
+    int64_t split[6] = {xt.shape[0], co, o->ax[0].s, n == 2 ? o->ax[1].s : xt.shape[2]};
+    for (int i = 0; i < o->nsp; i++)
+        split[2 + n + i] = xt.shape[2 + i];
+    return dc_reshape(c, y, 2 + 2 * o->nsp, split);
+}
+
+/* phases_as_union only for a weight of at most this many elements: its
+ * copy (flipped, padded, a cat) reads the op's weight a lane at a time.  A
+ * 4x4 stride-2 one on 16x16, cycles union / one conv a phase: 16 -> 8
+ * channels (4,608 elements) 29,617 / 41,209; 32 -> 16 (18,432) 48,000 /
+ * 61,045; 32 -> 32 (36,864) 73,502 / 73,103; 64 -> 32 229,026 / 75,259. */
+#define CT_UNION_MAX_WEIGHT 32768
+
+typedef struct {
+    ct_phase f[2][64];
+    int64_t lo[2], hi[2], right[2]; /* the union window: inputs q - lo .. q + hi; its right padding */
+    int64_t taps;                   /* phases */
+} ct_union;
+
+/* The union of the phases' windows along each axis; 0, or -1 when a phase
+ * takes no tap or the dilation is not 1. */
+static int union_windows(const ct_op *o, ct_union *u)
+{
+    u->taps = 1;
+    for (int i = 0; i < o->nsp; i++) {
+        const ct_axis *a = &o->ax[i];
+        if (a->d != 1)
+            return -1;
+        u->taps *= a->s;
+        for (int64_t r = 0; r < a->s; r++) {
+            ct_phase *p = &u->f[i][r];
+            *p = axis_phase(a, r);
+            if (!p->taps)
+                return -1;
+            const int64_t left = p->pad - p->off, up = p->taps - 1 - left, rt = a->q + up - a->in;
+            u->lo[i] = r && u->lo[i] > left ? u->lo[i] : left;
+            u->hi[i] = r && u->hi[i] > up ? u->hi[i] : up;
+            u->right[i] = r && u->right[i] > rt ? u->right[i] : rt;
+        }
+    }
+    return 0;
+}
+
+/* The union's weight [(r.., co), Cin, L..]: each phase's taps of the
+ * flipped weight padded with zeros into the window, stacked. */
+static int union_weight(dctx *c, const ct_op *o, const ct_union *u)
+{
+    int v[64];
+    for (int k = 0; k < u->taps; k++) {
+        const int64_t r[2] = {o->nsp == 2 ? k / o->ax[1].s : k, o->nsp == 2 ? k % o->ax[1].s : 0};
+        int w = o->w;
+        int64_t pads[4];
+        for (int i = 0; i < o->nsp; i++) {
+            const ct_phase *p = &u->f[i][r[i]];
+            const int64_t before = u->lo[i] - (p->pad - p->off), at = 2 * (o->nsp - 1 - i);
+            w = dc_slice(c, w, 2 + i, p->start, p->start + (p->taps - 1) * p->step + 1, p->step);
+            pads[at] = before;
+            pads[at + 1] = u->lo[i] + u->hi[i] + 1 - before - p->taps;
+        }
+        gr_ttype t = dc_T(c, w);
+        for (int i = 0; i < o->nsp; i++)
+            t.shape[2 + i] = u->lo[i] + u->hi[i] + 1;
+        v[k] = DC_EMIT(c, "aten.constant_pad_nd.default", t, da_val(w), da_ints(2 * o->nsp, pads), da_num(0));
+    }
+    gr_ttype wt = dc_T(c, v[0]);
+    wt.shape[0] *= u->taps;
+    return DC_EMIT(c, "aten.cat.default", wt, da_vals((int)u->taps, v), da_int(0));
+}
+
+/* Dilation 1, one group, every phase taking a tap: all phases as one
+ * convolution over the union of their windows, L taps an axis, each
+ * phase's taps placed in it (zeros around), its s.. Cout outputs ordered
+ * (r.., co) and seen as [N, s.., Cout, Q..]; or -1.  One product per row
+ * of taps instead of one per phase and row (the autoencoder's 4x4 stride
+ * 2: 3 instead of 8), for L^n / J^n times the MACs (9 / 4). */
+static int phases_as_union(dctx *c, const ct_op *o)
+{
+    ct_union u;
+    if (o->g != 1 || union_windows(o, &u) || u.taps == 1)
+        return -1;
+    const gr_ttype w0 = dc_T(c, o->w), xt = dc_T(c, o->x);
+    const int64_t co = w0.shape[0];
+    int64_t wide = u.taps * co * w0.shape[1];
+    for (int i = 0; i < o->nsp; i++)
+        wide *= u.lo[i] + u.hi[i] + 1;
+    if (wide > CT_UNION_MAX_WEIGHT)
+        return -1;
+    int w = union_weight(c, o, &u);
+    gr_arg b = {.kind = GR_ARG_NONE};
+    if (o->bias >= 0) {
+        const int64_t row[2] = {1, co}, tall[2] = {u.taps, co}, flat = co * u.taps;
+        b = da_val(dc_reshape(c, dc_expand(c, dc_reshape(c, o->bias, 2, row), 2, tall), 1, &flat));
+    }
+    int64_t pad[2], one[2] = {1, 1}, zero[2] = {0, 0}, split[6] = {xt.shape[0]};
+    gr_ttype yt = xt;
+    yt.shape[1] = u.taps * co;
+    for (int i = 0; i < o->nsp; i++) {
+        pad[i] = u.lo[i] > u.right[i] ? u.lo[i] : u.right[i];
+        pad[i] = pad[i] > 0 ? pad[i] : 0;
+        yt.shape[2 + i] = o->ax[i].in + 2 * pad[i] - u.lo[i] - u.hi[i];
+        split[1 + i] = o->ax[i].s;
+        split[2 + o->nsp + i] = yt.shape[2 + i];
+    }
+    split[1 + o->nsp] = co;
+    int y = DC_EMIT(c, "aten.convolution.default", yt, da_val(o->x), da_val(w), b, da_ints(o->nsp, one),
+                    da_ints(o->nsp, pad), da_ints(o->nsp, one), da_bool(0), da_ints(o->nsp, zero), da_int(1));
+    y = dc_reshape(c, y, 2 + 2 * o->nsp, split);
+    for (int i = 0; i < o->nsp; i++)
+        if (pad[i] - u.lo[i] || split[2 + o->nsp + i] != o->ax[i].q)
+            y = dc_slice(c, y, 2 + o->nsp + i, pad[i] - u.lo[i], pad[i] - u.lo[i] + o->ax[i].q, 1);
+    return y;
+}
+
+/* The outputs of phase (r[0], r[1]): [N, Cout, Q..]. */
+static int phase_conv(dctx *c, const ct_op *o, const int64_t *r)
+{
+    if (o->one >= 0) {
+        int v = o->one;
+        for (int i = 0; i < o->nsp; i++)
+            v = dc_select(c, v, o->one_dim, r[i]);
+        return v;
+    }
+    const gr_ttype xt = dc_T(c, o->x), wt = dc_T(c, o->w);
+    int64_t shape[4] = {xt.shape[0], wt.shape[0]}, one[2] = {1, 1}, pad[2], dil[2];
+    ct_phase f[2];
+    int w = o->w;
+    for (int i = 0; i < o->nsp; i++) {
+        f[i] = axis_phase(&o->ax[i], r[i]);
+        shape[2 + i] = o->ax[i].q;
+    }
+    for (int i = 0; i < o->nsp; i++) {
+        if (!f[i].taps)
+            return phase_empty(c, o, shape);
+        w = dc_slice(c, w, 2 + i, f[i].start, f[i].start + (f[i].taps - 1) * f[i].step + 1, f[i].step);
+        pad[i] = f[i].pad;
+        dil[i] = f[i].dil;
+    }
+    gr_ttype yt = xt;
+    yt.shape[1] = wt.shape[0];
+    for (int i = 0; i < o->nsp; i++)
+        yt.shape[2 + i] = o->ax[i].in + 2 * f[i].pad - f[i].dil * (f[i].taps - 1);
+    int y = DC_EMIT(c, "aten.convolution.default", yt, da_val(o->x), da_val(w),
+                    o->bias >= 0 ? da_val(o->bias) : (gr_arg){.kind = GR_ARG_NONE}, da_ints(o->nsp, one),
+                    da_ints(o->nsp, pad), da_ints(o->nsp, dil), da_bool(0), da_ints(o->nsp, (int64_t[2]){0, 0}),
+                    da_int(o->g));
+    for (int i = 0; i < o->nsp; i++)
+        if (f[i].off || yt.shape[2 + i] != o->ax[i].q)
+            y = dc_slice(c, y, 2 + i, f[i].off, f[i].off + o->ax[i].q, 1);
+    return y;
+}
+
+/* The last axis's phases (of row r[0] in 2-D) side by side, [.., s Q],
+ * times the 0/1 matrix that interleaves them: [.., OUT].  A cat over a
+ * new last axis of s would store s values a stick (docs/compiler.md,
+ * "Nearest upsampling"). */
+static int interleave_last(dctx *c, const ct_op *o, int64_t *r)
+{
+    const int i = o->nsp - 1;
+    const ct_axis *a = &o->ax[i];
+    int v[64];
+    for (int k = 0; k < a->s; k++) {
+        r[i] = k;
+        v[k] = phase_conv(c, o, r);
+    }
+    if (a->s == 1)
+        return v[0];
+    gr_ttype t = dc_T(c, v[0]);
+    t.shape[t.rank - 1] = a->s * a->q;
+    int side = DC_EMIT(c, "aten.cat.default", t, da_vals((int)a->s, v), da_int(t.rank - 1));
+    float *m = calloc((size_t)(a->s * a->q * a->out) + 1, sizeof *m); /* + 1: no elements is no failure */
+    if (!m)
+        abort();
+    for (int64_t k = 0; k < a->s * a->q; k++)
+        if (k % a->q * a->s + k / a->q < a->out)
+            m[k * a->out + k % a->q * a->s + k / a->q] = 1;
+    gr_ttype mt = {.dtype = t.dtype, .rank = 2, .shape = {a->s * a->q, a->out}};
+    return dc_last_axis_times(c, side, dc_const(c, mt, m));
+}
+
+/* 2-D: the rows of phases r[0], each interleaved along the last axis,
+ * stacked as [N, Cout, Q, s, OUT'] (rows of whole sticks) and seen as
+ * [N, Cout, Q s, OUT'], of which the first OUT rows. */
+static int interleave(dctx *c, const ct_op *o)
+{
+    int64_t r[2] = {0, 0};
+    if (o->nsp == 1)
+        return interleave_last(c, o, r);
+    const ct_axis *a = &o->ax[0];
+    int v[64];
+    for (int k = 0; k < a->s; k++) {
+        r[0] = k;
+        v[k] = interleave_last(c, o, r);
+        v[k] = a->s > 1 ? dc_unsqueeze(c, v[k], 3) : v[k];
+    }
+    if (a->s == 1)
+        return v[0];
+    gr_ttype t = dc_T(c, v[0]);
+    t.shape[3] = a->s;
+    int y = DC_EMIT(c, "aten.cat.default", t, da_vals((int)a->s, v), da_int(3));
+    const int64_t shape[4] = {t.shape[0], t.shape[1], a->q * a->s, t.shape[4]};
+    y = dc_reshape(c, y, 4, shape);
+    return a->q * a->s == a->out ? y : dc_slice(c, y, 2, 0, a->out, 1);
+}
+
+/* convolution(x, w, bias, stride, padding, dilation, transposed,
+ * output_padding, groups): a transposed one of 1 or 2 spatial axes as
+ * above; any other is kept. */
+int dc_r_convolution(dctx *c, const gr_node *n, int *out)
+{
+    if (!dc_num(c, n, 6, "transposed", 0))
+        return 0;
+    ct_op o = {.x = dc_val(c, n, 0, "input"), .w = dc_val(c, n, 1, "weight"), .bias = dc_opt_val(c, n, 2, "bias")};
+    const gr_ttype xt = dc_T(c, o.x), wt = dc_T(c, o.w), ot = c->g->values[n->out].type;
+    o.nsp = xt.rank - 2;
+    o.dt = xt.dtype;
+    o.g = (int64_t)dc_num(c, n, 8, "groups", 1);
+    if ((o.nsp != 1 && o.nsp != 2) || wt.rank != xt.rank || ot.rank != xt.rank)
+        dc_fail(c, "lowers 1-D and 2-D transposed convolutions of a batched input only");
+    if (o.g < 1 || wt.shape[0] != xt.shape[1] || xt.shape[1] % o.g)
+        dc_fail(c, "weight and groups do not match the input's %lld channels", (long long)xt.shape[1]);
+    int64_t v[3][GR_MAX_RANK];
+    const char *keys[3] = {"stride", "padding", "dilation"};
+    for (int k = 0; k < 3; k++) {
+        int cnt = dc_ints(c, n, 3 + k, keys[k], v[k]);
+        if (cnt != 1 && cnt != o.nsp)
+            dc_fail(c, "argument %s must have %d values", keys[k], o.nsp);
+        for (int i = 0; i < o.nsp; i++)
+            v[k][i] = v[k][cnt == 1 ? 0 : i];
+    }
+    for (int i = 0; i < o.nsp; i++) {
+        ct_axis *a = &o.ax[i];
+        *a = (ct_axis){.in = xt.shape[2 + i], .out = ot.shape[2 + i], .s = v[0][i], .p = v[1][i], .d = v[2][i],
+                       .k = wt.shape[2 + i]};
+        if (a->s < 1 || a->p < 0 || a->d < 1 || a->s > 64)
+            dc_fail(c, "lowers strides of 1 to 64, padding not negative and dilation positive");
+        a->q = (a->out + a->s - 1) / a->s;
+    }
+    o.one = phases_as_one(c, &o);
+    o.one_dim = 2;
+    if (o.one < 0) {
+        o.w = conv_weight(c, o.w, o.g, o.nsp);
+        o.one = phases_as_union(c, &o);
+        o.one_dim = 1;
+    }
+    out[0] = interleave(c, &o);
+    return 1;
+}
