@@ -137,9 +137,12 @@
  * simulator unchanged: bert_handwritten_small another program of the
  * same cycles, gpt2_small_block_tiny 13,345 -> 12,979 on spyre (spyre-4core
  * another program of the same cycles), transformer_small 70,023 -> 68,273
- * on spyre and 68,640 -> 67,541 on spyre-4core. */
-{"bert_handwritten_small", "spyre", 0xabded26f87be2f7aull, 11148.1875, 11148.1875},
-{"bert_handwritten_small", "spyre-4core", 0x3d7b2f38532079feull, 11148.1875, 11148.1875},
+ * on spyre and 68,640 -> 67,541 on spyre-4core.
+ * Branch guard3: a graph input used only as an additive softmax mask is
+ * NaN-rowed by the runtime at upload (ISA_TF_NANROW), with no device
+ * guard: bert_handwritten_small back to main's program and rows. */
+{"bert_handwritten_small", "spyre", 0x7ff34f3d4c1573f6ull, 11148.1875, 11148.1875},
+{"bert_handwritten_small", "spyre-4core", 0xdef120ffcf3a3c72ull, 11148.1875, 11148.1875},
 {"gpt2_gen/prefill", "spyre", 0x1e43ba269e07ce94ull, 25188.375, 24877.125},
 {"gpt2_gen/prefill", "spyre-4core", 0x03be246b84c70710ull, 26070.699999999997, 25620.75},
 {"gpt2_gen/decode", "spyre", 0x3a2f04bf990249d5ull, 22570.887500000001, 22390.887500000001},

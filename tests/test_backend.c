@@ -5001,6 +5001,143 @@ static void test_softmax_over_a_broadcast_input_mask_masking_a_batch_whole_is_na
     remove(path);
 }
 
+/* text compiled for the reference chip: input mask's ISA_TF_NANROW axis
+ * (-2 without the flag), and whether the decomposed graph guards a
+ * softmax on the device (its row max floored, clamp_min, or tested,
+ * abs). */
+static int mask_nan_axis(const char *text, int *guarded)
+{
+    char err[1024], path[1024];
+    gr_graph *g = gr_graph_parse(text, "mask.txt", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    static chip_config cfg;
+    tu_config("spyre", &cfg);
+    cc_compile_opts o = {0};
+    o.target = &cfg;
+    o.dump_after = "decompose";
+    tu_tmpfile(".txt", path, sizeof path);
+    o.dump = fopen(path, "w");
+    cc_result *r = cc_compile(g, &o, err, sizeof err);
+    fclose(o.dump);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    isa_program *p = cc_result_take_program(r);
+    const isa_tensor *t = &p->tensors[isa_program_find_tensor(p, "mask")];
+    int axis = t->flags & ISA_TF_NANROW ? t->nan_axis : -2;
+    isa_program_free(p);
+    char *dump = tu_read_file(path, NULL);
+    *guarded = strstr(dump, "clamp_min") || strstr(dump, "aten.abs");
+    free(dump);
+    remove(path);
+    cc_result_free(r);
+    gr_graph_free(g);
+    return axis;
+}
+
+/* The graph-input masks above are the runtime's to NaN (ISA_TF_NANROW,
+ * along the softmax's axis of the mask), so the device has no guard over
+ * scores from a product (as BERT's; a plain input added is a mask too): a
+ * [rows, S] mask along 1, BERT's [B, 1, 1, S] along 3, a [rows, 1] mask
+ * broadcast along the softmax's axis each element, through a view and a
+ * positive scale too.  A mask also read elsewhere (an output, a sub,
+ * a negative scale, a softmax along another axis) keeps the device's
+ * guard and its -inf as the stand-in; so does a softmax over two masks
+ * added (each NaN-rowed: a row may be masked whole by both together). */
+static void test_an_input_used_only_as_a_softmax_mask_is_nan_rowed_not_guarded(void)
+{
+    static const struct {
+        const char *mid; /* nodes from %mask to %a, the softmax's input */
+        const char *mask;
+        int axis, guarded;
+    } cases[] = {
+        {"%a: f32[4, 8] = aten.add.Tensor(%x, %mask)\n", "f32[4, 8]", 1, 0},
+        {"%v: f32[4, 1, 8] = aten.view.default(%mask, [4, 1, 8])\n"
+         "%w: f32[4, 1, 8] = aten.mul.Tensor(%v, 0.5)\n"
+         "%u: f32[4, 8] = aten.view.default(%w, [4, 8])\n"
+         "%a: f32[4, 8] = aten.add.Tensor(%u, %x)\n",
+         "f32[4, 8]", 1, 0},
+        {"%a: f32[4, 8] = aten.add.Tensor(%x, %mask)\n", "f32[4, 1]", -1, 0},
+        {"%v: f32[1, 8] = aten.view.default(%mask, [1, 8])\n"
+         "%a: f32[4, 8] = aten.add.Tensor(%x, %v)\n",
+         "f32[1, 1, 1, 8]", 3, 0},
+        {"%a: f32[4, 8] = aten.add.Tensor(%x, %mask)\n"
+         "%o: f32[4, 8] = aten.mul.Tensor(%mask, 2.0)\n",
+         "f32[4, 8]", -2, 1},
+        {"%w: f32[4, 8] = aten.mul.Tensor(%mask, -0.5)\n"
+         "%a: f32[4, 8] = aten.add.Tensor(%x, %w)\n",
+         "f32[4, 8]", -2, 1},
+        {"%t: f32[8, 4] = aten.t.default(%mask)\n"
+         "%a: f32[4, 8] = aten.sub.Tensor(%x, %mask)\n",
+         "f32[4, 8]", -2, 1},
+        {"%a: f32[4, 8] = aten.add.Tensor(%x, %mask)\n"
+         "%s0: f32[4, 8] = aten._softmax.default(%a, 0, False)\n",
+         "f32[4, 8]", -2, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char text[1024];
+        snprintf(text, sizeof text,
+                 "graph m\ninput %%q: f32[4, 8]\ninput %%k: f32[8, 8]\ninput %%mask: %s\n"
+                 "%%x: f32[4, 8] = aten.mm.default(%%q, %%k)\n%s"
+                 "%%s: f32[4, 8] = aten._softmax.default(%%a, 1, False)\noutput %%s%s\n",
+                 cases[i].mask, cases[i].mid,
+                 strstr(cases[i].mid, "%o:") ? ", %o" : strstr(cases[i].mid, "%s0:") ? ", %s0" : "");
+        int guarded, axis = mask_nan_axis(text, &guarded);
+        if (axis != cases[i].axis || guarded != cases[i].guarded)
+            fprintf(stderr, "case %zu: axis %d guarded %d\n", i, axis, guarded);
+        CU_ASSERT_EQUAL(axis, cases[i].axis);
+        CU_ASSERT_EQUAL(guarded, cases[i].guarded);
+    }
+    /* two masks, each NaN-rowed, may mask a row whole only together */
+    int guarded;
+    CU_ASSERT_EQUAL(mask_nan_axis("graph m2\ninput %q: f32[4, 8]\ninput %k: f32[8, 8]\ninput %mask: f32[4, 8]\n"
+                                  "input %mask2: f32[4, 8]\n%x: f32[4, 8] = aten.mm.default(%q, %k)\n"
+                                  "%a: f32[4, 8] = aten.add.Tensor(%x, %mask)\n"
+                                  "%b: f32[4, 8] = aten.add.Tensor(%a, %mask2)\n"
+                                  "%s: f32[4, 8] = aten._softmax.default(%b, 1, False)\noutput %s\n",
+                                  &guarded),
+                    1);
+    CU_ASSERT_EQUAL(guarded, 1);
+}
+
+/* A mask input also read elsewhere (an output of its own) keeps the
+ * device's guard: the row masked whole is NaN still, the other rows as
+ * the reference's, and the output holds the stand-in for -inf, not NaN. */
+static void test_an_input_mask_also_used_elsewhere_keeps_the_device_guard(void)
+{
+    const char *text = "graph sme\n"
+                       "input %x: f32[4, 8]\n"
+                       "input %mask: f32[4, 8]\n"
+                       "%a: f32[4, 8] = aten.add.Tensor(%x, %mask)\n"
+                       "%s: f32[4, 8] = aten._softmax.default(%a, 1, False)\n"
+                       "%o: f32[4, 8] = aten.mul.Tensor(%mask, 0.5)\n"
+                       "output %s, %o\n";
+    float x[32], mask[32];
+    for (int k = 0; k < 32; k++) {
+        x[k] = (float)(k % 8) * 0.25f;
+        mask[k] = k / 8 == 1 ? -INFINITY : 0;
+    }
+    rt_st_entry e[2] = {{.name = "x", .dtype = RT_ST_F32, .rank = 2, .shape = {4, 8}, .data = x},
+                        {.name = "mask", .dtype = RT_ST_F32, .rank = 2, .shape = {4, 8}, .data = mask}};
+    char path[1024], err[256];
+    tu_tmpfile(".safetensors", path, sizeof path);
+    CU_ASSERT_EQUAL_FATAL(rt_st_write(path, e, 2, err, sizeof err), 0);
+    const char *names[] = {"s", "o"};
+    for (int c = 0; c < 2; c++) {
+        float *v[2] = {0};
+        int64_t n[2] = {0};
+        CU_ASSERT_EQUAL_FATAL(run_and_read_from(text, "sme.txt", both_chips[c], path, 2, names, v, n), 0);
+        int ok = 0;
+        for (int k = 0; k < 32; k++)
+            ok += k / 8 == 1 ? isnan(v[0][k]) && v[1][k] == -0x1p29f : !isnan(v[0][k]) && v[1][k] == 0;
+        CU_ASSERT_EQUAL(ok, 32);
+        free(v[0]);
+        free(v[1]);
+    }
+    remove(path);
+    int guarded;
+    CU_ASSERT_EQUAL(mask_nan_axis(text, &guarded), -2);
+    CU_ASSERT_EQUAL(guarded, 1);
+}
+
 /* The decompositions of dec_index.c and dec_views.c, each against the
  * reference executor's own implementation of the source op (and the
  * integer outputs exactly). */
@@ -5576,6 +5713,10 @@ int main(void)
         {"softmax over an input mask masking a row whole is NaN", test_softmax_over_an_input_mask_masking_a_row_whole_is_nan},
         {"softmax over a broadcast input mask masking a batch whole is NaN",
          test_softmax_over_a_broadcast_input_mask_masking_a_batch_whole_is_nan},
+        {"an input used only as a softmax mask is NaN-rowed, not guarded",
+         test_an_input_used_only_as_a_softmax_mask_is_nan_rowed_not_guarded},
+        {"an input mask also used elsewhere keeps the device guard",
+         test_an_input_mask_also_used_elsewhere_keeps_the_device_guard},
         {"arctangents by a polynomial are within DL16 precision on both chips",
          test_arctangents_by_a_polynomial_are_within_dl16_precision_on_both_chips},
         {"rounding functions are exact on the device on both chips",

@@ -463,7 +463,9 @@ int dc_where_s(dctx *c, int cond, int a, double s, int scalar_first)
  * (make_fx's capture of a torch.tensor(-inf), either sign) or a float
  * graph input added in on the way (add_in: the user's additive -inf
  * attention mask, its data's -inf uploaded as the stand-in,
- * runtime/graphdata.c, taken to carry no +inf), through any op; of a
+ * runtime/graphdata.c, taken to carry no +inf; not an input used only as
+ * a softmax mask, whose rows of -inf the runtime uploads as NaN:
+ * maskrows.c), through any op; of a
  * product only its bias (baddbmm's -inf padding mask) carries one, its
  * sum of products is taken as finite.  A -inf stays INF_NEG only through
  * ops that move or add it unchanged (sign_keeping); through any other
@@ -485,8 +487,9 @@ static int sign_keeping(const gr_node *n)
     return 0;
 }
 
-static int may_be_inf(const gr_graph *g, int v, int depth, int add_in)
+static int may_be_inf(dctx *c, int v, int depth, int add_in)
 {
+    const gr_graph *g = c->g;
     static const struct {
         const char *base, *bias;
         int pos;
@@ -496,6 +499,10 @@ static int may_be_inf(const gr_graph *g, int v, int depth, int add_in)
     const gr_value *gv = &g->values[v];
     if (!dc_is_float(gv->type.dtype) && !gv->ntuple)
         return 0;
+    /* A mask's rows of -inf are NaN already (maskrows.c), but a row masked
+     * whole only by two masks together is not */
+    if (gv->kind == GR_VAL_INPUT && add_in && c->mask[v] && (c->one_mask < 0 || c->one_mask == v))
+        return c->one_mask = v, 0;
     if (gv->kind == GR_VAL_INPUT)
         return add_in ? INF_NEG : 0;
     if (gv->kind == GR_VAL_PARAM)
@@ -506,7 +513,7 @@ static int may_be_inf(const gr_graph *g, int v, int depth, int add_in)
     for (size_t i = 0; i < sizeof sums / sizeof *sums; i++)
         if (!strcmp(n->base, sums[i].base)) {
             const gr_arg *b = sums[i].bias ? gr_node_arg(n, sums[i].pos, sums[i].bias) : NULL;
-            int r = b && b->kind == GR_ARG_VALUE ? may_be_inf(g, b->value, depth + 1, 1) : 0;
+            int r = b && b->kind == GR_ARG_VALUE ? may_be_inf(c, b->value, depth + 1, 1) : 0;
             /* a bias scaled (beta) may change its sign */
             return r && gr_node_arg(n, 3, "beta") ? INF_ANY : r;
         }
@@ -514,7 +521,7 @@ static int may_be_inf(const gr_graph *g, int v, int depth, int add_in)
     for (int i = 0; i < n->nargs; i++) {
         const gr_arg *a = &n->args[i];
         int ri = a->kind == GR_ARG_FLOAT && isinf(a->f) ? (a->f < 0 ? INF_NEG : INF_ANY)
-                 : a->kind == GR_ARG_VALUE           ? may_be_inf(g, a->value, depth + 1, add_in || adds)
+                 : a->kind == GR_ARG_VALUE           ? may_be_inf(c, a->value, depth + 1, add_in || adds)
                                                      : 0;
         /* sub's first operand keeps its sign, its second is negated */
         int kept = keeps || (!strcmp(n->base, "sub") && i == 0 && !gr_node_arg(n, 99, "alpha"));
@@ -748,7 +755,8 @@ static int r_softmax(dctx *c, const gr_node *n, int *out)
         if (dt >= 0)
             x = dc_cast(c, x, (gr_dtype)dt);
     }
-    int inf_rows = may_be_inf(c->g, gr_node_arg(n, 0, "self")->value, 0, 0);
+    c->one_mask = -1;
+    int inf_rows = may_be_inf(c, gr_node_arg(n, 0, "self")->value, 0, 0);
     out[0] = softmax(c, x, dim, strstr(n->base, "log_") != NULL, inf_rows);
     return 1;
 }
@@ -2996,6 +3004,9 @@ int ir_decompose(ir_prog *p, const gr_graph *g)
             c->nres = g->values[i].ntuple;
     }
     c->res = ir_xalloc((size_t)c->nres * sizeof *c->res);
+    c->mask = ir_xalloc((size_t)g->nvalues + 1);
+    for (int i = 0; i < g->ninputs; i++)
+        c->mask[g->inputs[i]] = ir_mask_axis(g, g->inputs[i]) != IR_MASK_NONE;
     volatile int rc = 0;
     if (setjmp(c->fail)) {
         rc = -1;
@@ -3077,6 +3088,7 @@ done:
     free(c->tmap);
     free(c->vmap);
     free(c->res);
+    free(c->mask);
     free(c);
     return rc;
 }
