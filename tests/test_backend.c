@@ -4903,29 +4903,43 @@ static void test_softmax_of_a_row_masked_whole_is_nan_as_pytorch(void)
     }
 }
 
+static int mask_nan_axis(const char *text, int *guarded);
+
 /* The same over graph inputs: a user's additive attention mask, -inf in
  * the data (uploaded as the stand-in -2^30), masks row 1 whole and row 2
  * but for its last element; PyTorch gives row 1 NaN and row 2 one-hot.
  * The guard went only with an infinite constant, so row 1 came out
- * uniform (1/8) and the check against the reference failed. */
+ * uniform (1/8) and the check against the reference failed.  Over scores
+ * from a product the runtime's upload makes the NaN rows (docs/runtime.md,
+ * "Masks"); over a plain input added, the device's guard too. */
 static void test_softmax_over_an_input_mask_masking_a_row_whole_is_nan(void)
 {
     const char *text = "graph smi\n"
-                       "input %x: f32[4, 8]\n"
+                       "input %x0: f32[4, 8]\n"
+                       "input %eye: f32[8, 8]\n"
                        "input %mask: f32[4, 8]\n"
+                       "%x: f32[4, 8] = aten.mm.default(%x0, %eye)\n"
                        "%a: f32[4, 8] = aten.add.Tensor(%x, %mask)\n"
                        "%s: f32[4, 8] = aten._softmax.default(%a, 1, False)\n"
                        "output %s\n";
-    float x[32], mask[32];
+    float x[32], mask[32], eye[64];
     for (int k = 0; k < 32; k++) {
         x[k] = (float)(k % 8) * 0.25f;
         mask[k] = k / 8 == 1 || (k / 8 == 2 && k % 8 < 7) ? -INFINITY : 0;
     }
-    rt_st_entry e[2] = {{.name = "x", .dtype = RT_ST_F32, .rank = 2, .shape = {4, 8}, .data = x},
+    for (int k = 0; k < 64; k++)
+        eye[k] = k / 8 == k % 8;
+    rt_st_entry e[3] = {{.name = "x0", .dtype = RT_ST_F32, .rank = 2, .shape = {4, 8}, .data = x},
+                        {.name = "eye", .dtype = RT_ST_F32, .rank = 2, .shape = {8, 8}, .data = eye},
                         {.name = "mask", .dtype = RT_ST_F32, .rank = 2, .shape = {4, 8}, .data = mask}};
     char path[1024], err[256];
     tu_tmpfile(".safetensors", path, sizeof path);
-    CU_ASSERT_EQUAL_FATAL(rt_st_write(path, e, 2, err, sizeof err), 0);
+    CU_ASSERT_EQUAL_FATAL(rt_st_write(path, e, 3, err, sizeof err), 0);
+    /* the scores come from a product (as BERT's): the mask's upload alone
+     * makes row 1 NaN, the device has no guard */
+    int guarded;
+    CU_ASSERT_EQUAL(mask_nan_axis(text, &guarded), 1);
+    CU_ASSERT_EQUAL(guarded, 0);
     const char *names[] = {"s"};
     for (int c = 0; c < 2; c++) {
         float *v[1] = {0};
@@ -4957,22 +4971,32 @@ static void test_softmax_over_an_input_mask_masking_a_row_whole_is_nan(void)
 static void test_softmax_over_a_broadcast_input_mask_masking_a_batch_whole_is_nan(void)
 {
     const char *text = "graph smb\n"
-                       "input %x: f32[2, 3, 4, 8]\n"
+                       "input %x0: f32[24, 8]\n"
+                       "input %eye: f32[8, 8]\n"
                        "input %mask: f32[2, 1, 1, 8]\n"
+                       "%m: f32[24, 8] = aten.mm.default(%x0, %eye)\n"
+                       "%x: f32[2, 3, 4, 8] = aten.view.default(%m, [2, 3, 4, 8])\n"
                        "%a: f32[2, 3, 4, 8] = aten.add.Tensor(%x, %mask)\n"
                        "%s: f32[2, 3, 4, 8] = aten._softmax.default(%a, -1, False)\n"
                        "%l: f32[2, 3, 4, 8] = aten._log_softmax.default(%a, -1, False)\n"
                        "output %s, %l\n";
-    float x[192], mask[16];
+    float x[192], mask[16], eye[64];
     for (int k = 0; k < 192; k++)
         x[k] = (float)((k * 7) % 11) * 0.125f;
     for (int k = 0; k < 16; k++)
         mask[k] = k >= 8 || k % 8 >= 5 ? -INFINITY : 0;
-    rt_st_entry e[2] = {{.name = "x", .dtype = RT_ST_F32, .rank = 4, .shape = {2, 3, 4, 8}, .data = x},
+    for (int k = 0; k < 64; k++)
+        eye[k] = k / 8 == k % 8;
+    rt_st_entry e[3] = {{.name = "x0", .dtype = RT_ST_F32, .rank = 2, .shape = {24, 8}, .data = x},
+                        {.name = "eye", .dtype = RT_ST_F32, .rank = 2, .shape = {8, 8}, .data = eye},
                         {.name = "mask", .dtype = RT_ST_F32, .rank = 4, .shape = {2, 1, 1, 8}, .data = mask}};
     char path[1024], err[256];
     tu_tmpfile(".safetensors", path, sizeof path);
-    CU_ASSERT_EQUAL_FATAL(rt_st_write(path, e, 2, err, sizeof err), 0);
+    CU_ASSERT_EQUAL_FATAL(rt_st_write(path, e, 3, err, sizeof err), 0);
+    /* the scores from a product: the upload's NaN rows alone, along dim 3 */
+    int guarded;
+    CU_ASSERT_EQUAL(mask_nan_axis(text, &guarded), 3);
+    CU_ASSERT_EQUAL(guarded, 0);
     const char *names[] = {"s", "l"};
     for (int c = 0; c < 2; c++) {
         float *v[2] = {0};
