@@ -5122,6 +5122,50 @@ static void test_an_input_used_only_as_a_softmax_mask_is_nan_rowed_not_guarded(v
     CU_ASSERT_EQUAL(guarded, 1);
 }
 
+/* A [rows, 1] mask broadcast along the softmax's axis (nanrow=each): its
+ * one -inf element masks the row whole, so that row is NaN (the upload
+ * writes NaN for the element), the others as the reference's. */
+static void test_a_mask_broadcast_along_the_softmax_axis_nans_each_minus_inf_element(void)
+{
+    const char *text = "graph sme1\n"
+                       "input %x0: f32[4, 8]\n"
+                       "input %eye: f32[8, 8]\n"
+                       "input %mask: f32[4, 1]\n"
+                       "%x: f32[4, 8] = aten.mm.default(%x0, %eye)\n"
+                       "%a: f32[4, 8] = aten.add.Tensor(%x, %mask)\n"
+                       "%s: f32[4, 8] = aten._softmax.default(%a, 1, False)\n"
+                       "output %s\n";
+    float x[32], eye[64], mask[4] = {0, -INFINITY, -1, 0};
+    for (int k = 0; k < 32; k++)
+        x[k] = (float)(k % 8) * 0.25f;
+    for (int k = 0; k < 64; k++)
+        eye[k] = k / 8 == k % 8;
+    rt_st_entry e[3] = {{.name = "x0", .dtype = RT_ST_F32, .rank = 2, .shape = {4, 8}, .data = x},
+                        {.name = "eye", .dtype = RT_ST_F32, .rank = 2, .shape = {8, 8}, .data = eye},
+                        {.name = "mask", .dtype = RT_ST_F32, .rank = 2, .shape = {4, 1}, .data = mask}};
+    char path[1024], err[256];
+    tu_tmpfile(".safetensors", path, sizeof path);
+    CU_ASSERT_EQUAL_FATAL(rt_st_write(path, e, 3, err, sizeof err), 0);
+    int guarded;
+    CU_ASSERT_EQUAL(mask_nan_axis(text, &guarded), -1);
+    CU_ASSERT_EQUAL(guarded, 0);
+    const char *names[] = {"s"};
+    for (int c = 0; c < 2; c++) {
+        float *v[1] = {0};
+        int64_t n[1] = {0};
+        CU_ASSERT_EQUAL_FATAL(run_and_read_from(text, "sme1.txt", both_chips[c], path, 1, names, v, n), 0);
+        double sum = 0;
+        for (int j = 0; j < 8; j++)
+            sum += exp(j * 0.25);
+        int ok = 0;
+        for (int k = 0; k < 32; k++)
+            ok += k / 8 == 1 ? isnan(v[0][k]) : fabs(v[0][k] - exp((k % 8) * 0.25) / sum) <= 0x1p-8;
+        CU_ASSERT_EQUAL(ok, 32);
+        free(v[0]);
+    }
+    remove(path);
+}
+
 /* A mask input also read elsewhere (an output of its own) keeps the
  * device's guard: the row masked whole is NaN still, the other rows as
  * the reference's, and the output holds the stand-in for -inf, not NaN. */
@@ -5739,6 +5783,8 @@ int main(void)
          test_softmax_over_a_broadcast_input_mask_masking_a_batch_whole_is_nan},
         {"an input used only as a softmax mask is NaN-rowed, not guarded",
          test_an_input_used_only_as_a_softmax_mask_is_nan_rowed_not_guarded},
+        {"a mask broadcast along the softmax axis NaNs each -inf element",
+         test_a_mask_broadcast_along_the_softmax_axis_nans_each_minus_inf_element},
         {"an input mask also used elsewhere keeps the device guard",
          test_an_input_mask_also_used_elsewhere_keeps_the_device_guard},
         {"arctangents by a polynomial are within DL16 precision on both chips",
