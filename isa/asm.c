@@ -424,7 +424,7 @@ static int dir_tensor(assembler *a, char **tok, int n)
     uint64_t at = 0, bytes = 0;
     int64_t const_off = -1;
     uint32_t flags = 0;
-    int lx_core = -1;
+    int lx_core = -1, nan_axis = -2;
     for (int i = 5; i < n; i++) {
         char *eq = strchr(tok[i], '=');
         uint64_t v;
@@ -460,12 +460,16 @@ static int dir_tensor(assembler *a, char **tok, int n)
             if (parse_bounded(a, ".tensor lx", val, 0, 255, &v))
                 return -1;
             lx_core = (int)v;
+        } else if (strcmp(key, "nanrow") == 0) {
+            if (strcmp(val, "each") && parse_bounded(a, ".tensor nanrow", val, 0, rank ? (uint64_t)rank - 1 : 0, &v))
+                return -1;
+            nan_axis = strcmp(val, "each") ? (int)v : -1;
         } else if (strcmp(key, "order") == 0) {
             if (parse_order(a, name, val, rank, order))
                 return -1;
             norder = rank;
         } else {
-            return fail(a, ".tensor %s has no key '%s' (dev, at, stick, bytes, const, order, value, lx)", name, key);
+            return fail(a, ".tensor %s has no key '%s' (dev, at, stick, bytes, const, order, value, lx, nanrow)", name, key);
         }
     }
     uint64_t need = shape_bytes(p, rank, shape, stick_dim, (isa_dtype_dev)ddt);
@@ -473,6 +477,8 @@ static int dir_tensor(assembler *a, char **tok, int n)
         return fail(a, ".tensor %s: larger than %" PRIu64 " bytes", name, (uint64_t)ISA_BYTES_MAX);
     if (have_bytes && bytes < need)
         return fail(a, ".tensor %s: bytes=%" PRIu64 " but its shape needs %" PRIu64, name, bytes, need);
+    if (nan_axis > -2 && role != ISA_ROLE_INPUT)
+        return fail(a, ".tensor %s: nanrow= is for an input only", name);
     if (lx_core >= 0 && !have_at)
         return fail(a, ".tensor %s: lx=%d needs at=BYTE (its address in that core's LX)", name, lx_core);
     if (!have_at) { /* next free offset after the tensors so far (of its region, after .weights) */
@@ -497,8 +503,9 @@ static int dir_tensor(assembler *a, char **tok, int n)
     t->order = norder ? isa_order_make(order, rank, stick_dim) : 0;
     t->bytes = have_bytes ? bytes : need;
     t->const_off = const_off;
-    t->flags = flags | (lx_core >= 0 ? ISA_TF_LX : 0);
+    t->flags = flags | (lx_core >= 0 ? ISA_TF_LX : 0) | (nan_axis > -2 ? ISA_TF_NANROW : 0);
     t->lx_core = lx_core >= 0 ? lx_core : 0;
+    t->nan_axis = nan_axis > -2 ? nan_axis : 0;
     int *lines = realloc(a->tensor_line, p->ntensors * sizeof *lines);
     if (!lines) {
         fprintf(stderr, "spyre: out of memory\n");
@@ -823,6 +830,10 @@ char *isa_disassemble(const isa_program *p)
             sb_printf(&s, " value=1");
         if (t->flags & ISA_TF_LX)
             sb_printf(&s, " lx=%d", t->lx_core);
+        if ((t->flags & ISA_TF_NANROW) && t->nan_axis < 0)
+            sb_printf(&s, " nanrow=each");
+        else if (t->flags & ISA_TF_NANROW)
+            sb_printf(&s, " nanrow=%d", t->nan_axis);
         sb_printf(&s, "\n");
     }
     sb_printf(&s, ".dram %" PRIu64 "\n", p->dram_bytes);

@@ -43,7 +43,7 @@ enum {
     TR_RANK = 76,   /* u32 0..ISA_MAX_RANK */
     TR_SHAPE = 80,  /* ISA_MAX_RANK x i64, zero past rank */
     TR_STICK = 128, /* u32: bits 0-7 the stick dimension, bits 8-15 the core whose LX holds it
-                       (flag ISA_TF_LX; else 0) */
+                       (flag ISA_TF_LX; else 0), bits 16-23 1 + nan_axis (flag ISA_TF_NANROW; else 0) */
     TR_ORDER = 132, /* u32: bits 0-23 the order of the device dims (isa_tensor.order, 0: the default),
                        bits 24-31 isa_tensor.flags (ISA_TF_*) */
     TR_DRAM = 136,  /* u64 offset in the program's DRAM segment */
@@ -184,6 +184,11 @@ static int check_tensor(const isa_program *p, size_t i, char *msg, size_t len)
                 t->rank);
         return -1;
     }
+    if ((t->flags & ISA_TF_NANROW) && (t->role != ISA_ROLE_INPUT || t->nan_axis < -1 || t->nan_axis >= t->rank)) {
+        isa_errf(msg, len, "tensor %s: NaN rows along dim %d of a %s of rank %d", t->name, t->nan_axis,
+                 isa_role_names[t->role], t->rank);
+        return -1;
+    }
     /* Device bytes without overflow: every factor is bounded by the segment (or the LX). */
     int lx = (t->flags & ISA_TF_LX) != 0;
     uint64_t cap = lx ? p->lx_bytes : p->dram_bytes;
@@ -312,7 +317,10 @@ static void put_tensor(uint8_t *r, const isa_program *p, size_t i)
     put_le(r + TR_RANK, (uint32_t)t->rank, 4);
     for (int d = 0; d < t->rank; d++)
         put_le(r + TR_SHAPE + 8 * d, (uint64_t)t->shape[d], 8);
-    put_le(r + TR_STICK, (uint32_t)t->stick_dim | (uint32_t)(t->flags & ISA_TF_LX ? t->lx_core : 0) << 8, 4);
+    put_le(r + TR_STICK,
+           (uint32_t)t->stick_dim | (uint32_t)(t->flags & ISA_TF_LX ? t->lx_core : 0) << 8 |
+               (uint32_t)(t->flags & ISA_TF_NANROW ? t->nan_axis + 1 : 0) << 16,
+           4);
     put_le(r + TR_ORDER, t->order | t->flags << 24, 4);
     put_le(r + TR_DRAM, t->dram_off, 8);
     put_le(r + TR_BYTES, t->bytes, 8);
@@ -759,7 +767,8 @@ static int parse_tensors(const reader *r, blob b, isa_program *p)
             return -1;
         uint64_t role = get_le(rec + TR_ROLE, 4), host = get_le(rec + TR_HOST, 4);
         uint64_t dev = get_le(rec + TR_DEV, 4), rank = get_le(rec + TR_RANK, 4);
-        uint64_t sword = get_le(rec + TR_STICK, 4), stick = sword & 0xff, core = sword >> 8;
+        uint64_t sword = get_le(rec + TR_STICK, 4), stick = sword & 0xff, core = sword >> 8 & 0xff;
+        uint64_t nan1 = sword >> 16;
         if (role > ISA_ROLE_SCRATCH || host >= ISA_HT_COUNT || dev > ISA_T_F32) {
             rfail(r, "corrupt .spyre.tensors: tensor %s: %s %" PRIu64 " out of range", t->name,
                   role > ISA_ROLE_SCRATCH ? "role" : host >= ISA_HT_COUNT ? "host dtype" : "device dtype",
@@ -796,12 +805,18 @@ static int parse_tensors(const reader *r, blob b, isa_program *p)
                   (unsigned)t->order, t->rank);
             return -1;
         }
-        if (core > 0xff || (core && !(t->flags & ISA_TF_LX))) {
-            rfail(r, "corrupt .spyre.tensors: tensor %s: LX core %" PRIu64 " without the LX flag or out of range",
+        if (core && !(t->flags & ISA_TF_LX)) {
+            rfail(r, "corrupt .spyre.tensors: tensor %s: LX core %" PRIu64 " without the LX flag",
                   t->name, core);
             return -1;
         }
         t->lx_core = (int)core;
+        if (nan1 > rank || (nan1 && !(t->flags & ISA_TF_NANROW))) {
+            rfail(r, "corrupt .spyre.tensors: tensor %s: NaN-row axis %d without its flag or out of range", t->name,
+                  (int)nan1 - 1);
+            return -1;
+        }
+        t->nan_axis = t->flags & ISA_TF_NANROW ? (int)nan1 - 1 : 0;
         t->dram_off = get_le(rec + TR_DRAM, 8);
         t->bytes = get_le(rec + TR_BYTES, 8);
         t->const_off = (int64_t)get_le(rec + TR_CONST, 8);

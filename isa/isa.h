@@ -580,6 +580,7 @@ typedef struct {
     int64_t const_off;   /* offset of its initial data in consts, or -1 */
     uint32_t flags;      /* ISA_TF_* */
     int lx_core;         /* ISA_TF_LX: the core whose LX holds it */
+    int nan_axis;        /* ISA_TF_NANROW: the host dim of its rows, or -1: each element a row */
 } isa_tensor;
 
 /* A scratch tensor that holds the graph value of its name whole, in
@@ -592,7 +593,14 @@ typedef struct {
  * lx_core's LX from byte dram_off before the run, untimed; it takes no
  * DRAM.  Only an input can be one. */
 #define ISA_TF_LX 2u
-#define ISA_TF_ALL (ISA_TF_VALUE | ISA_TF_LX)
+/* An input used only as an additive term of softmaxes (a user's -inf
+ * attention mask): the host writes NaN, not the stand-in -2^30, into each
+ * row along host dim nan_axis whose elements are all -inf (nan_axis -1:
+ * into each -inf element, the mask broadcast along the softmax's axis), so
+ * the row's softmax is NaN, as PyTorch's, with no guard on the device
+ * (docs/runtime.md, "Masks"). */
+#define ISA_TF_NANROW 4u
+#define ISA_TF_ALL (ISA_TF_VALUE | ISA_TF_LX | ISA_TF_NANROW)
 
 typedef struct isa_arena isa_arena;
 

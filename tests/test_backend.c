@@ -3588,12 +3588,13 @@ static void test_ring_traffic_puts_a_bar_before_its_kernel(void)
 
 /* ---- Zero-size dimensions and long names ---- */
 
-/* Compile text for cfgname, run it on seeded inputs and check every output
- * against the reference executor; then read the n tensors names[] (inputs
- * or outputs, as fp32) into vals[] and their element counts into elems[].
- * Returns the outputs not ok, -1 on a failure (message printed). */
-static int run_and_read(const char *text, const char *path, const char *cfgname, int n, const char *const *names,
-                        float **vals, int64_t *elems)
+/* Compile text for cfgname, run it on seeded inputs (or those of the
+ * safetensors file inputs) and check every output against the reference
+ * executor; then read the n tensors names[] (inputs or outputs, as fp32)
+ * into vals[] and their element counts into elems[].  Returns the outputs
+ * not ok, -1 on a failure (message printed). */
+static int run_and_read_from(const char *text, const char *path, const char *cfgname, const char *inputs, int n,
+                             const char *const *names, float **vals, int64_t *elems)
 {
     char err[1024];
     gr_graph *g = gr_graph_parse(text, path, err, sizeof err);
@@ -3614,7 +3615,7 @@ static int run_and_read(const char *text, const char *path, const char *cfgname,
     rt_run_result res;
     rt_check_result *chk = NULL;
     int bad = -1, nchk = 0;
-    if (rt_fill_inputs(prog, 7, err, sizeof err) || rt_load_graph_tensors(prog, g, NULL, err, sizeof err) ||
+    if (rt_fill_inputs(prog, 7, err, sizeof err) || rt_load_graph_tensors(prog, g, inputs, err, sizeof err) ||
         rt_launch(prog, &res) || (bad = rt_check_graph(prog, g, &chk, &nchk, err, sizeof err)) < 0)
         fprintf(stderr, "on %s: %s\n", cfgname, err);
     CU_ASSERT_EQUAL(nchk, g->noutputs);
@@ -3634,6 +3635,12 @@ static int run_and_read(const char *text, const char *path, const char *cfgname,
     rt_close(dev);
     gr_graph_free(g);
     return bad;
+}
+
+static int run_and_read(const char *text, const char *path, const char *cfgname, int n, const char *const *names,
+                        float **vals, int64_t *elems)
+{
+    return run_and_read_from(text, path, cfgname, NULL, n, names, vals, elems);
 }
 
 static const char *const both_chips[] = {"spyre", "spyre-4core"};
@@ -4896,6 +4903,309 @@ static void test_softmax_of_a_row_masked_whole_is_nan_as_pytorch(void)
     }
 }
 
+static int mask_nan_axis(const char *text, int *guarded);
+
+/* The same over graph inputs: a user's additive attention mask, -inf in
+ * the data (uploaded as the stand-in -2^30), masks row 1 whole and row 2
+ * but for its last element; PyTorch gives row 1 NaN and row 2 one-hot.
+ * The guard went only with an infinite constant, so row 1 came out
+ * uniform (1/8) and the check against the reference failed.  Over scores
+ * from a product the runtime's upload makes the NaN rows (docs/runtime.md,
+ * "Masks"); over a plain input added, the device's guard too. */
+static void test_softmax_over_an_input_mask_masking_a_row_whole_is_nan(void)
+{
+    const char *text = "graph smi\n"
+                       "input %x0: f32[4, 8]\n"
+                       "input %eye: f32[8, 8]\n"
+                       "input %mask: f32[4, 8]\n"
+                       "%x: f32[4, 8] = aten.mm.default(%x0, %eye)\n"
+                       "%a: f32[4, 8] = aten.add.Tensor(%x, %mask)\n"
+                       "%s: f32[4, 8] = aten._softmax.default(%a, 1, False)\n"
+                       "output %s\n";
+    float x[32], mask[32], eye[64];
+    for (int k = 0; k < 32; k++) {
+        x[k] = (float)(k % 8) * 0.25f;
+        mask[k] = k / 8 == 1 || (k / 8 == 2 && k % 8 < 7) ? -INFINITY : 0;
+    }
+    for (int k = 0; k < 64; k++)
+        eye[k] = k / 8 == k % 8;
+    rt_st_entry e[3] = {{.name = "x0", .dtype = RT_ST_F32, .rank = 2, .shape = {4, 8}, .data = x},
+                        {.name = "eye", .dtype = RT_ST_F32, .rank = 2, .shape = {8, 8}, .data = eye},
+                        {.name = "mask", .dtype = RT_ST_F32, .rank = 2, .shape = {4, 8}, .data = mask}};
+    char path[1024], err[256];
+    tu_tmpfile(".safetensors", path, sizeof path);
+    CU_ASSERT_EQUAL_FATAL(rt_st_write(path, e, 3, err, sizeof err), 0);
+    /* the scores come from a product (as BERT's): the mask's upload alone
+     * makes row 1 NaN, the device has no guard */
+    int guarded;
+    CU_ASSERT_EQUAL(mask_nan_axis(text, &guarded), 1);
+    CU_ASSERT_EQUAL(guarded, 0);
+    const char *names[] = {"s"};
+    for (int c = 0; c < 2; c++) {
+        float *v[1] = {0};
+        int64_t n[1] = {0};
+        CU_ASSERT_EQUAL_FATAL(run_and_read_from(text, "smi.txt", both_chips[c], path, 1, names, v, n), 0);
+        double s = 0;
+        for (int j = 0; j < 8; j++)
+            s += exp(j * 0.25);
+        int ok = 0;
+        for (int k = 0; k < 32; k++) {
+            double ref = exp((k % 8) * 0.25) / s;
+            if (k / 8 == 1)
+                ok += isnan(v[0][k]);
+            else if (k / 8 == 2)
+                ok += v[0][k] == (k % 8 == 7 ? 1.0f : 0.0f);
+            else
+                ok += fabs(v[0][k] - ref) <= 0x1p-8 * ref;
+        }
+        CU_ASSERT_EQUAL(ok, 32);
+        free(v[0]);
+    }
+    remove(path);
+}
+
+/* The same with BERT's key-padding mask, [B, 1, 1, S] broadcast over
+ * heads and queries: batch 1's mask row is -inf whole, so each of its
+ * (head, query) rows is NaN in PyTorch; batch 0 masks its last 3 keys,
+ * each row a softmax over its first 5. */
+static void test_softmax_over_a_broadcast_input_mask_masking_a_batch_whole_is_nan(void)
+{
+    const char *text = "graph smb\n"
+                       "input %x0: f32[24, 8]\n"
+                       "input %eye: f32[8, 8]\n"
+                       "input %mask: f32[2, 1, 1, 8]\n"
+                       "%m: f32[24, 8] = aten.mm.default(%x0, %eye)\n"
+                       "%x: f32[2, 3, 4, 8] = aten.view.default(%m, [2, 3, 4, 8])\n"
+                       "%a: f32[2, 3, 4, 8] = aten.add.Tensor(%x, %mask)\n"
+                       "%s: f32[2, 3, 4, 8] = aten._softmax.default(%a, -1, False)\n"
+                       "%l: f32[2, 3, 4, 8] = aten._log_softmax.default(%a, -1, False)\n"
+                       "output %s, %l\n";
+    float x[192], mask[16], eye[64];
+    for (int k = 0; k < 192; k++)
+        x[k] = (float)((k * 7) % 11) * 0.125f;
+    for (int k = 0; k < 16; k++)
+        mask[k] = k >= 8 || k % 8 >= 5 ? -INFINITY : 0;
+    for (int k = 0; k < 64; k++)
+        eye[k] = k / 8 == k % 8;
+    rt_st_entry e[3] = {{.name = "x0", .dtype = RT_ST_F32, .rank = 2, .shape = {24, 8}, .data = x},
+                        {.name = "eye", .dtype = RT_ST_F32, .rank = 2, .shape = {8, 8}, .data = eye},
+                        {.name = "mask", .dtype = RT_ST_F32, .rank = 4, .shape = {2, 1, 1, 8}, .data = mask}};
+    char path[1024], err[256];
+    tu_tmpfile(".safetensors", path, sizeof path);
+    CU_ASSERT_EQUAL_FATAL(rt_st_write(path, e, 3, err, sizeof err), 0);
+    /* the scores from a product: the upload's NaN rows alone, along dim 3 */
+    int guarded;
+    CU_ASSERT_EQUAL(mask_nan_axis(text, &guarded), 3);
+    CU_ASSERT_EQUAL(guarded, 0);
+    const char *names[] = {"s", "l"};
+    for (int c = 0; c < 2; c++) {
+        float *v[2] = {0};
+        int64_t n[2] = {0};
+        CU_ASSERT_EQUAL_FATAL(run_and_read_from(text, "smb.txt", both_chips[c], path, 2, names, v, n), 0);
+        int ok = 0;
+        for (int r = 0; r < 24; r++) {
+            double s = 0;
+            for (int j = 0; j < 5; j++)
+                s += exp(x[r * 8 + j]);
+            for (int j = 0; j < 8; j++) {
+                int k = r * 8 + j;
+                double ref = j < 5 ? exp(x[k]) / s : 0;
+                if (r >= 12)
+                    ok += isnan(v[0][k]) && isnan(v[1][k]);
+                else if (j >= 5)
+                    ok += v[0][k] == 0 && v[1][k] <= -0x1p29f;
+                else
+                    ok += fabs(v[0][k] - ref) <= 0x1p-8 * ref && fabs(v[1][k] - log(ref)) <= 0x1p-7;
+            }
+        }
+        CU_ASSERT_EQUAL(ok, 192);
+        free(v[0]);
+        free(v[1]);
+    }
+    remove(path);
+}
+
+/* text compiled for the reference chip: input mask's ISA_TF_NANROW axis
+ * (-2 without the flag), and whether the decomposed graph guards a
+ * softmax on the device (its row max floored, clamp_min, or tested,
+ * abs). */
+static int mask_nan_axis(const char *text, int *guarded)
+{
+    char err[1024], path[1024];
+    gr_graph *g = gr_graph_parse(text, "mask.txt", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    static chip_config cfg;
+    tu_config("spyre", &cfg);
+    cc_compile_opts o = {0};
+    o.target = &cfg;
+    o.dump_after = "decompose";
+    tu_tmpfile(".txt", path, sizeof path);
+    o.dump = fopen(path, "w");
+    cc_result *r = cc_compile(g, &o, err, sizeof err);
+    fclose(o.dump);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    isa_program *p = cc_result_take_program(r);
+    const isa_tensor *t = &p->tensors[isa_program_find_tensor(p, "mask")];
+    int axis = t->flags & ISA_TF_NANROW ? t->nan_axis : -2;
+    isa_program_free(p);
+    char *dump = tu_read_file(path, NULL);
+    *guarded = strstr(dump, "clamp_min") || strstr(dump, "aten.abs");
+    free(dump);
+    remove(path);
+    cc_result_free(r);
+    gr_graph_free(g);
+    return axis;
+}
+
+/* The graph-input masks above are the runtime's to NaN (ISA_TF_NANROW,
+ * along the softmax's axis of the mask), so the device has no guard over
+ * scores from a product (as BERT's; a plain input added is a mask too): a
+ * [rows, S] mask along 1, BERT's [B, 1, 1, S] along 3, a [rows, 1] mask
+ * broadcast along the softmax's axis each element, through a view and a
+ * positive scale too.  A mask also read elsewhere (an output, a sub,
+ * a negative scale, a softmax along another axis) keeps the device's
+ * guard and its -inf as the stand-in; so does a softmax over two masks
+ * added (each NaN-rowed: a row may be masked whole by both together). */
+static void test_an_input_used_only_as_a_softmax_mask_is_nan_rowed_not_guarded(void)
+{
+    static const struct {
+        const char *mid; /* nodes from %mask to %a, the softmax's input */
+        const char *mask;
+        int axis, guarded;
+    } cases[] = {
+        {"%a: f32[4, 8] = aten.add.Tensor(%x, %mask)\n", "f32[4, 8]", 1, 0},
+        {"%v: f32[4, 1, 8] = aten.view.default(%mask, [4, 1, 8])\n"
+         "%w: f32[4, 1, 8] = aten.mul.Tensor(%v, 0.5)\n"
+         "%u: f32[4, 8] = aten.view.default(%w, [4, 8])\n"
+         "%a: f32[4, 8] = aten.add.Tensor(%u, %x)\n",
+         "f32[4, 8]", 1, 0},
+        {"%a: f32[4, 8] = aten.add.Tensor(%x, %mask)\n", "f32[4, 1]", -1, 0},
+        {"%v: f32[1, 8] = aten.view.default(%mask, [1, 8])\n"
+         "%a: f32[4, 8] = aten.add.Tensor(%x, %v)\n",
+         "f32[1, 1, 1, 8]", 3, 0},
+        {"%a: f32[4, 8] = aten.add.Tensor(%x, %mask)\n"
+         "%o: f32[4, 8] = aten.mul.Tensor(%mask, 2.0)\n",
+         "f32[4, 8]", -2, 1},
+        {"%w: f32[4, 8] = aten.mul.Tensor(%mask, -0.5)\n"
+         "%a: f32[4, 8] = aten.add.Tensor(%x, %w)\n",
+         "f32[4, 8]", -2, 1},
+        {"%t: f32[8, 4] = aten.t.default(%mask)\n"
+         "%a: f32[4, 8] = aten.sub.Tensor(%x, %mask)\n",
+         "f32[4, 8]", -2, 1},
+        {"%a: f32[4, 8] = aten.add.Tensor(%x, %mask)\n"
+         "%s0: f32[4, 8] = aten._softmax.default(%a, 0, False)\n",
+         "f32[4, 8]", -2, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char text[1024];
+        snprintf(text, sizeof text,
+                 "graph m\ninput %%q: f32[4, 8]\ninput %%k: f32[8, 8]\ninput %%mask: %s\n"
+                 "%%x: f32[4, 8] = aten.mm.default(%%q, %%k)\n%s"
+                 "%%s: f32[4, 8] = aten._softmax.default(%%a, 1, False)\noutput %%s%s\n",
+                 cases[i].mask, cases[i].mid,
+                 strstr(cases[i].mid, "%o:") ? ", %o" : strstr(cases[i].mid, "%s0:") ? ", %s0" : "");
+        int guarded, axis = mask_nan_axis(text, &guarded);
+        if (axis != cases[i].axis || guarded != cases[i].guarded)
+            fprintf(stderr, "case %zu: axis %d guarded %d\n", i, axis, guarded);
+        CU_ASSERT_EQUAL(axis, cases[i].axis);
+        CU_ASSERT_EQUAL(guarded, cases[i].guarded);
+    }
+    /* two masks, each NaN-rowed, may mask a row whole only together */
+    int guarded;
+    CU_ASSERT_EQUAL(mask_nan_axis("graph m2\ninput %q: f32[4, 8]\ninput %k: f32[8, 8]\ninput %mask: f32[4, 8]\n"
+                                  "input %mask2: f32[4, 8]\n%x: f32[4, 8] = aten.mm.default(%q, %k)\n"
+                                  "%a: f32[4, 8] = aten.add.Tensor(%x, %mask)\n"
+                                  "%b: f32[4, 8] = aten.add.Tensor(%a, %mask2)\n"
+                                  "%s: f32[4, 8] = aten._softmax.default(%b, 1, False)\noutput %s\n",
+                                  &guarded),
+                    1);
+    CU_ASSERT_EQUAL(guarded, 1);
+}
+
+/* A [rows, 1] mask broadcast along the softmax's axis (nanrow=each): its
+ * one -inf element masks the row whole, so that row is NaN (the upload
+ * writes NaN for the element), the others as the reference's. */
+static void test_a_mask_broadcast_along_the_softmax_axis_nans_each_minus_inf_element(void)
+{
+    const char *text = "graph sme1\n"
+                       "input %x0: f32[4, 8]\n"
+                       "input %eye: f32[8, 8]\n"
+                       "input %mask: f32[4, 1]\n"
+                       "%x: f32[4, 8] = aten.mm.default(%x0, %eye)\n"
+                       "%a: f32[4, 8] = aten.add.Tensor(%x, %mask)\n"
+                       "%s: f32[4, 8] = aten._softmax.default(%a, 1, False)\n"
+                       "output %s\n";
+    float x[32], eye[64], mask[4] = {0, -INFINITY, -1, 0};
+    for (int k = 0; k < 32; k++)
+        x[k] = (float)(k % 8) * 0.25f;
+    for (int k = 0; k < 64; k++)
+        eye[k] = k / 8 == k % 8;
+    rt_st_entry e[3] = {{.name = "x0", .dtype = RT_ST_F32, .rank = 2, .shape = {4, 8}, .data = x},
+                        {.name = "eye", .dtype = RT_ST_F32, .rank = 2, .shape = {8, 8}, .data = eye},
+                        {.name = "mask", .dtype = RT_ST_F32, .rank = 2, .shape = {4, 1}, .data = mask}};
+    char path[1024], err[256];
+    tu_tmpfile(".safetensors", path, sizeof path);
+    CU_ASSERT_EQUAL_FATAL(rt_st_write(path, e, 3, err, sizeof err), 0);
+    int guarded;
+    CU_ASSERT_EQUAL(mask_nan_axis(text, &guarded), -1);
+    CU_ASSERT_EQUAL(guarded, 0);
+    const char *names[] = {"s"};
+    for (int c = 0; c < 2; c++) {
+        float *v[1] = {0};
+        int64_t n[1] = {0};
+        CU_ASSERT_EQUAL_FATAL(run_and_read_from(text, "sme1.txt", both_chips[c], path, 1, names, v, n), 0);
+        double sum = 0;
+        for (int j = 0; j < 8; j++)
+            sum += exp(j * 0.25);
+        int ok = 0;
+        for (int k = 0; k < 32; k++)
+            ok += k / 8 == 1 ? isnan(v[0][k]) : fabs(v[0][k] - exp((k % 8) * 0.25) / sum) <= 0x1p-8;
+        CU_ASSERT_EQUAL(ok, 32);
+        free(v[0]);
+    }
+    remove(path);
+}
+
+/* A mask input also read elsewhere (an output of its own) keeps the
+ * device's guard: the row masked whole is NaN still, the other rows as
+ * the reference's, and the output holds the stand-in for -inf, not NaN. */
+static void test_an_input_mask_also_used_elsewhere_keeps_the_device_guard(void)
+{
+    const char *text = "graph sme\n"
+                       "input %x: f32[4, 8]\n"
+                       "input %mask: f32[4, 8]\n"
+                       "%a: f32[4, 8] = aten.add.Tensor(%x, %mask)\n"
+                       "%s: f32[4, 8] = aten._softmax.default(%a, 1, False)\n"
+                       "%o: f32[4, 8] = aten.mul.Tensor(%mask, 0.5)\n"
+                       "output %s, %o\n";
+    float x[32], mask[32];
+    for (int k = 0; k < 32; k++) {
+        x[k] = (float)(k % 8) * 0.25f;
+        mask[k] = k / 8 == 1 ? -INFINITY : 0;
+    }
+    rt_st_entry e[2] = {{.name = "x", .dtype = RT_ST_F32, .rank = 2, .shape = {4, 8}, .data = x},
+                        {.name = "mask", .dtype = RT_ST_F32, .rank = 2, .shape = {4, 8}, .data = mask}};
+    char path[1024], err[256];
+    tu_tmpfile(".safetensors", path, sizeof path);
+    CU_ASSERT_EQUAL_FATAL(rt_st_write(path, e, 2, err, sizeof err), 0);
+    const char *names[] = {"s", "o"};
+    for (int c = 0; c < 2; c++) {
+        float *v[2] = {0};
+        int64_t n[2] = {0};
+        CU_ASSERT_EQUAL_FATAL(run_and_read_from(text, "sme.txt", both_chips[c], path, 2, names, v, n), 0);
+        int ok = 0;
+        for (int k = 0; k < 32; k++)
+            ok += k / 8 == 1 ? isnan(v[0][k]) && v[1][k] == -0x1p29f : !isnan(v[0][k]) && v[1][k] == 0;
+        CU_ASSERT_EQUAL(ok, 32);
+        free(v[0]);
+        free(v[1]);
+    }
+    remove(path);
+    int guarded;
+    CU_ASSERT_EQUAL(mask_nan_axis(text, &guarded), -2);
+    CU_ASSERT_EQUAL(guarded, 1);
+}
+
 /* The decompositions of dec_index.c and dec_views.c, each against the
  * reference executor's own implementation of the source op (and the
  * integer outputs exactly). */
@@ -5468,6 +5778,15 @@ int main(void)
         {"infinities and NaNs are found and replaced on both chips",
          test_infinities_and_nans_are_found_and_replaced_on_both_chips},
         {"softmax of a row masked whole is NaN as PyTorch", test_softmax_of_a_row_masked_whole_is_nan_as_pytorch},
+        {"softmax over an input mask masking a row whole is NaN", test_softmax_over_an_input_mask_masking_a_row_whole_is_nan},
+        {"softmax over a broadcast input mask masking a batch whole is NaN",
+         test_softmax_over_a_broadcast_input_mask_masking_a_batch_whole_is_nan},
+        {"an input used only as a softmax mask is NaN-rowed, not guarded",
+         test_an_input_used_only_as_a_softmax_mask_is_nan_rowed_not_guarded},
+        {"a mask broadcast along the softmax axis NaNs each -inf element",
+         test_a_mask_broadcast_along_the_softmax_axis_nans_each_minus_inf_element},
+        {"an input mask also used elsewhere keeps the device guard",
+         test_an_input_mask_also_used_elsewhere_keeps_the_device_guard},
         {"arctangents by a polynomial are within DL16 precision on both chips",
          test_arctangents_by_a_polynomial_are_within_dl16_precision_on_both_chips},
         {"rounding functions are exact on the device on both chips",

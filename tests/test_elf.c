@@ -100,6 +100,7 @@ static void assert_programs_equal(const isa_program *a, const isa_program *b)
         CU_ASSERT_EQUAL(x->stick_dim, y->stick_dim);
         CU_ASSERT_EQUAL(x->order, y->order);
         CU_ASSERT_EQUAL(x->flags, y->flags);
+        CU_ASSERT_EQUAL(x->nan_axis, y->nan_axis);
         CU_ASSERT_EQUAL(x->dram_off, y->dram_off);
         CU_ASSERT_EQUAL(x->bytes, y->bytes);
         CU_ASSERT_EQUAL(x->const_off, y->const_off);
@@ -1166,6 +1167,30 @@ static void test_a_tensor_order_places_elements_and_round_trips(void)
                      "order=1,2 is not each of its 3 dims once");
 }
 
+/* A softmax mask's NaN rows (ISA_TF_NANROW) along a host dim, or each
+ * element (nanrow=each), keep their axis through dis, as and the ELF; only
+ * an input carries them, along one of its dims. */
+static void test_a_mask_input_nan_rows_round_trip(void)
+{
+    const char *src = ".config spyre ncores=1\n.tensor m input f32 2x1x1x16 nanrow=3\n"
+                      ".tensor e input f32 4x1 nanrow=each\n.tensor x input f32 4x16\n.core 0\nnop\n";
+    isa_program *p = assemble_ok(src, "n.s");
+    CU_ASSERT_EQUAL(p->tensors[0].flags, ISA_TF_NANROW);
+    CU_ASSERT_EQUAL(p->tensors[0].nan_axis, 3);
+    CU_ASSERT_EQUAL(p->tensors[1].flags, ISA_TF_NANROW);
+    CU_ASSERT_EQUAL(p->tensors[1].nan_axis, -1);
+    CU_ASSERT_EQUAL(p->tensors[2].flags, 0);
+    char *text = isa_disassemble(p);
+    TU_ASSERT_CONTAINS(text, ".tensor m input f32 2x1x1x16 dev=dl16 at=0 nanrow=3\n");
+    TU_ASSERT_CONTAINS(text, " nanrow=each\n");
+    expect_round_trips(p, text, "n2.s");
+    free(text);
+    isa_program_free(p);
+    expect_asm_error(".config spyre ncores=1\n.tensor m input f32 4x16 nanrow=2\n", 2, "nanrow");
+    expect_asm_error(".config spyre ncores=1\n.tensor m output f32 4x16 nanrow=1\n", 2,
+                     "nanrow= is for an input only");
+}
+
 /* A version 1 note (96 bytes, before weights regions) reads as
  * weight_bytes 0; a version 2 note is checked like the rest. */
 static void test_version_1_note_reads_without_weights_region(void)
@@ -1258,6 +1283,7 @@ int main(void)
         {"an empty tensor round-trips", test_empty_tensor_round_trips},
         {"a spelled-out default order reads as the default", test_a_spelled_out_default_order_reads_as_the_default},
         {"a tensor order places elements and round-trips", test_a_tensor_order_places_elements_and_round_trips},
+        {"a mask input's NaN rows round-trip", test_a_mask_input_nan_rows_round_trip},
         {NULL, NULL},
     };
     return tu_run("elf", tests);

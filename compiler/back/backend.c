@@ -321,6 +321,8 @@ static int add_tensor(ir_prog *p, be_ctx *c, int b, uint64_t align)
         T->stick_dim = L->stick_dim;
     if (B->whole_value && T->role == ISA_ROLE_SCRATCH)
         T->flags |= ISA_TF_VALUE;
+    if (B->kind == IR_BUF_INPUT && B->nan_axis != IR_MASK_NONE)
+        T->flags |= ISA_TF_NANROW, T->nan_axis = B->nan_axis;
     T->bytes = isa_tensor_device_bytes(T, c->prog->stick_bytes);
     if (B->cdata)
         bake_const(c->prog, T, B->cdata);

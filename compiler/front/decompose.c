@@ -457,44 +457,96 @@ int dc_where_s(dctx *c, int cond, int a, double s, int scalar_first)
  * beyond (docs/compiler.md, "Infinities"), as runtime/compare.c reads it */
 #define DL16_INF 0x1p30
 
-/* May source value v hold the device's infinity from a constant: an
- * infinite scalar argument, or a 0-d weight (make_fx's capture of a
- * torch.tensor(-inf)), through any op but a product's sum.  Deep chains
- * are assumed to.  Graph inputs and other weights are assumed finite (a
- * softmax over the user's own -inf mask data is not guarded). */
-static int may_be_inf(const gr_graph *g, int v, int depth)
+/* What infinity source value v may hold, as bits: INF_NEG when only -inf
+ * (the stand-in -2^30) can reach it, INF_ANY when +inf may too.
+ * Infinities come from an infinite scalar argument, a 0-d weight
+ * (make_fx's capture of a torch.tensor(-inf), either sign) or a float
+ * graph input added in on the way (add_in: the user's additive -inf
+ * attention mask, its data's -inf uploaded as the stand-in,
+ * runtime/graphdata.c, taken to carry no +inf; not an input used only as
+ * a softmax mask, whose rows of -inf the runtime uploads as NaN:
+ * maskrows.c), through any op; of a
+ * product only its bias (baddbmm's -inf padding mask) carries one, its
+ * sum of products is taken as finite.  A -inf stays INF_NEG only through
+ * ops that move or add it unchanged (sign_keeping); through any other
+ * (a negation, the subtrahend of a sub) it is INF_ANY.  Deep chains are
+ * assumed INF_ANY.  The guard costs cycles, so other inputs (a softmax
+ * straight over the user's data) and weights (a model's causal mask,
+ * which does not mask a row whole) are taken as finite. */
+enum { INF_NEG = 1, INF_ANY = 2 };
+
+static int sign_keeping(const gr_node *n)
 {
-    static const char *const sums[] = {"mm", "bmm", "matmul", "addmm", "baddbmm", "linear", "convolution"};
+    static const char *const keep[] = {"add", "where", "masked_fill", "view", "_unsafe_view", "reshape",
+                                       "_reshape_alias", "expand", "clone", "_to_copy", "unsqueeze", "squeeze",
+                                       "permute", "transpose", "t", "slice", "select", "cat", "contiguous",
+                                       "full", "fill", "zeros_like", "full_like"};
+    for (size_t i = 0; i < sizeof keep / sizeof *keep; i++)
+        if (!strcmp(n->base, keep[i]))
+            return !gr_node_arg(n, 99, "alpha");
+    return 0;
+}
+
+static int may_be_inf(dctx *c, int v, int depth, int add_in)
+{
+    const gr_graph *g = c->g;
+    static const struct {
+        const char *base, *bias;
+        int pos;
+    } sums[] = {{"mm", NULL, 0},         {"bmm", NULL, 0},         {"matmul", NULL, 0},
+                {"addmm", "self", 0},    {"baddbmm", "self", 0},   {"linear", "bias", 2},
+                {"convolution", "bias", 2}};
     const gr_value *gv = &g->values[v];
     if (!dc_is_float(gv->type.dtype) && !gv->ntuple)
         return 0;
-    if (gv->kind != GR_VAL_NODE)
-        return gv->kind == GR_VAL_PARAM && gv->type.rank == 0;
+    /* A mask's rows of -inf are NaN already (maskrows.c), but a row masked
+     * whole only by two masks together is not */
+    if (gv->kind == GR_VAL_INPUT && add_in && c->mask[v] && (c->one_mask < 0 || c->one_mask == v))
+        return c->one_mask = v, 0;
+    if (gv->kind == GR_VAL_INPUT)
+        return add_in ? INF_NEG : 0;
+    if (gv->kind == GR_VAL_PARAM)
+        return gv->type.rank == 0 ? INF_ANY : 0;
     if (depth > 32)
-        return 1;
+        return INF_ANY;
     const gr_node *n = &g->nodes[gv->node];
     for (size_t i = 0; i < sizeof sums / sizeof *sums; i++)
-        if (!strcmp(n->base, sums[i]))
-            return 0;
+        if (!strcmp(n->base, sums[i].base)) {
+            const gr_arg *b = sums[i].bias ? gr_node_arg(n, sums[i].pos, sums[i].bias) : NULL;
+            int r = b && b->kind == GR_ARG_VALUE ? may_be_inf(c, b->value, depth + 1, 1) : 0;
+            /* a bias scaled (beta) may change its sign */
+            return r && gr_node_arg(n, 3, "beta") ? INF_ANY : r;
+        }
+    int adds = !strcmp(n->base, "add") || !strcmp(n->base, "sub"), keeps = sign_keeping(n), r = 0;
     for (int i = 0; i < n->nargs; i++) {
         const gr_arg *a = &n->args[i];
-        if ((a->kind == GR_ARG_FLOAT && isinf(a->f)) || (a->kind == GR_ARG_VALUE && may_be_inf(g, a->value, depth + 1)))
-            return 1;
+        int ri = a->kind == GR_ARG_FLOAT && isinf(a->f) ? (a->f < 0 ? INF_NEG : INF_ANY)
+                 : a->kind == GR_ARG_VALUE           ? may_be_inf(c, a->value, depth + 1, add_in || adds)
+                                                     : 0;
+        /* sub's first operand keeps its sign, its second is negated */
+        int kept = keeps || (!strcmp(n->base, "sub") && i == 0 && !gr_node_arg(n, 99, "alpha"));
+        r |= ri && !kept ? INF_ANY : ri;
     }
-    return 0;
+    return r & INF_ANY ? INF_ANY : r;
 }
 
 static int softmax(dctx *c, int x, int64_t dim, int logsoft, int inf_rows)
 {
     int64_t d = dc_normdim(c, dim, dc_T(c, x).rank);
     int m = dc_red(c, "aten.amax.default", x, 1, &d, 1);
+    /* Only -inf possible: the max floored at -2^29 (above the stand-in,
+     * below any finite score) leaves other rows alone; a row masked whole
+     * then exps to 0 and sums to 0, so 0/0 (log 0) makes it NaN, one op a
+     * row where the where below takes three */
+    if (inf_rows == INF_NEG)
+        m = dc_bins(c, "aten.clamp_min.default", m, -0x1p29);
     int sh = dc_bin(c, "aten.sub.Tensor", x, m);
     int e = dc_un(c, "aten.exp.default", sh);
     int s = dc_red(c, "aten.sum.dim_IntList", e, 1, &d, 1);
     /* a row whose max is infinite (every element -inf: a row masked whole;
      * or a +inf) is NaN in PyTorch (inf - inf); the device's stand-in
-     * +-2^30 would give a uniform or one-hot row */
-    if (inf_rows)
+     * +-2^30 would give a uniform or one-hot row.  inf_rows: may_be_inf's */
+    if (inf_rows == INF_ANY)
         s = dc_where_s(c, dc_cmps(c, "aten.ge.Scalar", dc_un(c, "aten.abs.default", m), DL16_INF), s, NAN, 1);
     if (logsoft)
         return dc_bin(c, "aten.sub.Tensor", sh, dc_un(c, "aten.log.default", s));
@@ -703,7 +755,8 @@ static int r_softmax(dctx *c, const gr_node *n, int *out)
         if (dt >= 0)
             x = dc_cast(c, x, (gr_dtype)dt);
     }
-    int inf_rows = may_be_inf(c->g, gr_node_arg(n, 0, "self")->value, 0);
+    c->one_mask = -1;
+    int inf_rows = may_be_inf(c, gr_node_arg(n, 0, "self")->value, 0, 0);
     out[0] = softmax(c, x, dim, strstr(n->base, "log_") != NULL, inf_rows);
     return 1;
 }
@@ -2951,6 +3004,9 @@ int ir_decompose(ir_prog *p, const gr_graph *g)
             c->nres = g->values[i].ntuple;
     }
     c->res = ir_xalloc((size_t)c->nres * sizeof *c->res);
+    c->mask = ir_xalloc((size_t)g->nvalues + 1);
+    for (int i = 0; i < g->ninputs; i++)
+        c->mask[g->inputs[i]] = ir_mask_axis(g, g->inputs[i]) != IR_MASK_NONE;
     volatile int rc = 0;
     if (setjmp(c->fail)) {
         rc = -1;
@@ -3032,6 +3088,7 @@ done:
     free(c->tmap);
     free(c->vmap);
     free(c->res);
+    free(c->mask);
     free(c);
     return rc;
 }

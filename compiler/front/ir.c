@@ -707,6 +707,7 @@ int ir_buf_new(ir_prog *p, const char *name, const gr_ttype *t, ir_buf_kind kind
     b->type = *t;
     b->kind = kind;
     b->node = -1;
+    b->nan_axis = IR_MASK_NONE;
     b->last_use = -1;
     p->bnames = ir_xgrow(p->bnames, &p->capbnames, p->nbufs + 1, sizeof *p->bnames);
     p->bnames[p->nbufs] = b->name;

@@ -197,6 +197,7 @@ typedef struct {
                            PARAM's parameters along 0, an output's outputs [M, N] along 1); it has
                            no tensor of its own, the layout lays its parts one after another */
     int cat_dim;
+    int nan_axis;     /* INPUT: ir_mask_axis's, IR_MASK_NONE: its -inf uploaded as the stand-in (ISA_TF_NANROW) */
 } ir_buf;
 
 int64_t ir_dtype_size(gr_dtype dt);
@@ -403,6 +404,12 @@ isa_program *ir_back_finish(ir_prog *p, const chip_config *cfg, char *err, size_
 int ir_pass_check(const char *name, int target, char *err, size_t errlen);
 
 int ir_decompose(ir_prog *p, const gr_graph *g); /* decompose.c */
+/* Is input x of g used only as an additive term of softmaxes (through
+ * views, a positive scale), so that a row of its -inf along the softmax's
+ * axis may be uploaded as NaN (ISA_TF_NANROW)?  That axis of x, -1 when x
+ * broadcasts along it (each element a row), else IR_MASK_NONE.  maskrows.c */
+#define IR_MASK_NONE (-2)
+int ir_mask_axis(const gr_graph *g, int x);
 int ir_lower(ir_prog *p);                        /* lower.c */
 int ir_check_int_exact(ir_prog *p);              /* intexact.c: run by ir_lower */
 int ir_deps(ir_prog *p);                         /* schedule.c */
