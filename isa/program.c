@@ -168,8 +168,15 @@ static int64_t arena_cut(isa_arena *a, int k)
     if (k > a->top)
         return -1;
     arena_list *l = &a->idle[k];
-    if (l->n)
-        return l->v[--l->n];
+    if (l->n) {
+        size_t lo = 0;
+        for (size_t i = 1; i < l->n; i++)
+            if (l->v[i] < l->v[lo])
+                lo = i;
+        const uint32_t off = l->v[lo];
+        l->v[lo] = l->v[--l->n];
+        return off;
+    }
     if (k == a->top) {
         if (a->bytes - a->used < (ARENA_UNIT << k))
             return -1;
@@ -235,27 +242,41 @@ static void trim_run(const isa_arena *a, uint32_t from, uint32_t to)
         madvise((void *)lo, hi - lo, MADV_DONTNEED);
 }
 
+/* a's free slots, by offset (*n of them; the caller frees). */
+static arena_run *free_slots(const isa_arena *a, size_t *n)
+{
+    size_t m = 0;
+    for (int k = 0; k <= a->top; k++)
+        m += a->idle[k].n;
+    arena_run *r = xrealloc(NULL, (m + 1) * sizeof *r);
+    m = 0;
+    for (int k = 0; k <= a->top; k++)
+        for (size_t i = 0; i < a->idle[k].n; i++)
+            r[m++] = (arena_run){a->idle[k].v[i], a->idle[k].v[i] + (1u << k)};
+    qsort(r, m, sizeof *r, by_from);
+    *n = m;
+    return r;
+}
+
+/* The end of the run of free slots side by side (not buddies, so not
+ * merged) that starts at r[i]; *j: the slot after it. */
+static uint32_t run_end(const arena_run *r, size_t n, size_t i, size_t *j)
+{
+    uint32_t to = r[i].to;
+    for (*j = i + 1; *j < n && r[*j].from == to; ++*j)
+        to = r[*j].to;
+    return to;
+}
+
 void isa_arena_trim(isa_arena *a)
 {
     if (!a)
         return;
     pthread_mutex_lock(&a->lock);
-    size_t n = 0;
-    for (int k = 0; k <= a->top; k++)
-        n += a->idle[k].n;
-    arena_run *r = xrealloc(NULL, (n + 1) * sizeof *r);
-    n = 0;
-    for (int k = 0; k <= a->top; k++)
-        for (size_t i = 0; i < a->idle[k].n; i++)
-            r[n++] = (arena_run){a->idle[k].v[i], a->idle[k].v[i] + (1u << k)};
-    qsort(r, n, sizeof *r, by_from);
-    /* free slots side by side (not buddies, so not merged) make one run */
-    for (size_t i = 0, j; i < n; i = j) {
-        uint32_t to = r[i].to;
-        for (j = i + 1; j < n && r[j].from == to; j++)
-            to = r[j].to;
-        trim_run(a, r[i].from, to);
-    }
+    size_t n, j;
+    arena_run *r = free_slots(a, &n);
+    for (size_t i = 0; i < n; i = j)
+        trim_run(a, r[i].from, run_end(r, n, i, &j));
     pthread_mutex_unlock(&a->lock);
     free(r);
 }
@@ -311,30 +332,84 @@ void isa_program_share_arena(isa_program *p, isa_arena *a)
  * least ARENA_UNIT (18 KB). */
 #define BUF_MIN (ARENA_UNIT / 4)
 
-/* The arena class of a slot of at least `bytes` (arena_class counts instructions). */
-static int buf_class(size_t bytes)
+/* A buffer's slot is its size rounded up to whole ARENA_UNITs, not to a
+ * power of two: the buddy slot it is cut from gives its tail back, and
+ * the buffer is given back as the aligned slots it is made of, each
+ * merging with its buddy once that is free.  The decode step's reroll
+ * entries list, 302 KB in a slot of 512 KB, first touched a third huge
+ * page. */
+#define BUF_FIT 8 /* units: a buffer this large is placed first fit */
+static size_t buf_units(size_t bytes)
 {
-    return arena_class((bytes + sizeof(isa_insn) - 1) / sizeof(isa_insn));
+    return (bytes + ARENA_UNIT - 1) / ARENA_UNIT;
+}
+
+/* Units [from, to) given back as the aligned slots they are made of,
+ * each as large as its offset and the end allow. */
+static void give_range(isa_arena *a, uint32_t from, uint32_t to)
+{
+    while (from < to) {
+        int j = from ? __builtin_ctz(from) : a->top;
+        if (j > a->top)
+            j = a->top;
+        while (from + (1u << j) > to)
+            j--;
+        arena_give(a, from, j);
+        from += 1u << j;
+    }
+}
+
+/* The lowest run of free slots side by side with room for u units, taken
+ * (what it has past them given back), or -1.  A buddy slot must be
+ * aligned to its size: the decode step's reroll entries list, 302 KB,
+ * found no free aligned 512 KB below its arena's 4 MB, where runs of
+ * free slots had room for it. */
+static int64_t fit_run(isa_arena *a, uint32_t u)
+{
+    size_t n, j;
+    arena_run *r = free_slots(a, &n);
+    int64_t off = -1;
+    for (size_t i = 0; i < n && off < 0; i = j) {
+        const uint32_t to = run_end(r, n, i, &j);
+        if (to - r[i].from < u)
+            continue;
+        off = r[i].from;
+        size_t e = i;
+        for (; e < j && r[e].from < off + u; e++)
+            list_take(&a->idle[__builtin_ctz(r[e].to - r[e].from)], r[e].from);
+        give_range(a, (uint32_t)off + u, r[e - 1].to);
+    }
+    free(r);
+    return off;
 }
 
 /* b's memory (heap or slot) given back. */
 static void buf_release(isa_buf *b)
 {
     if (b->slot) {
-        pthread_mutex_lock(&b->arena->lock);
-        arena_give(b->arena, arena_off(b->arena, b->p), buf_class(b->cap));
-        pthread_mutex_unlock(&b->arena->lock);
+        isa_arena *a = b->arena;
+        const uint32_t off = arena_off(a, b->p), u = (uint32_t)buf_units(b->cap);
+        pthread_mutex_lock(&a->lock);
+        give_range(a, off, off + u);
+        pthread_mutex_unlock(&a->lock);
     } else {
         free(b->p);
     }
 }
 
-/* A slot of class k in b's arena (its offset), or -1: none to be had. */
-static int64_t buf_take(isa_buf *b, int k)
+/* A run of u units in b's arena (its offset), the slot's tail given
+ * back, or -1: none to be had. */
+static int64_t buf_take(isa_buf *b, uint32_t u)
 {
-    pthread_mutex_lock(&b->arena->lock);
-    const int64_t off = arena_take(b->arena, k);
-    pthread_mutex_unlock(&b->arena->lock);
+    const int k = arena_class((size_t)u * 64);
+    isa_arena *a = b->arena;
+    pthread_mutex_lock(&a->lock);
+    int64_t off = u >= BUF_FIT ? fit_run(a, u) : -1;
+    if (off < 0 && (off = arena_cut(a, k)) >= 0)
+        give_range(a, (uint32_t)off + u, (uint32_t)off + (1u << k));
+    if (off >= 0)
+        arena_reach(a, (uint32_t)off + u - 1, 0); /* (the rest is not touched) */
+    pthread_mutex_unlock(&a->lock);
     return off;
 }
 
@@ -342,10 +417,14 @@ void *isa_buf_reserve(isa_buf *b, size_t bytes, size_t keep)
 {
     if (bytes <= b->cap)
         return b->p;
-    if (bytes < 2 * b->cap) /* geometric growth (in the arena, each class is twice the last) */
+    if (bytes < 2 * b->cap) /* geometric growth */
         bytes = 2 * b->cap;
-    const int k = buf_class(bytes);
-    const int64_t off = b->arena && bytes >= BUF_MIN ? buf_take(b, k) : -1;
+    const uint32_t u = (uint32_t)buf_units(bytes);
+    if (!keep && b->slot) { /* nothing to copy: its slot is free for the new one to be cut from */
+        buf_release(b);
+        *b = (isa_buf){.arena = b->arena};
+    }
+    const int64_t off = b->arena && bytes >= BUF_MIN ? buf_take(b, u) : -1;
     if (off < 0 && !b->slot) { /* on the heap it stays */
         if (!keep) { /* (nothing to copy) */
             free(b->p);
@@ -360,7 +439,7 @@ void *isa_buf_reserve(isa_buf *b, size_t bytes, size_t keep)
         memcpy(m, b->p, keep);
     buf_release(b);
     b->p = m;
-    b->cap = off >= 0 ? ARENA_UNIT << k : bytes;
+    b->cap = off >= 0 ? (size_t)u * ARENA_UNIT : bytes;
     b->slot = off >= 0;
     return m;
 }

@@ -699,6 +699,38 @@ static void test_buffers_sharing_an_arena_keep_their_bytes_at_random(void)
     isa_arena_free(a);
 }
 
+/* A buffer takes its size in whole 8 KB units, not a power of two, and
+ * fits a run of free slots side by side that no aligned slot of its size
+ * holds (the decode step's entries list, 302 KB, found no aligned 512 KB
+ * below 4 MB and first touched a third huge page). */
+static void test_a_buffer_fits_a_run_of_free_slots_no_aligned_slot_holds(void)
+{
+    isa_arena *a = isa_arena_new((size_t)2 << 20);
+    if (!a)
+        return; /* (no arena under AddressSanitizer) */
+    enum { UNIT = 8192 };
+    isa_buf b[4] = {{.arena = a}, {.arena = a}, {.arena = a}, {.arena = a}};
+    for (int i = 0; i < 4; i++) /* four runs of 8 units, side by side from the arena's start */
+        isa_buf_reserve(&b[i], 8 * UNIT, 0);
+    for (int i = 1; i < 4; i++)
+        CU_ASSERT_PTR_EQUAL((char *)b[i].p, (char *)b[0].p + (size_t)i * 8 * UNIT);
+    isa_buf_free(&b[1]);
+    isa_buf_free(&b[2]); /* units [8, 24) free: a run of 16 not aligned to 16 */
+    isa_buf c = {.arena = a};
+    isa_buf_reserve(&c, 15 * UNIT + 1, 0);
+    CU_ASSERT_EQUAL(c.cap, (size_t)16 * UNIT);
+    CU_ASSERT_PTR_EQUAL((char *)c.p, (char *)b[0].p + 8 * UNIT);
+    isa_buf d = {.arena = a};
+    isa_buf_reserve(&d, 3 * UNIT, 0); /* three units, not four: it starts where b[3] ends */
+    CU_ASSERT_EQUAL(d.cap, (size_t)3 * UNIT);
+    CU_ASSERT_PTR_EQUAL((char *)d.p, (char *)b[0].p + 32 * UNIT);
+    isa_buf_free(&c);
+    isa_buf_free(&d);
+    isa_buf_free(&b[0]);
+    isa_buf_free(&b[3]);
+    isa_arena_free(a);
+}
+
 /* An arena another holder keeps stays mapped when the first lets go:
  * the program's code and the compile's tables share one. */
 static void test_an_arena_lives_until_its_last_holder_lets_go(void)
@@ -1270,6 +1302,7 @@ int main(void)
         {"streams growing in an arena keep their instructions", test_streams_growing_in_an_arena_keep_their_instructions},
         {"buffers in an arena keep their bytes", test_buffers_in_an_arena_keep_their_bytes},
         {"buffers sharing an arena keep their bytes at random", test_buffers_sharing_an_arena_keep_their_bytes_at_random},
+        {"a buffer fits a run of free slots no aligned slot holds", test_a_buffer_fits_a_run_of_free_slots_no_aligned_slot_holds},
         {"an arena lives until its last holder lets go", test_an_arena_lives_until_its_last_holder_lets_go},
         {"parse reads addresses, flags and enums", test_parse_reads_addresses_flags_and_enums},
         {"parse reads a long flag list to its end", test_parse_reads_a_long_flag_list_to_its_end},
