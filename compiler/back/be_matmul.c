@@ -45,9 +45,7 @@ static void mm_free(mm_plan *m)
     rk_free(&m->ep);
     free(m->wspan[0]);
     free(m->wspan[1]);
-    free(m->gmemo.e);
-    free(m->gmemo.waited);
-    free(m->gmemo.set);
+    be_mmmemo_grid_give(m->c, &m->gmemo);
 }
 
 /* Split K in gk parts of whole sticks: a core's share is at most Kc rows. */
@@ -1655,7 +1653,7 @@ static void mm_gmemo_begin(mm_plan *m, int64_t cores)
 {
     mm_grid_memo *g = &m->gmemo;
     const size_t n = (size_t)(cores + 1) * (size_t)(cores + 1);
-    if (!g->e) {
+    if (!g->e && !be_mmmemo_grid_take(m->c, g)) {
         g->e = ir_xmalloc(n * sizeof *g->e);
         g->waited = ir_xmalloc(n * sizeof *g->waited);
         g->set = ir_xmalloc(n * sizeof *g->set);
