@@ -10,11 +10,13 @@
  * two softmax kernels through DRAM) runs on the bench copy. */
 #include <CUnit/CUnit.h>
 #include <cblas.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "cc.h"
 #include "shapes.h"
 #include "sim.h"
@@ -1077,9 +1079,34 @@ static void test_gemm_odd_shapes_share_panels(void)
     }
 }
 
+/* be_fmt, the plans' notes' formatter (no printf: be_diag.c), puts what
+ * snprintf puts: %.0f's ties to even, -0, past 2^53 (through vsnprintf),
+ * every cut of a line of all its conversions, a format it does not know. */
+static void test_the_notes_formatter_puts_what_snprintf_puts(void)
+{
+    const double xs[] = {0, -0.0, -0.4, 0.5, 1.5, 2.5, -2.5, 3.4999, 39803.5, 1e15 + 0.5, 9007199254740993.0, -1e300, INFINITY};
+    char a[64], b[64];
+    for (size_t i = 0; i < sizeof xs / sizeof xs[0]; i++) {
+        snprintf(a, sizeof a, "estimate %.0f cycles", xs[i]);
+        be_fmt(b, sizeof b, "estimate %.0f cycles", xs[i]);
+        CU_ASSERT_STRING_EQUAL(a, b);
+    }
+    for (size_t cap = 0; cap < sizeof a; cap++) {
+        memset(a, 'x', sizeof a);
+        memset(b, 'x', sizeof b);
+        snprintf(a, cap, "k %" PRId64 " in %s%%%d %lld", (int64_t)-12345, "abc", -7, (long long)INT64_MIN);
+        be_fmt(b, cap, "k %" PRId64 " in %s%%%d %lld", (int64_t)-12345, "abc", -7, (long long)INT64_MIN);
+        CU_ASSERT(!memcmp(a, b, sizeof a));
+    }
+    snprintf(a, sizeof a, "%5.2f|%x", 1.25, 255);
+    be_fmt(b, sizeof b, "%5.2f|%x", 1.25, 255);
+    CU_ASSERT_STRING_EQUAL(a, b);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
+        {"the notes' formatter puts what snprintf puts", test_the_notes_formatter_puts_what_snprintf_puts},
         {"gemm 100x70x130: uneven edges on both configs", test_gemm_100x70x130_uneven_edges},
         {"gemm 64x64x4096: long K in a loop", test_gemm_64x64x4096_long_k},
         {"gemm 8192x64x256: tall and skinny", test_gemm_8192x64x256_tall_skinny},

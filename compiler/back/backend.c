@@ -1188,7 +1188,7 @@ static void kernel_boundary(be_ctx *c, cg_walk *w, int i, const size_t *first)
         in->op = ISA_OP_BAR;
     }
     ki->bar = i > 0 && bar;
-    snprintf(ki->boundary, sizeof ki->boundary, "%s", bar ? why : "");
+    be_fmt(ki->boundary, sizeof ki->boundary, "%s", bar ? why : "");
     ki->est = cc_max(model_est(c, i), ki->dma_busy) + be_kind_of(c, i)->fill_drain;
     ki->xchg_est = xchg_est(c, i);
 }

@@ -21,6 +21,7 @@
 #define CC_BACKEND_H
 
 #include "codegen.h"
+#include <stdarg.h>
 #include "ir.h"
 
 /* The device layout of a buffer that goes through DRAM. */
@@ -940,6 +941,10 @@ void be_host_print_report(const be_ctx *c, int pos, int forced, FILE *f);
  * tensor read from where an earlier kernel kept it in LX. */
 enum { BE_NOTE_TILES, BE_NOTE_RESTICK, BE_NOTE_LXREAD };
 void be_note(be_ctx *c, int pos, int what, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* vsnprintf's text (its result not returned) without printf for the
+ * notes' conversions (be_diag.c). */
+void be_fmt(char *dst, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void be_vfmt(char *dst, size_t cap, const char *fmt, va_list ap);
 
 /* The reroll pass's figures, freed with the back half's state. */
 void be_reroll_free(be_ctx *c);

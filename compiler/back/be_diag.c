@@ -2,7 +2,9 @@
  * the notes the kernel planners leave for the report (be_diag.h). */
 #include "be_diag.h"
 
+#include <math.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 int be_error(be_ctx *c, const ir_kernel *K, const char *fmt, ...)
@@ -22,6 +24,108 @@ int be_error(be_ctx *c, const ir_kernel *K, const char *fmt, ...)
     return -1;
 }
 
+/* ---- The notes' text without printf ----
+ * In a process linked with OpenBLAS, libquadmath's printf hooks send every
+ * printf call down glibc's slow positional path (graph/graph.c): the plans'
+ * notes, made for every plan, were 1% of the Llama-8B decode step's
+ * compile.  The conversions they use (%s, %d, %ld, %lld, %.0f of a double
+ * below 2^53, %%) are put together here, as vsnprintf would put them; a
+ * format with any other goes to vsnprintf. */
+
+typedef struct {
+    char *d;
+    size_t cap, o; /* o: the text's length whole, as vsnprintf counts it */
+} fmt_out;
+
+static void fmt_put(fmt_out *w, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n && w->o + i + 1 < w->cap; i++)
+        w->d[w->o + i] = s[i];
+    w->o += n;
+}
+
+/* v in decimal into out (24 bytes); its length. */
+static size_t fmt_int(long long v, char *out)
+{
+    char d[24];
+    size_t n = 0, o = 0;
+    unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+    do {
+        d[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        out[o++] = '-';
+    while (n)
+        out[o++] = d[--n];
+    return o;
+}
+
+/* The next conversion of fmt (at the '%') put, fmt moved past it; 0 one
+ * this does not know. */
+static int fmt_conv(fmt_out *w, const char **fmt, va_list *ap)
+{
+    const char *f = *fmt + 1;
+    char num[32];
+    if (*f == '%') {
+        fmt_put(w, "%", 1);
+    } else if (*f == 's') {
+        const char *s = va_arg(*ap, const char *);
+        fmt_put(w, s, strlen(s));
+    } else if (*f == 'd') {
+        fmt_put(w, num, fmt_int(va_arg(*ap, int), num));
+    } else if (f[0] == 'l' && f[1] == 'd') {
+        fmt_put(w, num, fmt_int(va_arg(*ap, long), num));
+        f++;
+    } else if (f[0] == 'l' && f[1] == 'l' && f[2] == 'd') {
+        fmt_put(w, num, fmt_int(va_arg(*ap, long long), num));
+        f += 2;
+    } else if (f[0] == '.' && f[1] == '0' && f[2] == 'f') {
+        /* rounded as printf rounds, in the rounding mode (ties to even) */
+        const double r = nearbyint(va_arg(*ap, double));
+        if (!(fabs(r) < 9007199254740992.0))
+            return 0;
+        if (r == 0 && signbit(r))
+            fmt_put(w, "-0", 2);
+        else
+            fmt_put(w, num, fmt_int((long long)r, num));
+        f += 2;
+    } else {
+        return 0;
+    }
+    *fmt = f + 1;
+    return 1;
+}
+
+void be_vfmt(char *dst, size_t cap, const char *fmt, va_list ap)
+{
+    fmt_out w = {dst, cap, 0};
+    va_list a;
+    va_copy(a, ap);
+    for (const char *f = fmt; *f;) {
+        const char *pct = strchr(f, '%');
+        const size_t n = pct ? (size_t)(pct - f) : strlen(f);
+        fmt_put(&w, f, n);
+        f += n;
+        if (*f && !fmt_conv(&w, &f, &a)) {
+            va_end(a);
+            vsnprintf(dst, cap, fmt, ap);
+            return;
+        }
+    }
+    va_end(a);
+    if (cap)
+        dst[w.o < cap ? w.o : cap - 1] = 0;
+}
+
+void be_fmt(char *dst, size_t cap, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    be_vfmt(dst, cap, fmt, ap);
+    va_end(ap);
+}
+
 void be_note(be_ctx *c, int pos, int what, const char *fmt, ...)
 {
     be_kinfo *ki = &state_of(c)->k[pos];
@@ -33,14 +137,16 @@ void be_note(be_ctx *c, int pos, int what, const char *fmt, ...)
     size_t cap = what == BE_NOTE_TILES ? sizeof ki->tiles : sizeof ki->restick, o = 0;
     if (what != BE_NOTE_TILES) {
         o = strlen(dst);
-        if (o && o + 2 < cap)
-            o += (size_t)snprintf(dst + o, cap - o, ", ");
+        if (o && o + 2 < cap) {
+            memcpy(dst + o, ", ", 3);
+            o += 2;
+        }
         *(what == BE_NOTE_RESTICK ? &ki->nrestick : &ki->nlxread) += 1;
     }
     if (o >= cap)
         return;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(dst + o, cap - o, fmt, ap);
+    be_vfmt(dst + o, cap - o, fmt, ap);
     va_end(ap);
 }

@@ -46,7 +46,7 @@ void be_xchg_emit(be_ctx *c, int pos)
     const int ncores = c->cfg->cores;
     const int64_t sb = c->t.stick;
     char name[ISA_NAME_MAX];
-    snprintf(name, sizeof name, "%s.xchg", p->kernels[p->order[pos]].name);
+    be_fmt(name, sizeof name, "%s.xchg", p->kernels[p->order[pos]].name);
     int any = 0;
     for (int b = 0; b < p->nbufs; b++) {
         const be_res *r = &c->res[b];

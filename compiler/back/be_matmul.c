@@ -45,9 +45,7 @@ static void mm_free(mm_plan *m)
     rk_free(&m->ep);
     free(m->wspan[0]);
     free(m->wspan[1]);
-    free(m->gmemo.e);
-    free(m->gmemo.waited);
-    free(m->gmemo.set);
+    be_mmmemo_grid_give(m->c, &m->gmemo);
 }
 
 /* Split K in gk parts of whole sticks: a core's share is at most Kc rows. */
@@ -1655,7 +1653,7 @@ static void mm_gmemo_begin(mm_plan *m, int64_t cores)
 {
     mm_grid_memo *g = &m->gmemo;
     const size_t n = (size_t)(cores + 1) * (size_t)(cores + 1);
-    if (!g->e) {
+    if (!g->e && !be_mmmemo_grid_take(m->c, g)) {
         g->e = ir_xmalloc(n * sizeof *g->e);
         g->waited = ir_xmalloc(n * sizeof *g->waited);
         g->set = ir_xmalloc(n * sizeof *g->set);
@@ -2116,25 +2114,25 @@ static int mm_note_tiles(be_ctx *c, int pos, mm_plan *m, double best)
         mt = tl.MB;
     char kb[96], sp[96], rg[224] = "", slots[48] = "";
     if (tl.slots)
-        snprintf(slots, sizeof slots, "; B in K chunks through %" PRId64 " slots", tl.slots);
+        be_fmt(slots, sizeof slots, "; B in K chunks through %" PRId64 " slots", tl.slots);
     if (w->bcast && w->gn > 1) /* (formatted only where the note says it) */
-        snprintf(rg, sizeof rg,
+        be_fmt(rg, sizeof rg,
                  ", A shared in rows of the grid and B passed down its columns over the ring (each read from DRAM "
                  "once%s), results to the cores keeping their rows",
                  slots);
     if (w->gk > 1)
-        snprintf(kb, sizeof kb, "k %" PRId64 " in %" PRId64 " parts of up to %" PRId64 " in chunks of %" PRId64
+        be_fmt(kb, sizeof kb, "k %" PRId64 " in %" PRId64 " parts of up to %" PRId64 " in chunks of %" PRId64
                  " (fp32 partial sums)", m->Kd, w->gk, m->Kc, tl.KC);
     else if (tl.KC >= m->Kd)
-        snprintf(kb, sizeof kb, "k %" PRId64 " whole", m->Kd);
+        be_fmt(kb, sizeof kb, "k %" PRId64 " whole", m->Kd);
     else
-        snprintf(kb, sizeof kb, "k %" PRId64 " in chunks of %" PRId64 " (fp32 partial sums)", m->Kd, tl.KC);
+        be_fmt(kb, sizeof kb, "k %" PRId64 " in chunks of %" PRId64 " (fp32 partial sums)", m->Kd, tl.KC);
     if (tl.split == SPLIT_ROWS)
-        snprintf(sp, sizeof sp, ", pt0/pt1 split rows at %" PRId64, tl.r0);
+        be_fmt(sp, sizeof sp, ", pt0/pt1 split rows at %" PRId64, tl.r0);
     else if (tl.split == SPLIT_STICKS)
-        snprintf(sp, sizeof sp, ", pt0/pt1 split sticks at %" PRId64, tl.s0);
+        be_fmt(sp, sizeof sp, ", pt0/pt1 split sticks at %" PRId64, tl.s0);
     else
-        snprintf(sp, sizeof sp, ", pt0 only");
+        be_fmt(sp, sizeof sp, ", pt0 only");
     be_note(c, pos, BE_NOTE_TILES,
             "core tile %" PRId64 " rows x %" PRId64 " sticks in blocks of %" PRId64 " rows x %" PRId64
             " sticks (%" PRId64 " columns), %s%s%s%s, estimate %.0f cycles",

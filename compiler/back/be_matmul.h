@@ -263,6 +263,10 @@ void mm_tile_init(mm_core *mc, be_ctx *c, int64_t rows);
 int be_mmmemo_recall(be_ctx *c, int pos, const mm_plan *m);
 /* A new plan's number for the memo of most rows (0: no memo, outside workdiv). */
 uint32_t be_mmmemo_gen(be_ctx *c);
+/* A grid memo's arrays, every entry unpriced, from the last plan that gave
+ * them back (0: none, allocate them); and given back (or freed). */
+int be_mmmemo_grid_take(be_ctx *c, mm_grid_memo *g);
+void be_mmmemo_grid_give(be_ctx *c, mm_grid_memo *g);
 /* The memo's slot of most rows for hash h (NULL: no memo). */
 mm_rows_memo *be_mmmemo_rows(be_ctx *c, uint64_t h);
 /* Remember the plan of kernel pos just made from m after a recall missed

@@ -690,8 +690,8 @@ static double rk_stage_dma(const rk_plan *k, int i, int64_t R, double *sticks)
  * staged loads are staged once, its bytes counted once (serve_tiny's
  * prefill RoPE reads its q three times through one staging: counted
  * three times, its 100 KB of DRAM traffic were priced as 200 KB). */
-static int rk_load_cost(const be_ctx *c, const rk_plan *k, int i, int64_t cores, int64_t rt, int64_t R, double *in,
-                        double *bytes, double *first, double *first_all)
+static int rk_load_cost(const be_ctx *c, const rk_plan *k, int i, int64_t cores, int64_t rt, int64_t R, int floor,
+                        double *in, double *bytes, double *first, double *first_all)
 {
     const rk_load *L = &k->loads[i];
     const double sb = (double)c->t.stick, nch = (double)cc_ceil_div(rt, R);
@@ -714,7 +714,7 @@ static int rk_load_cost(const be_ctx *c, const rk_plan *k, int i, int64_t cores,
      * chunk's DRAM wait too moved serve_tiny's decode RoPE, 8 rows, from
      * 4 cores to 8, whose consumer QK^T then took 1 core: 13% slower.) */
     double worst = 0, s0 = 0;
-    const double all = leader ? rk_stage_parts(k, i, cores, R, &worst, &s0) : 0;
+    const double all = leader && !floor ? rk_stage_parts(k, i, cores, R, &worst, &s0) : 0;
     const double base = cc_max(s0, b / nch / sb); /* what the lines below price a core's first chunk */
     const double extra = cc_max(0, worst - base), more = cc_max(0, all - (double)cores * base) * sb;
     *bytes += more * nch / (double)cores;
@@ -757,7 +757,7 @@ static double rk_sfp_cycles(const be_ctx *c, const rk_plan *k, int64_t R)
 /* The estimate without the per-column tree, and *tree (when asked) with
  * it: the two differ only in the per-column terms, and pricing the
  * kernel twice over was a tenth of the Llama-8B decode step's compile. */
-static double rows_cost_as(const be_ctx *c, rk_plan *k, int64_t cores, double *tree)
+static double rows_cost_as(const be_ctx *c, rk_plan *k, int64_t cores, int floor, double *tree)
 {
     const int64_t rt = cc_ceil_div(k->rows, cores), R = rk_chunk_guess(k, rt), nch = cc_ceil_div(rt, R);
     const double part = (double)rt * k->G, sb = (double)c->t.stick;
@@ -783,7 +783,7 @@ static double rows_cost_as(const be_ctx *c, rk_plan *k, int64_t cores, double *t
             bytes += part * sb / (double)cores;
         } else {
             const double before = first;
-            plain &= rk_load_cost(c, k, i, cores, rt, R, &in, &bytes, &first, &first_all);
+            plain &= rk_load_cost(c, k, i, cores, rt, R, floor, &in, &bytes, &first, &first_all);
             lag = first - before;
             continue;
         }
@@ -845,7 +845,7 @@ static double rows_cost_as(const be_ctx *c, rk_plan *k, int64_t cores, double *t
     /* the per-column sticks lie in as many channels as their interleave spans */
     const int64_t chans = cc_max(1, cc_min(c->cfg->dram_channels, cc_ceil_div((int64_t)col_sticks * c->t.stick,
                                                                                c->cfg->dram_interleave_bytes)));
-    const double all_bytes = rate > 0 ? bytes * (double)cores / rate : 0, shared = rk_stage_shared(k, cores, rt, R);
+    const double all_bytes = rate > 0 ? bytes * (double)cores / rate : 0, shared = floor ? 0 : rk_stage_shared(k, cores, rt, R);
     double cost[2];
     for (int t = 0; t < 1 + (tree != NULL); t++) {
         const double cl = t ? col + rk_col_tree_cycles(k, cores) : col; /* core 0's loads, then down the tree */
@@ -909,7 +909,7 @@ static int rk_col_tree_pick(const be_ctx *c, rk_plan *k, int64_t cores, double *
 {
     double tree;
     const int can = rk_col_tree_can(k, cores);
-    *cost = rows_cost_as(c, k, cores, can ? &tree : NULL);
+    *cost = rows_cost_as(c, k, cores, 0, can ? &tree : NULL);
     if (!can)
         return 0;
     const be_work *prev = k->pos > 0 ? &c->work[k->pos - 1] : NULL;
@@ -918,6 +918,18 @@ static int rk_col_tree_pick(const be_ctx *c, rk_plan *k, int64_t cores, double *
         return 0;
     *cost = tree;
     return 1;
+}
+
+/* A floor under rows_cost on `cores` cores: the estimate without the
+ * staged loads' extra sticks (rk_stage_parts) and the DRAM term of their
+ * sticks every core reads alike (rk_stage_shared), each of which only
+ * adds to a term the estimate takes the sum or the most of. */
+static double rows_cost_floor(const be_ctx *c, rk_plan *k, int64_t cores)
+{
+    double tree;
+    const int can = rk_col_tree_can(k, cores);
+    const double e = rows_cost_as(c, k, cores, 1, can ? &tree : NULL);
+    return can && tree < e ? tree : e;
 }
 
 static double rows_cost(const be_ctx *c, rk_plan *k, int64_t cores)
@@ -944,6 +956,23 @@ static void rk_col_tree(rk_plan *k, int64_t cores)
 
 /* Lower estimates than this fraction of the best so far take more cores. */
 #define ROWS_MORE_CORES 0.97
+
+/* Whether `cores` cores cannot be taken over the best estimate so far
+ * (rows_cores' test: below ROWS_MORE_CORES of it, or with `ties`, at most
+ * it), by rows_cost_floor: asked of a kernel with staged loads only (for
+ * others the floor prices all the estimate does).  The staged loads'
+ * walks of core counts so ruled out were 4% of the Llama-8B decode step's
+ * compile (its KV cache appends). */
+static int rows_cannot_take(const be_ctx *c, rk_plan *k, int64_t cores, double best_cost, int ties)
+{
+    int staged = 0;
+    for (int i = 0; i < k->nl; i++)
+        staged |= k->loads[i].staged;
+    if (!staged)
+        return 0;
+    const double f = rows_cost_floor(c, k, cores);
+    return f >= ROWS_MORE_CORES * best_cost && !(ties && f <= best_cost);
+}
 
 static double rows_cost_waits(be_ctx *c, rk_plan *k, int64_t cores)
 {
@@ -1000,6 +1029,8 @@ static int rows_cores(be_ctx *c, rk_plan *k)
     int64_t best = 1;
     double best_cost = rows_cost(c, k, 1);
     for (int64_t n = 2; n <= most; n++) {
+        if (rows_cannot_take(c, k, n, best_cost, staged))
+            continue;
         double e = rows_cost(c, k, n);
         if (e < ROWS_MORE_CORES * best_cost || (staged && e <= best_cost)) {
             best = n;

@@ -373,7 +373,7 @@ int be_view_of(const be_ctx *c, int buf, const ir_index *idx, int nvars, int lan
     const int64_t sb = c->t.stick, lanes = c->t.lanes16;
     memset(v, 0, sizeof *v);
     if (!L->dram) {
-        snprintf(why, whylen, "buffer %s is not in DRAM", B->name);
+        be_fmt(why, whylen, "buffer %s is not in DRAM", B->name);
         return -1;
     }
     const int s = L->stick_dim, rank = t->rank;
@@ -386,7 +386,7 @@ int be_view_of(const be_ctx *c, int buf, const ir_index *idx, int nvars, int lan
     int64_t co[GR_MAX_RANK] = {0}, off[GR_MAX_RANK] = {0}, gstep[IR_MAX_VARS] = {0};
     int nstep = 0;
     if (idx->offset < 0) {
-        snprintf(why, whylen, "%s is read at a negative offset", B->name);
+        be_fmt(why, whylen, "%s is read at a negative offset", B->name);
         return -1;
     }
     be_coords_of(t, idx->offset, off);
@@ -395,7 +395,7 @@ int be_view_of(const be_ctx *c, int buf, const ir_index *idx, int nvars, int lan
         if (!coef)
             continue;
         if (coef < 0) {
-            snprintf(why, whylen, "%s is walked backwards (stride %" PRId64 ")", B->name, coef);
+            be_fmt(why, whylen, "%s is walked backwards (stride %" PRId64 ")", B->name, coef);
             return -1;
         }
         memset(co, 0, sizeof co);
@@ -403,7 +403,7 @@ int be_view_of(const be_ctx *c, int buf, const ir_index *idx, int nvars, int lan
         if (x == lane_var) {
             for (int d = 0; d < rank; d++)
                 if (co[d] != (d == s)) {
-                    snprintf(why, whylen,
+                    be_fmt(why, whylen,
                              "%s is not walked along its stick dimension %d with unit stride (needs a restickify)",
                              B->name, s);
                     return -1;
@@ -411,7 +411,7 @@ int be_view_of(const be_ctx *c, int buf, const ir_index *idx, int nvars, int lan
             continue;
         }
         if (rank && co[s] && (!ext || co[s] % lanes || L->f32)) {
-            snprintf(why, whylen, "%s: a loop strides inside its stick dimension %d (needs a restickify)", B->name, s);
+            be_fmt(why, whylen, "%s: a loop strides inside its stick dimension %d (needs a restickify)", B->name, s);
             return -1;
         }
         /* a step of whole stick groups moves that many groups' rows */
@@ -424,7 +424,7 @@ int be_view_of(const be_ctx *c, int buf, const ir_index *idx, int nvars, int lan
     }
     int64_t os = rank ? off[s] : 0;
     if (lane_var >= 0 && os % lanes) {
-        snprintf(why, whylen, "%s is read from element %" PRId64 " of a stick on (needs a restickify)", B->name,
+        be_fmt(why, whylen, "%s is read from element %" PRId64 " of a stick on (needs a restickify)", B->name,
                  os % lanes);
         return -1;
     }
@@ -439,7 +439,7 @@ int be_view_of(const be_ctx *c, int buf, const ir_index *idx, int nvars, int lan
     v->rows_left = L->rows - base_row;
     if (nstep) { /* the rows and lanes the steps reach are all in the buffer: nothing to cut */
         if (!view_steps_fit(c, buf, idx, nvars, lane_var, ext, gstep, v)) {
-            snprintf(why, whylen, "%s: a loop steps whole stick groups past its stick dimension (needs a restickify)",
+            be_fmt(why, whylen, "%s: a loop steps whole stick groups past its stick dimension (needs a restickify)",
                      B->name);
             return -1;
         }

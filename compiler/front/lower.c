@@ -50,7 +50,7 @@ typedef struct {
     const gr_graph *d;
     lbase *bases;
     int nbases, capbases;
-    lval *vals;        /* per value of d */
+    lval **vals;       /* per value of d, in blocks of LVAL_BLOCK (val) */
     int *consumers;    /* per value of d: nodes (and outputs) reading it */
     int *flat;         /* per buffer: its flat base, or -1 */
     int capflat;
@@ -73,6 +73,18 @@ fail(lctx *c, const char *fmt, ...)
     isa_verrf_cat(c->p->err, c->p->errlen, fmt, ap);
     va_end(ap);
     longjmp(c->fail, 1);
+}
+
+/* Values' records a block: 1,176 bytes each (room for a map of
+ * GR_MAX_RANK coordinates), one array of them over malloc's 128 KB mmap
+ * threshold (the Llama-8B decode step's 121 values) was mapped, faulted
+ * in page by page (35 faults) and unmapped every compile; blocks of 75 KB
+ * come from the heap and go back to it for the passes after. */
+enum { LVAL_BLOCK = 64 };
+
+static lval *val(const lctx *c, int v)
+{
+    return &c->vals[v / LVAL_BLOCK][v % LVAL_BLOCK];
 }
 
 /* ---- Source-op sets ---- */
@@ -98,7 +110,7 @@ static void ops_add_cur(lctx *c, uint64_t *dst)
  * expression while unrealized. */
 static void ops_of(lctx *c, uint64_t *dst, int v)
 {
-    const lval *V = &c->vals[v];
+    const lval *V = val(c, v);
     ops_or(c, dst, V->ops);
     if (c->bases[V->base].buf < 0)
         ops_or(c, dst, c->bases[V->base].ops);
@@ -164,7 +176,7 @@ static int new_base(lctx *c, const gr_ttype *t, int body, const char *name)
 /* Value v as the whole of base b (identity map). */
 static void set_whole(lctx *c, int v, int b)
 {
-    lval *V = &c->vals[v];
+    lval *V = val(c, v);
     V->base = b;
     V->type = c->bases[b].type;
     for (int j = 0; j < V->type.rank; j++)
@@ -204,7 +216,7 @@ static int flat_base(lctx *c, int buf)
  * reader's variables): its base's expression with the composed map. */
 static int read_at(lctx *c, int v, const ir_index *coords)
 {
-    const lval *V = &c->vals[v];
+    const lval *V = val(c, v);
     const lbase *B = &c->bases[V->base];
     ir_index bc[GR_MAX_RANK];
     for (int j = 0; j < B->type.rank; j++)
@@ -215,7 +227,7 @@ static int read_at(lctx *c, int v, const ir_index *coords)
 static int read_whole(lctx *c, int v)
 {
     ir_index id[GR_MAX_RANK];
-    for (int d = 0; d < c->vals[v].type.rank; d++)
+    for (int d = 0; d < val(c, v)->type.rank; d++)
         id[d] = ir_idx_var(d);
     return read_at(c, v, id);
 }
@@ -278,8 +290,8 @@ static void realize_channels_last(lctx *c, int b)
     B->cl = 0;
     memset(B->ops, 0, (size_t)c->nwords * sizeof(uint64_t));
     for (int v = 0; v < c->d->nvalues; v++)
-        if (c->vals[v].base == b) {
-            ir_index *m = c->vals[v].map, cm = m[1];
+        if (val(c, v)->base == b) {
+            ir_index *m = val(c, v)->map, cm = m[1];
             m[1] = m[2];
             m[2] = m[3];
             m[3] = cm;
@@ -291,7 +303,7 @@ static void realize_copy(lctx *c, int v, const char *name)
 {
     uint64_t *ops = ops_new(c);
     ops_of(c, ops, v);
-    int b = new_base(c, &c->vals[v].type, read_whole(c, v), name);
+    int b = new_base(c, &val(c, v)->type, read_whole(c, v), name);
     ops_or(c, c->bases[b].ops, ops);
     free(ops);
     set_whole(c, v, b);
@@ -302,7 +314,7 @@ static void realize_copy(lctx *c, int v, const char *name)
  * the flat element offset. */
 static ir_index flat_row(lctx *c, int x)
 {
-    const lval *X = &c->vals[x];
+    const lval *X = val(c, x);
     const lbase *B = &c->bases[X->base];
     ir_index row = ir_idx_const(0);
     int64_t st = 1;
@@ -319,21 +331,21 @@ static ir_index flat_row(lctx *c, int x)
  * one coordinate, the flat element offset. */
 static void flatten(lctx *c, int v)
 {
-    int buf = c->bases[c->vals[v].base].buf;
+    int buf = c->bases[val(c, v)->base].buf;
     assert(buf >= 0);
     int fb = flat_base(c, buf);
-    if (c->vals[v].base == fb)
+    if (val(c, v)->base == fb)
         return;
     ir_index row = flat_row(c, v);
-    c->vals[v].base = fb;
-    c->vals[v].map[0] = row;
+    val(c, v)->base = fb;
+    val(c, v)->map[0] = row;
 }
 
 /* Make value v a strided view of a buffer (for a matmul or reduction
  * input): realize its base when v covers all of it, else copy v. */
 static void as_buffer_view(lctx *c, int v)
 {
-    lval *V = &c->vals[v];
+    lval *V = val(c, v);
     lbase *B = &c->bases[V->base];
     if (B->buf < 0) {
         if (gr_ttype_numel(&V->type) >= gr_ttype_numel(&B->type))
@@ -347,7 +359,7 @@ static void as_buffer_view(lctx *c, int v)
 /* Realize what value v needs to be read many times. */
 static void realize_for_reuse(lctx *c, int v)
 {
-    const lval *V = &c->vals[v];
+    const lval *V = val(c, v);
     const lbase *B = &c->bases[V->base];
     if (B->buf >= 0)
         return;
@@ -391,8 +403,8 @@ static void set_computed(lctx *c, int v, const gr_ttype *t, int body, const uint
 /* Value w a view of v: v's coordinate d is coords[d] over w's. */
 static void set_view(lctx *c, int w, int v, const gr_ttype *t, const ir_index *coords)
 {
-    const lval *V = &c->vals[v];
-    lval *W = &c->vals[w];
+    const lval *V = val(c, v);
+    lval *W = val(c, w);
     int rank = c->bases[V->base].type.rank;
     ir_index map[GR_MAX_RANK];
     for (int j = 0; j < rank; j++)
@@ -402,7 +414,7 @@ static void set_view(lctx *c, int w, int v, const gr_ttype *t, const ir_index *c
     memcpy(W->map, map, sizeof map);
     if (!W->ops)
         W->ops = ops_new(c);
-    ops_or(c, W->ops, c->vals[v].ops);
+    ops_or(c, W->ops, val(c, v)->ops);
     ops_add_cur(c, W->ops);
 }
 
@@ -428,7 +440,7 @@ static int tensor(lctx *c, int pos, const char *key)
     const gr_arg *a = arg(c, pos, key);
     if (!a || a->kind != GR_ARG_VALUE)
         fail(c, "argument %s must be a tensor", key);
-    assert(c->vals[a->value].base >= 0);
+    assert(val(c, a->value)->base >= 0);
     return a->value;
 }
 
@@ -470,7 +482,7 @@ static int normdim(lctx *c, int64_t d, int rank)
 
 static const gr_ttype *vtype(lctx *c, int v)
 {
-    return &c->vals[v].type;
+    return &val(c, v)->type;
 }
 
 /* ---- Pointwise ops ---- */
@@ -876,7 +888,7 @@ static void l_embedding(lctx *c, int out, int opi)
     uint64_t *ops = ops_new(c);
     ops_of(c, ops, ix);
     ops_of(c, ops, w);
-    const lval *W = &c->vals[w];
+    const lval *W = val(c, w);
     ir_index coords[GR_MAX_RANK];
     for (int d = 0; d < it->rank; d++)
         coords[d] = ir_idx_var(d);
@@ -905,7 +917,7 @@ static void l_index_select(lctx *c, int out, int opi)
     uint64_t *ops = ops_new(c);
     ops_of(c, ops, ix);
     ops_of(c, ops, x);
-    const lval *X = &c->vals[x];
+    const lval *X = val(c, x);
     ir_index at = ir_idx_var(dim), idx = X->map[0];
     idx.coef[dim] = 0;
     int sub = ir_cast(&c->p->A, read_at(c, ix, &at), GR_I64);
@@ -1192,7 +1204,7 @@ static int same_batch(const gr_ttype *a, const gr_ttype *b)
  * element)? */
 static int broadcast_last(lctx *c, int v)
 {
-    const lval *V = &c->vals[v];
+    const lval *V = val(c, v);
     const int d = V->type.rank - 1;
     if (d < 0 || V->type.shape[d] < 2)
         return 0;
@@ -1302,10 +1314,10 @@ static void matmul_node(lctx *c, int out, int a, int b, const gr_ttype *t, const
     Nd->ranges[vm] = M;
     Nd->ranges[vn] = N;
     Nd->ranges[vk] = K;
-    Nd->a = c->bases[c->vals[a].base].buf;
-    Nd->b = c->bases[c->vals[b].base].buf;
-    Nd->aidx = ir_idx_compose(&c->vals[a].map[0], vtype(c, a)->rank, ca);
-    Nd->bidx = ir_idx_compose(&c->vals[b].map[0], vtype(c, b)->rank, cb);
+    Nd->a = c->bases[val(c, a)->base].buf;
+    Nd->b = c->bases[val(c, b)->base].buf;
+    Nd->aidx = ir_idx_compose(&val(c, a)->map[0], vtype(c, a)->rank, ca);
+    Nd->bidx = ir_idx_compose(&val(c, b)->map[0], vtype(c, b)->rank, cb);
     int64_t st = N;
     Nd->store = ir_idx_const(0);
     Nd->store.coef[vn] = 1;
@@ -1344,8 +1356,8 @@ static void l_matmul(lctx *c, int out, int opi)
         fail(c, "operands have different dtypes");
 
     uint64_t *ops = ops_new(c);
-    ops_or(c, ops, c->vals[a].ops);
-    ops_or(c, ops, c->vals[b].ops);
+    ops_or(c, ops, val(c, a)->ops);
+    ops_or(c, ops, val(c, b)->ops);
     ops_add_cur(c, ops);
     if (!K) { /* a sum over no element (so addmm gives its bias) */
         set_computed(c, out, &t, ir_const(&c->p->A, identity[IR_RSUM], t.dtype), ops);
@@ -1786,8 +1798,8 @@ static int conv_tap(lctx *c, int xp, int w, int wr, const convshape *s, int64_t 
         N->bidx.coef[VK] = s->cout;
         N->bidx.offset = kh * s->kw * s->cin * s->cout;
     } else {
-        N->b = c->bases[c->vals[w].base].buf;
-        N->bidx = ir_idx_compose(&c->vals[w].map[0], s->nsp + 2, wc);
+        N->b = c->bases[val(c, w)->base].buf;
+        N->bidx = ir_idx_compose(&val(c, w)->map[0], s->nsp + 2, wc);
     }
     N->store = ir_idx_const(0);
     N->store.coef[VN] = s->oh * s->yw * s->cout;
@@ -1837,9 +1849,9 @@ static void conv_result(lctx *c, int out, int y, const gr_ttype *t)
         memcpy(yc, tc, sizeof yc);
     }
     set_whole(c, out, yb);
-    c->vals[out].type = *t;
-    memcpy(c->vals[out].map, yc, sizeof yc);
-    ops_add_cur(c, c->vals[out].ops);
+    val(c, out)->type = *t;
+    memcpy(val(c, out)->map, yc, sizeof yc);
+    ops_add_cur(c, val(c, out)->ops);
 }
 
 /* A depthwise conv (one input and one output channel per group) as one
@@ -1885,7 +1897,7 @@ static int conv_depthwise(lctx *c, int xp, int w, int bias, const convshape *s, 
 #define CONV_GATHER_MAX_WEIGHT 1024
 static int conv_weight_walks_no_stick(lctx *c, int w, const convshape *s)
 {
-    const lval *V = &c->vals[w];
+    const lval *V = val(c, w);
     if (gr_ttype_numel(&V->type) <= CONV_GATHER_MAX_WEIGHT)
         return 0;
     const gr_ttype *bt = &c->bases[V->base].type;
@@ -2038,10 +2050,10 @@ static void reshape_to(lctx *c, int out, int x, const gr_ttype *t)
     if (gr_ttype_numel(&nt) != gr_ttype_numel(vtype(c, x)))
         fail(c, "cannot reshape %lld elements to %lld", (long long)gr_ttype_numel(vtype(c, x)),
              (long long)gr_ttype_numel(&nt));
-    if (c->bases[c->vals[x].base].buf >= 0)
+    if (c->bases[val(c, x)->base].buf >= 0)
         flatten(c, x);
     ir_index m[GR_MAX_RANK], row = flat_row(c, x);
-    const lval *X = &c->vals[x];
+    const lval *X = val(c, x);
     const lbase *B = &c->bases[X->base];
     int src = x;
     if (!gr_ttype_numel(&nt)) { /* no element is ever read: any map will do */
@@ -2055,7 +2067,7 @@ static void reshape_to(lctx *c, int out, int x, const gr_ttype *t)
             flatten(c, x);
             /* a view that is not its whole base laid out row-major (an
              * expand, a permutation) stays unflattened: copied below */
-            flat = !reshape_map(c->vals[x].map, 1, &c->vals[x].type, &nt, m);
+            flat = !reshape_map(val(c, x)->map, 1, &val(c, x)->type, &nt, m);
         }
         if (!flat) {
             uint64_t *ops = ops_new(c);
@@ -2069,18 +2081,18 @@ static void reshape_to(lctx *c, int out, int x, const gr_ttype *t)
             flatten(c, out);
             src = out;
         }
-        X = &c->vals[src];
+        X = val(c, src);
         if (reshape_map(X->map, 1, &X->type, &nt, m))
             fail(c, "internal: a reshape of a copied %d-D value has no row map", X->type.rank);
     }
-    lval *O = &c->vals[out];
-    O->base = c->vals[src].base;
+    lval *O = val(c, out);
+    O->base = val(c, src)->base;
     O->type = nt;
     memcpy(O->map, m, sizeof m);
     if (!O->ops)
         O->ops = ops_new(c);
     if (src == x)
-        ops_or(c, O->ops, c->vals[x].ops);
+        ops_or(c, O->ops, val(c, x)->ops);
     ops_add_cur(c, O->ops);
 }
 
@@ -2366,7 +2378,7 @@ static int same_type(const gr_ttype *a, const gr_ttype *b)
  * runtime reads a tensor's elements in row-major order). */
 static int is_whole_buffer(lctx *c, int v, int b)
 {
-    const lval *V = &c->vals[v];
+    const lval *V = val(c, v);
     const gr_ttype *bt = &c->p->bufs[b].type;
     ir_index want = contiguous(&V->type);
     ir_index row = flat_row(c, v);
@@ -2383,13 +2395,13 @@ static int is_whole_buffer(lctx *c, int v, int b)
  * value it copies, and the copy here brings the name back). */
 static int host_input(lctx *c, int v, const char *name)
 {
-    lval *V = &c->vals[v];
+    lval *V = val(c, v);
     if (c->bases[V->base].buf < 0 && same_type(&V->type, &c->bases[V->base].type))
         realize_for_reuse(c, v);
-    int b = c->bases[c->vals[v].base].buf;
+    int b = c->bases[val(c, v)->base].buf;
     if (b < 0 || !is_whole_buffer(c, v, b) || strcmp(c->p->bufs[b].name, name))
         realize_copy(c, v, name);
-    b = c->bases[c->vals[v].base].buf;
+    b = c->bases[val(c, v)->base].buf;
     for (int o = 0; o < c->p->nbufs && strcmp(c->p->bufs[b].name, name); o++)
         if (!strcmp(c->p->bufs[o].name, name) && c->p->bufs[o].kind == IR_BUF_COMPUTED) {
             /* the name is a computed buffer's that holds v otherwise laid
@@ -2551,17 +2563,17 @@ static void lower_node(lctx *c, int id)
     }
     lowerings[i].fn(c, n->out, lowerings[i].param);
     const gr_value *v = &c->d->values[n->out];
-    if (!same_type(&v->type, &c->vals[n->out].type)) {
+    if (!same_type(&v->type, &val(c, n->out)->type)) {
         char dt[256], pt[256];
         gr_ttype_str(&v->type, dt, sizeof dt);
-        gr_ttype_str(&c->vals[n->out].type, pt, sizeof pt);
+        gr_ttype_str(&val(c, n->out)->type, pt, sizeof pt);
         /* the graph's own mistake, not the compiler's: no host fallback */
         ir_error(c->p, c->p->src[c->p->dfrom[id]].line, "%s: %%%s is declared %s but the op produces %s", n->op,
                  v->name, dt, pt);
         longjmp(c->fail, 1);
     }
     if (c->consumers[n->out] > c->max_reads ||
-        (c->bases[c->vals[n->out].base].buf < 0 && ir_expr_size(&c->p->A, c->bases[c->vals[n->out].base].body) > c->max_body))
+        (c->bases[val(c, n->out)->base].buf < 0 && ir_expr_size(&c->p->A, c->bases[val(c, n->out)->base].body) > c->max_body))
         realize_for_reuse(c, n->out);
 }
 
@@ -2569,7 +2581,7 @@ static void lower_node(lctx *c, int id)
  * contiguous view of all of it), else a copy. */
 static void lower_output(lctx *c, int v, ir_output *o)
 {
-    lval *V = &c->vals[v];
+    lval *V = val(c, v);
     lbase *B = &c->bases[V->base];
     if (B->buf < 0 && same_type(&V->type, &B->type)) {
         int identity = 1;
@@ -2583,7 +2595,7 @@ static void lower_output(lctx *c, int v, ir_output *o)
     if (c->bases[V->base].buf < 0)
         realize_copy(c, v, o->name);
     flatten(c, v);
-    V = &c->vals[v];
+    V = val(c, v);
     int buf = c->bases[V->base].buf;
     ir_index want = contiguous(&V->type);
     for (int d = 0; d < V->type.rank; d++)
@@ -2604,10 +2616,10 @@ static void lower_output(lctx *c, int v, ir_output *o)
     if (c->p->bufs[buf].kind != IR_BUF_COMPUTED || !ir_idx_equal(&V->map[0], &want) ||
         gr_ttype_numel(&V->type) != gr_ttype_numel(bt) || regroups || host_alias) {
         realize_copy(c, v, o->name);
-        buf = c->bases[c->vals[v].base].buf;
+        buf = c->bases[val(c, v)->base].buf;
     }
     o->buf = buf;
-    o->type = c->vals[v].type;
+    o->type = val(c, v)->type;
     c->p->bufs[buf].output = 1;
 }
 
@@ -2621,7 +2633,7 @@ static void mark_whole_values(lctx *c)
         writers[p->nodes[n].out]++;
     for (int v = 0; v < c->d->nvalues; v++) {
         const gr_value *dv = &c->d->values[v];
-        int base = c->vals[v].base;
+        int base = val(c, v)->base;
         if (dv->kind != GR_VAL_NODE || dv->ntuple || base < 0 || !ir_dtype_is_float(dv->type.dtype))
             continue;
         int b = c->bases[base].buf;
@@ -2640,11 +2652,14 @@ int ir_lower(ir_prog *p)
     c->nwords = (p->nsrc + 63) / 64 + 1;
     c->max_reads = p->opts.max_reads > 0 ? p->opts.max_reads : 1;
     c->max_body = p->opts.max_body > 0 ? p->opts.max_body : 64;
-    c->vals = ir_xalloc((size_t)(c->d->nvalues + 1) * sizeof *c->vals);
+    const int nblocks = c->d->nvalues / LVAL_BLOCK + 1; /* (nvalues + 1 values) */
+    c->vals = ir_xmalloc((size_t)nblocks * sizeof *c->vals);
+    for (int b = 0; b < nblocks; b++)
+        c->vals[b] = ir_xalloc(LVAL_BLOCK * sizeof **c->vals);
     c->consumers = ir_xalloc((size_t)(c->d->nvalues + 1) * sizeof *c->consumers);
     int *last = ir_xalloc((size_t)(c->d->nvalues + 1) * sizeof *last);
     for (int v = 0; v < c->d->nvalues; v++) {
-        c->vals[v].base = -1;
+        val(c, v)->base = -1;
         last[v] = -1;
     }
     for (int n = 0; n < c->d->nnodes; n++)
@@ -2686,7 +2701,9 @@ done:
     }
     free(c->bases);
     for (int v = 0; v < c->d->nvalues; v++)
-        free(c->vals[v].ops);
+        free(val(c, v)->ops);
+    for (int b = 0; b <= c->d->nvalues / LVAL_BLOCK; b++)
+        free(c->vals[b]);
     free(c->vals);
     free(c->consumers);
     free(c->flat);
