@@ -885,8 +885,9 @@ int sim_engine_run(sim *s, const isa_program *p)
         if (e.agent < 0)
             token_inc(&g, &s->cores[e.core], e.tok, e.t);
         else {
-            sim_core *c = &s->cores[e.agent / (ISA_NUNITS + 1)];
-            const int u = e.agent % (ISA_NUNITS + 1);
+            const unsigned a = (unsigned)e.agent; /* unsigned: a shift and a mask, no sign fix-up */
+            sim_core *c = &s->cores[a / (ISA_NUNITS + 1)];
+            const int u = (int)(a % (ISA_NUNITS + 1));
             if (u != AGENT_SEQ)
                 while ((rc = run_unit(&g, c, u, e.t)) == RUN_UNIT_AGAIN && !(races && s->race_found))
                     e.t = c->ustate[u].free_at + 0.0; /* as the queue would give it: -0.0 pops as +0.0 */

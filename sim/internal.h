@@ -69,8 +69,11 @@ typedef struct {
     int64_t remaining; /* iterations still to run after this one */
 } sim_loop;
 
+/* One cache line each (sim.c allocates the cores aligned): a unit's run
+ * reads and writes most of it, and 56 bytes packed made most of them
+ * straddle two lines. */
 typedef struct {
-    double free_at;     /* cycle the unit can start its next instruction */
+    _Alignas(64) double free_at; /* cycle the unit can start its next instruction */
     double done_at;     /* cycle every instruction it started has completed */
     double busy, stall; /* accumulated cycles */
     double wait_since;  /* cycle a blocked wait started, or -1 */

@@ -76,7 +76,9 @@ sim *sim_create(const chip_config *cfg)
     s->opt.values = 1;
     s->opt.detect_races = 1;
     s->opt.trace = SIM_TRACE_OFF;
-    s->cores = calloc((size_t)cfg->cores, sizeof *s->cores);
+    s->cores = aligned_alloc(_Alignof(sim_core), (size_t)cfg->cores * sizeof *s->cores);
+    if (s->cores)
+        memset(s->cores, 0, (size_t)cfg->cores * sizeof *s->cores);
     s->dram = sim_dram_new(cfg);
     s->npages = (cfg->dram_bytes + cfg->dram_page_bytes - 1) / cfg->dram_page_bytes;
     s->pages = calloc(s->npages, sizeof *s->pages);
