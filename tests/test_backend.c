@@ -3725,6 +3725,25 @@ static void test_a_transposed_conv_kernel_a_multiple_of_its_stride_runs_as_sums(
         "output %u8, %u16, %v, %a, %o\n");
 }
 
+/* A grouped convolution's product has the groups as its batch, their
+ * output channels side by side in one stick (2 groups of 8 of 16): the
+ * work division split the batch over cores, and each would write half a
+ * stick ("core 0 writes 8 of the 16 elements of a stick"), so a grouped
+ * Conv2d on 7x7 and a user's grouped ConvTranspose2d ran on the host.  A
+ * batch split is now taken only where every core's part starts a stick
+ * (be_matmul.c, mm_batch_whole): both run natively and validate. */
+static void test_a_grouped_conv_sharing_a_stick_is_not_split_by_group(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph gconv\n"
+        "input %x: f32[1, 8, 7, 7]\ninput %w: f32[16, 4, 2, 2]\ninput %w3: f32[16, 4, 3, 3]\n"
+        "input %x6: f32[1, 8, 6, 6]\ninput %wt: f32[8, 8, 3, 3]\ninput %bt: f32[16]\n"
+        "%y: f32[1, 16, 6, 6] = aten.convolution.default(%x, %w, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 2)\n"
+        "%y3: f32[1, 16, 5, 5] = aten.convolution.default(%x, %w3, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 2)\n"
+        "%t: f32[1, 16, 12, 12] = aten.convolution.default(%x6, %wt, %bt, [2, 2], [1, 1], [1, 1], True, [1, 1], 2)\n"
+        "output %y, %y3, %t\n");
+}
+
 /* A kernel one tap wide taking the im2col copy (few channels, or rows of
  * whole sticks) read its weight as though folded by rows of taps, which
  * only a wider kernel copies (conv_weight_rows): a use before any write
@@ -5567,6 +5586,7 @@ int main(void)
         {"transposed convolutions run natively and validate", test_transposed_convolutions_run_natively_and_validate},
         {"a transposed conv kernel a multiple of its stride runs as sums",
          test_a_transposed_conv_kernel_a_multiple_of_its_stride_runs_as_sums},
+        {"a grouped conv sharing a stick is not split by group", test_a_grouped_conv_sharing_a_stick_is_not_split_by_group},
         {"a conv one tap wide through im2col runs natively", test_a_conv_one_tap_wide_through_im2col_runs_natively},
         {"a pixel_shuffle factor squared past 64 bits is refused",
          test_a_pixel_shuffle_factor_squared_past_64_bits_is_refused},
