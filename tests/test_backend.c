@@ -3708,8 +3708,9 @@ static void test_transposed_convolutions_run_natively_and_validate(void)
  * (dec_convt.c, phases_as_sums).  The 16x one was refused by the back half
  * as 256 phase convolutions ("more than 64 nodes in one kernel"), the 8x
  * ran 320,184 cycles; with output_padding past the padding (the sums
- * padded beyond (in - 1) s + K), uneven strides, bias and batch 2, every
- * output runs natively and validates on both chips. */
+ * padded beyond (in - 1) s + K), uneven strides, bias and batch 2, and
+ * kernels of 5 and 3 over strides 3 and 2, of 8 over 3 (padded with zero
+ * taps), every output runs natively and validates on both chips. */
 static void test_a_transposed_conv_kernel_a_multiple_of_its_stride_runs_as_sums(void)
 {
     expect_text_runs_natively_and_validates_on_both_chips(
@@ -3722,7 +3723,10 @@ static void test_a_transposed_conv_kernel_a_multiple_of_its_stride_runs_as_sums(
         "%v: f32[2, 6, 17, 13] = aten.convolution.default(%x2, %w4, %b6, [4, 2], [1, 0], [1, 1], True, [3, 1], 1)\n"
         "%a: f32[2, 3, 24] = aten.convolution.default(%x1, %w1, %b3, [4], [2], [1], True, [0], 1)\n"
         "%o: f32[2, 3, 31] = aten.convolution.default(%x1, %w1, %b3, [4], [0], [1], True, [3], 1)\n"
-        "output %u8, %u16, %v, %a, %o\n");
+        "input %w5: f32[5, 4, 5, 3]\n"
+        "%k5: f32[1, 4, 14, 8] = aten.convolution.default(%x, %w5, None, [3, 2], [1, 1], [1, 1], True, [2, 1], 1)\n"
+        "%k3: f32[2, 3, 22] = aten.convolution.default(%x1, %w1, %b3, [3], [1], [1], True, [1], 1)\n"
+        "output %u8, %u16, %v, %a, %o, %k5, %k3\n");
 }
 
 /* A grouped convolution's product has the groups as its batch, their

@@ -143,6 +143,20 @@ static int phases_as_one(dctx *c, const ct_op *o)
     return dc_reshape(c, y, 2 + 2 * o->nsp, split);
 }
 
+/* phases_as_sums with a kernel not a multiple of its stride pads the
+ * weight with zero taps to one, only up to this many elements: the pad is
+ * a copy of the weight read a lane at a time.  3x3 stride 2 on 16x16,
+ * cycles union / sums: 16 -> 8 (2,048 elements padded) 25,608 / 24,229,
+ * 32 -> 16 (8,192) 36,000 / 46,127, 64 -> 32 87,730 / 159,649; 5x5
+ * stride 3, 4 -> 4 on 6x6 (576) 39,875 / 8,219. */
+#define CT_SUMS_PAD_MAX_WEIGHT 4096
+
+/* J: blocks of s taps along axis a, the last padded with zeros. */
+static int64_t sums_taps(const ct_axis *a)
+{
+    return (a->k + a->s - 1) / a->s;
+}
+
 /* The weight [Cin, Cout, J s..] as the 1x1 convolution's [(J.., Cout,
  * s..), Cin, 1..]: its product gives every input pixel's J.. blocks of s..
  * Cout outputs. */
@@ -153,42 +167,55 @@ static int sums_weight(dctx *c, const ct_op *o)
     int64_t split[6] = {wt.shape[0], wt.shape[1]}, perm[6], flat[4] = {wt.shape[1], wt.shape[0], 1, 1};
     gr_ttype pt = {.dtype = wt.dtype, .rank = 2 + 2 * n};
     for (int i = 0; i < n; i++) {
-        split[2 + 2 * i] = o->ax[i].k / o->ax[i].s;
+        split[2 + 2 * i] = sums_taps(&o->ax[i]);
         split[3 + 2 * i] = o->ax[i].s;
         perm[i] = 2 + 2 * i;
         perm[1 + n + i] = 3 + 2 * i;
-        flat[0] *= o->ax[i].k;
+        flat[0] *= split[2 + 2 * i] * o->ax[i].s;
     }
     perm[n] = 1;
     perm[1 + 2 * n] = 0;
     for (int i = 0; i < pt.rank; i++)
         pt.shape[i] = split[perm[i]];
-    int w = dc_reshape(c, o->w, pt.rank, split);
+    int w = o->w;
+    int64_t pads[4] = {0, 0, 0, 0};
+    gr_ttype wp = wt;
+    for (int i = 0; i < n; i++) {
+        wp.shape[2 + i] = split[2 + 2 * i] * o->ax[i].s;
+        pads[2 * (n - 1 - i) + 1] = wp.shape[2 + i] - o->ax[i].k;
+    }
+    if (memcmp(&wp, &wt, sizeof wt))
+        w = DC_EMIT(c, "aten.constant_pad_nd.default", wp, da_val(w), da_ints(2 * n, pads), da_num(0));
+    w = dc_reshape(c, w, pt.rank, split);
     w = DC_EMIT(c, "aten.permute.default", pt, da_val(w), da_ints(pt.rank, perm));
     return dc_reshape(c, w, 2 + n, flat);
 }
 
 /* Dilation 1, one group and every kernel a multiple of its stride (K = J
- * s: FCN's and DCGAN's 2s, k16 s8): one 1x1 convolution of J.. s.. Cout
- * channels, then output position o + p = (i + j) s + r is the sum over
- * the J.. blocks j of input pixel i's block j, shifted by j: [N, Cout, s..,
- * Q'..] over o + p, or -1.  The product does the op's MACs, and no copy of
- * the weight is padded or flipped. */
+ * s: FCN's and DCGAN's 2s, k16 s8; a small weight padded with zero taps to
+ * one): one 1x1 convolution of J.. s.. Cout channels, then output position
+ * o + p = (i + j) s + r is the sum over the J.. blocks j of input pixel
+ * i's block j, shifted by j: [N, Cout, s.., Q'..] over o + p, or -1.  The
+ * product does the op's MACs (of the padded kernel), and the weight is not
+ * flipped. */
 static int phases_as_sums(dctx *c, const ct_op *o)
 {
     const gr_ttype xt = dc_T(c, o->x), wt = dc_T(c, o->w);
     const int n = o->nsp;
-    int64_t blocks = 1, phases = 1, len[2], one[2] = {1, 1}, zero[2] = {0, 0};
+    int64_t blocks = 1, phases = 1, padded = 0, len[2], one[2] = {1, 1}, zero[2] = {0, 0};
     for (int i = 0; i < n; i++) {
         const ct_axis *a = &o->ax[i];
-        if (o->g != 1 || a->d != 1 || a->k % a->s)
+        if (o->g != 1 || a->d != 1)
             return -1;
-        blocks *= a->k / a->s;
-        len[i] = a->in + a->k / a->s - 1;
+        blocks *= sums_taps(a);
+        padded |= a->k % a->s != 0;
+        len[i] = a->in + sums_taps(a) - 1;
         len[i] = len[i] > (a->s - 1 + a->p) / a->s + a->q ? len[i] : (a->s - 1 + a->p) / a->s + a->q;
         phases *= a->s;
     }
     if (phases == 1) /* stride 1: one convolution, its taps' products summed, costs less */
+        return -1;
+    if (padded && blocks * phases * wt.shape[0] * wt.shape[1] > CT_SUMS_PAD_MAX_WEIGHT)
         return -1;
     gr_ttype yt = xt;
     yt.shape[1] = wt.shape[1] * blocks;
@@ -210,8 +237,8 @@ static int phases_as_sums(dctx *c, const ct_op *o)
         gr_ttype t = dc_T(c, v);
         int64_t pads[4], j = b;
         for (int i = n - 1; i >= 0; i--) {
-            const int64_t ji = j % (o->ax[i].k / o->ax[i].s), at = 2 * (n - 1 - i);
-            j /= o->ax[i].k / o->ax[i].s;
+            const int64_t ji = j % sums_taps(&o->ax[i]), at = 2 * (n - 1 - i);
+            j /= sums_taps(&o->ax[i]);
             pads[at] = ji;
             pads[at + 1] = len[i] - o->ax[i].in - ji;
             t.shape[2 + n + i] = len[i];
