@@ -3709,6 +3709,52 @@ static void test_transposed_convolutions_run_natively_and_validate(void)
         "output %b2, %i, %big, %a, %b, %c, %d, %e, %g, %f, %h\n");
 }
 
+/* A kernel a multiple of its stride (FCN's 2x ConvTranspose2d(4, s2, p1),
+ * 8x (16, s8, p4) and 16x (32, s16, p8), DCGAN's 4x4 s2, a 1-D k8 s4) is
+ * one 1x1 convolution of J.. s.. Cout channels and J.. shifted sums
+ * (dec_convt.c, phases_as_sums).  The 16x one was refused by the back half
+ * as 256 phase convolutions ("more than 64 nodes in one kernel"), the 8x
+ * ran 320,184 cycles; with output_padding past the padding (the sums
+ * padded beyond (in - 1) s + K), uneven strides, bias and batch 2, and
+ * kernels of 5 and 3 over strides 3 and 2, of 8 over 3 (padded with zero
+ * taps), every output runs natively and validates on both chips. */
+static void test_a_transposed_conv_kernel_a_multiple_of_its_stride_runs_as_sums(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph convt_sums\n"
+        "input %x: f32[1, 5, 4, 4]\ninput %w16: f32[5, 5, 16, 16]\ninput %w32: f32[5, 5, 32, 32]\n"
+        "input %x2: f32[2, 3, 3, 5]\ninput %w4: f32[3, 6, 8, 4]\ninput %b6: f32[6]\n"
+        "input %x1: f32[2, 4, 6]\ninput %w1: f32[4, 3, 8]\ninput %b3: f32[3]\n"
+        "%u8: f32[1, 5, 32, 32] = aten.convolution.default(%x, %w16, None, [8, 8], [4, 4], [1, 1], True, [0, 0], 1)\n"
+        "%u16: f32[1, 5, 64, 64] = aten.convolution.default(%x, %w32, None, [16, 16], [8, 8], [1, 1], True, [0, 0], 1)\n"
+        "%v: f32[2, 6, 17, 13] = aten.convolution.default(%x2, %w4, %b6, [4, 2], [1, 0], [1, 1], True, [3, 1], 1)\n"
+        "%a: f32[2, 3, 24] = aten.convolution.default(%x1, %w1, %b3, [4], [2], [1], True, [0], 1)\n"
+        "%o: f32[2, 3, 31] = aten.convolution.default(%x1, %w1, %b3, [4], [0], [1], True, [3], 1)\n"
+        "input %w5: f32[5, 4, 5, 3]\n"
+        "%k5: f32[1, 4, 14, 8] = aten.convolution.default(%x, %w5, None, [3, 2], [1, 1], [1, 1], True, [2, 1], 1)\n"
+        "%k3: f32[2, 3, 22] = aten.convolution.default(%x1, %w1, %b3, [3], [1], [1], True, [1], 1)\n"
+        "output %u8, %u16, %v, %a, %o, %k5, %k3\n");
+}
+
+/* A grouped convolution's product has the groups as its batch, their
+ * output channels side by side in one stick (2 groups of 8 of 16): the
+ * work division split the batch over cores, and each would write half a
+ * stick ("core 0 writes 8 of the 16 elements of a stick"), so a grouped
+ * Conv2d on 7x7 and a user's grouped ConvTranspose2d ran on the host.  A
+ * batch split is now taken only where every core's part starts a stick
+ * (be_matmul.c, mm_batch_whole): both run natively and validate. */
+static void test_a_grouped_conv_sharing_a_stick_is_not_split_by_group(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph gconv\n"
+        "input %x: f32[1, 8, 7, 7]\ninput %w: f32[16, 4, 2, 2]\ninput %w3: f32[16, 4, 3, 3]\n"
+        "input %x6: f32[1, 8, 6, 6]\ninput %wt: f32[8, 8, 3, 3]\ninput %bt: f32[16]\n"
+        "%y: f32[1, 16, 6, 6] = aten.convolution.default(%x, %w, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 2)\n"
+        "%y3: f32[1, 16, 5, 5] = aten.convolution.default(%x, %w3, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 2)\n"
+        "%t: f32[1, 16, 12, 12] = aten.convolution.default(%x6, %wt, %bt, [2, 2], [1, 1], [1, 1], True, [1, 1], 2)\n"
+        "output %y, %y3, %t\n");
+}
+
 /* A kernel one tap wide taking the im2col copy (few channels, or rows of
  * whole sticks) read its weight as though folded by rows of taps, which
  * only a wider kernel copies (conv_weight_rows): a use before any write
@@ -5861,6 +5907,9 @@ int main(void)
          test_a_per_row_result_of_a_broadcast_operand_alone_gives_every_row_on_both_chips},
         {"pixel_shuffle and unshuffle run natively and validate", test_pixel_shuffle_and_unshuffle_run_natively_and_validate},
         {"transposed convolutions run natively and validate", test_transposed_convolutions_run_natively_and_validate},
+        {"a transposed conv kernel a multiple of its stride runs as sums",
+         test_a_transposed_conv_kernel_a_multiple_of_its_stride_runs_as_sums},
+        {"a grouped conv sharing a stick is not split by group", test_a_grouped_conv_sharing_a_stick_is_not_split_by_group},
         {"a conv one tap wide through im2col runs natively", test_a_conv_one_tap_wide_through_im2col_runs_natively},
         {"a pixel_shuffle factor squared past 64 bits is refused",
          test_a_pixel_shuffle_factor_squared_past_64_bits_is_refused},

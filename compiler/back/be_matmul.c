@@ -1621,6 +1621,34 @@ static int mm_rows_whole(const be_ctx *c, const mm_plan *m, int64_t gm)
     return 1;
 }
 
+/* Does every core's part of a split of the batch in gb start its staged
+ * results at a stick's start?  A grouped convolution's groups are its
+ * batch, their columns side by side in a stick (8 channels a group, 16 in
+ * all): split over cores, two would each write half a stick. */
+static int mm_batch_whole(const be_ctx *c, const mm_plan *m, int64_t gb)
+{
+    for (int j = 0; j < m->ep.nn; j++) {
+        const rk_node *rn = &m->ep.nodes[j];
+        const ir_node *N = &c->p->nodes[rn->node];
+        const gr_ttype *t = &c->p->bufs[N->out].type;
+        const int sd = c->lay[N->out].stick_dim;
+        if (!rn->staged || !t->rank)
+            continue;
+        for (int64_t i = 1; i < gb; i++) {
+            int64_t b0, bt, at = rn->store.offset, co[GR_MAX_RANK];
+            cc_split(m->nbatch, gb, i, &b0, &bt);
+            for (int v = m->nb - 1; v >= 0; v--) {
+                at += rn->store.coef[v] * (b0 % m->mm->ranges[v]);
+                b0 /= m->mm->ranges[v];
+            }
+            be_coords_of(t, at, co);
+            if (co[sd] % c->t.lanes16)
+                return 0;
+        }
+    }
+    return 1;
+}
+
 /* A split of the batch must look this much better than the best
  * division without one: the splits of products of many rows estimated
  * 12% and more better ran faster (prefill's QK^T 1x2b2: 270,400 against
@@ -1768,7 +1796,9 @@ static void mm_grid_search(be_ctx *c, int pos, mm_plan *m, uint64_t whole, doubl
     be_work *w = &c->work[pos];
     const int64_t cores = c->cfg->cores;
     const int64_t most_gb = cc_min(cores, m->nbatch);
-    for (int64_t gb = 1; gb <= most_gb; gb++)
+    for (int64_t gb = 1; gb <= most_gb; gb++) {
+        if (gb > 1 && !mm_batch_whole(c, m, gb))
+            continue;
         for (int64_t gk = 1; gk <= (m->nbatch > 1 ? 1 : cc_min(cores, m->KG)); gk++)
             for (int64_t gm = 1; gm <= cc_min(cores / (gb * gk), m->M); gm++) {
                 if (gm < 64 ? !(whole >> gm & 1) : !mm_rows_whole(c, m, gm))
@@ -1796,6 +1826,7 @@ static void mm_grid_search(be_ctx *c, int pos, mm_plan *m, uint64_t whole, doubl
                     }
                 }
             }
+    }
 }
 
 /* m's key for its grid search: the plan's (mm_plan_key_of), which with a

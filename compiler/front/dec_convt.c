@@ -11,7 +11,8 @@
  * dilation D, its output q starting at input q + c0 - (J - 1) D.  Each phase
  * has Q = ceil(OUT / s) outputs; the phases are interleaved, along the last
  * axis by a product with a 0/1 matrix, along the rows by a cat over a new
- * axis and a reshape, and the first OUT kept. */
+ * axis and a reshape, and the first OUT kept.  A kernel a multiple of its
+ * stride is one 1x1 convolution and shifted sums instead (phases_as_sums). */
 #include "decompose.h"
 
 #include <stdlib.h>
@@ -88,8 +89,9 @@ typedef struct {
     int nsp;
     ct_axis ax[2];
     gr_dtype dt;
-    int one;     /* every phase's outputs, phases_as_one's or phases_as_union's, or -1 */
+    int one;     /* every phase's outputs, phases_as_one's, _as_sums' or _as_union's, or -1 */
     int one_dim; /* where its first phase axis is (then the next): 2 or 1 */
+    int shifted; /* one's phases and rows are of o + p (phases_as_sums), not of o */
 } ct_op;
 
 /* bias (or 0) over [N, Cout, Q..]: a phase that takes no tap. */
@@ -141,11 +143,121 @@ static int phases_as_one(dctx *c, const ct_op *o)
     return dc_reshape(c, y, 2 + 2 * o->nsp, split);
 }
 
+/* phases_as_sums with a kernel not a multiple of its stride pads the
+ * weight with zero taps to one, only up to this many elements: the pad is
+ * a copy of the weight read a lane at a time.  3x3 stride 2 on 16x16,
+ * cycles union / sums: 16 -> 8 (2,048 elements padded) 25,608 / 24,229,
+ * 32 -> 16 (8,192) 36,000 / 46,127, 64 -> 32 87,730 / 159,649; 5x5
+ * stride 3, 4 -> 4 on 6x6 (576) 39,875 / 8,219. */
+#define CT_SUMS_PAD_MAX_WEIGHT 4096
+
+/* J: blocks of s taps along axis a, the last padded with zeros. */
+static int64_t sums_taps(const ct_axis *a)
+{
+    return (a->k + a->s - 1) / a->s;
+}
+
+/* The weight [Cin, Cout, J s..] as the 1x1 convolution's [(J.., Cout,
+ * s..), Cin, 1..]: its product gives every input pixel's J.. blocks of s..
+ * Cout outputs. */
+static int sums_weight(dctx *c, const ct_op *o)
+{
+    const gr_ttype wt = dc_T(c, o->w);
+    const int n = o->nsp;
+    int64_t split[6] = {wt.shape[0], wt.shape[1]}, perm[6], flat[4] = {wt.shape[1], wt.shape[0], 1, 1};
+    gr_ttype pt = {.dtype = wt.dtype, .rank = 2 + 2 * n};
+    for (int i = 0; i < n; i++) {
+        split[2 + 2 * i] = sums_taps(&o->ax[i]);
+        split[3 + 2 * i] = o->ax[i].s;
+        perm[i] = 2 + 2 * i;
+        perm[1 + n + i] = 3 + 2 * i;
+        flat[0] *= split[2 + 2 * i] * o->ax[i].s;
+    }
+    perm[n] = 1;
+    perm[1 + 2 * n] = 0;
+    for (int i = 0; i < pt.rank; i++)
+        pt.shape[i] = split[perm[i]];
+    int w = o->w;
+    int64_t pads[4] = {0, 0, 0, 0};
+    gr_ttype wp = wt;
+    for (int i = 0; i < n; i++) {
+        wp.shape[2 + i] = split[2 + 2 * i] * o->ax[i].s;
+        pads[2 * (n - 1 - i) + 1] = wp.shape[2 + i] - o->ax[i].k;
+    }
+    if (memcmp(&wp, &wt, sizeof wt))
+        w = DC_EMIT(c, "aten.constant_pad_nd.default", wp, da_val(w), da_ints(2 * n, pads), da_num(0));
+    w = dc_reshape(c, w, pt.rank, split);
+    w = DC_EMIT(c, "aten.permute.default", pt, da_val(w), da_ints(pt.rank, perm));
+    return dc_reshape(c, w, 2 + n, flat);
+}
+
+/* Dilation 1, one group and every kernel a multiple of its stride (K = J
+ * s: FCN's and DCGAN's 2s, k16 s8; a small weight padded with zero taps to
+ * one): one 1x1 convolution of J.. s.. Cout channels, then output position
+ * o + p = (i + j) s + r is the sum over the J.. blocks j of input pixel
+ * i's block j, shifted by j: [N, Cout, s.., Q'..] over o + p, or -1.  The
+ * product does the op's MACs (of the padded kernel), and the weight is not
+ * flipped. */
+static int phases_as_sums(dctx *c, const ct_op *o)
+{
+    const gr_ttype xt = dc_T(c, o->x), wt = dc_T(c, o->w);
+    const int n = o->nsp;
+    int64_t blocks = 1, phases = 1, padded = 0, len[2], one[2] = {1, 1}, zero[2] = {0, 0};
+    for (int i = 0; i < n; i++) {
+        const ct_axis *a = &o->ax[i];
+        if (o->g != 1 || a->d != 1)
+            return -1;
+        blocks *= sums_taps(a);
+        padded |= a->k % a->s != 0;
+        len[i] = a->in + sums_taps(a) - 1;
+        len[i] = len[i] > (a->s - 1 + a->p) / a->s + a->q ? len[i] : (a->s - 1 + a->p) / a->s + a->q;
+        phases *= a->s;
+    }
+    if (phases == 1) /* stride 1: one convolution, its taps' products summed, costs less */
+        return -1;
+    if (padded && blocks * phases * wt.shape[0] * wt.shape[1] > CT_SUMS_PAD_MAX_WEIGHT)
+        return -1;
+    gr_ttype yt = xt;
+    yt.shape[1] = wt.shape[1] * blocks;
+    for (int i = 0; i < n; i++)
+        yt.shape[1] *= o->ax[i].s;
+    int y = DC_EMIT(c, "aten.convolution.default", yt, da_val(o->x), da_val(sums_weight(c, o)),
+                    (gr_arg){.kind = GR_ARG_NONE}, da_ints(n, one), da_ints(n, zero), da_ints(n, one), da_bool(0),
+                    da_ints(n, zero), da_int(1));
+    int64_t rows[5] = {xt.shape[0], blocks, yt.shape[1] / blocks}, block[6] = {xt.shape[0], wt.shape[1]};
+    for (int i = 0; i < n; i++) {
+        rows[3 + i] = xt.shape[2 + i];
+        block[2 + i] = o->ax[i].s;
+        block[2 + n + i] = xt.shape[2 + i];
+    }
+    y = dc_reshape(c, y, 3 + n, rows);
+    int sum = -1;
+    for (int64_t b = 0; b < blocks; b++) {
+        int v = dc_reshape(c, dc_select(c, y, 1, b), 2 + 2 * n, block);
+        gr_ttype t = dc_T(c, v);
+        int64_t pads[4], j = b;
+        for (int i = n - 1; i >= 0; i--) {
+            const int64_t ji = j % sums_taps(&o->ax[i]), at = 2 * (n - 1 - i);
+            j /= sums_taps(&o->ax[i]);
+            pads[at] = ji;
+            pads[at + 1] = len[i] - o->ax[i].in - ji;
+            t.shape[2 + n + i] = len[i];
+        }
+        v = DC_EMIT(c, "aten.constant_pad_nd.default", t, da_val(v), da_ints(2 * n, pads), da_num(0));
+        sum = sum < 0 ? v : dc_bin(c, "aten.add.Tensor", sum, v);
+    }
+    if (o->bias < 0)
+        return sum;
+    int64_t bs[5] = {wt.shape[1], 1, 1, 1, 1};
+    return dc_bin(c, "aten.add.Tensor", sum, dc_reshape(c, o->bias, 1 + 2 * n, bs));
+}
+
 /* phases_as_union only for a weight of at most this many elements: its
  * copy (flipped, padded, a cat) reads the op's weight a lane at a time.  A
- * 4x4 stride-2 one on 16x16, cycles union / one conv a phase: 16 -> 8
- * channels (4,608 elements) 29,617 / 41,209; 32 -> 16 (18,432) 48,000 /
- * 61,045; 32 -> 32 (36,864) 73,502 / 73,103; 64 -> 32 229,026 / 75,259. */
+ * 4x4 stride-2 one on 16x16 (measured before phases_as_sums took it),
+ * cycles union / one conv a phase: 16 -> 8 channels (4,608 elements)
+ * 29,617 / 41,209; 32 -> 16 (18,432) 48,000 / 61,045; 32 -> 32 (36,864)
+ * 73,502 / 73,103; 64 -> 32 229,026 / 75,259. */
 #define CT_UNION_MAX_WEIGHT 32768
 
 typedef struct {
@@ -254,7 +366,12 @@ static int phase_conv(dctx *c, const ct_op *o, const int64_t *r)
     if (o->one >= 0) {
         int v = o->one;
         for (int i = 0; i < o->nsp; i++)
-            v = dc_select(c, v, o->one_dim, r[i]);
+            v = dc_select(c, v, o->one_dim, o->shifted ? (r[i] + o->ax[i].p) % o->ax[i].s : r[i]);
+        for (int i = 0; o->shifted && i < o->nsp; i++) {
+            const int64_t c0 = (r[i] + o->ax[i].p) / o->ax[i].s;
+            if (c0 || dc_T(c, v).shape[2 + i] != o->ax[i].q)
+                v = dc_slice(c, v, 2 + i, c0, c0 + o->ax[i].q, 1);
+        }
         return v;
     }
     const gr_ttype xt = dc_T(c, o->x), wt = dc_T(c, o->w);
@@ -339,6 +456,30 @@ static int interleave(dctx *c, const ct_op *o)
     return a->q * a->s == a->out ? y : dc_slice(c, y, 2, 0, a->out, 1);
 }
 
+/* phases_as_sums' [N, Cout, s.., L..] over o + p as the output: permuted
+ * to [N, Cout, L, s, ..], seen as [N, Cout, L s..] (pixel_shuffle's
+ * reshape, permute, reshape), and from p the OUT outputs of each axis. */
+static int shuffle_sums(dctx *c, const ct_op *o)
+{
+    const gr_ttype t = dc_T(c, o->one);
+    const int n = o->nsp;
+    int64_t perm[6] = {0, 1}, flat[4] = {t.shape[0], t.shape[1]};
+    gr_ttype pt = {.dtype = t.dtype, .rank = t.rank, .shape = {t.shape[0], t.shape[1]}};
+    for (int i = 0; i < n; i++) {
+        perm[2 + 2 * i] = 2 + n + i;
+        perm[3 + 2 * i] = 2 + i;
+        flat[2 + i] = t.shape[2 + n + i] * t.shape[2 + i];
+    }
+    for (int i = 0; i < t.rank; i++)
+        pt.shape[i] = t.shape[perm[i]];
+    int y = DC_EMIT(c, "aten.permute.default", pt, da_val(o->one), da_ints(t.rank, perm));
+    y = dc_reshape(c, y, 2 + n, flat);
+    for (int i = 0; i < n; i++)
+        if (o->ax[i].p || flat[2 + i] != o->ax[i].out)
+            y = dc_slice(c, y, 2 + i, o->ax[i].p, o->ax[i].p + o->ax[i].out, 1);
+    return y;
+}
+
 /* convolution(x, w, bias, stride, padding, dilation, transposed,
  * output_padding, groups): a transposed one of 1 or 2 spatial axes as
  * above; any other is kept. */
@@ -375,10 +516,19 @@ int dc_r_convolution(dctx *c, const gr_node *n, int *out)
     o.one = phases_as_one(c, &o);
     o.one_dim = 2;
     if (o.one < 0) {
+        o.one = phases_as_sums(c, &o);
+        o.shifted = o.one >= 0;
+    }
+    if (o.one < 0) {
         o.w = conv_weight(c, o.w, o.g, o.nsp);
         o.one = phases_as_union(c, &o);
         o.one_dim = 1;
     }
-    out[0] = interleave(c, &o);
+    /* 2-D strides past 2 along the rows: the interleave's s phases side by
+     * side and its [s Q, OUT] matrix grow with s (FCN's 8x: 55,226 cycles
+     * interleaved, 30,834 shuffled); stride 2 and 1-D ones interleave
+     * cheaper (DCGAN 70,545 / 122,133, the audio decoder 412,124 /
+     * 453,503). */
+    out[0] = o.shifted && o.nsp == 2 && o.ax[1].s > 2 ? shuffle_sums(c, &o) : interleave(c, &o);
     return 1;
 }
