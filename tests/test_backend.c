@@ -3718,6 +3718,19 @@ static void test_a_conv_one_tap_wide_through_im2col_runs_natively(void)
         "output %y, %y2\n");
 }
 
+/* A 2-D transposed convolution of stride 9 x 9 has 81 phases, one tap each:
+ * its weight fits the union's bound, and the union's stack of phase
+ * weights held 64 (a stack overflow, AddressSanitizer's report).  It is
+ * computed right (one convolution a phase, or the host's). */
+static void test_a_transposed_conv_of_81_phases_validates(void)
+{
+    expect_text_validates_on_both_chips(
+        "graph ct81\n"
+        "input %x: f32[1, 1, 2, 2]\ninput %w: f32[1, 1, 9, 9]\n"
+        "%y: f32[1, 1, 19, 19] = aten.convolution.default(%x, %w, None, [9, 9], [0, 0], [1, 1], True, [1, 1], 1)\n"
+        "output %y\n");
+}
+
 /* A pixel_shuffle factor whose square overflows 64 bits (2^32) divided by
  * the wrapped square, 0 (SIGFPE; undefined behaviour in any case): the
  * decomposition refuses it as a shape the factor does not divide. */
@@ -5543,6 +5556,7 @@ int main(void)
         {"pixel_shuffle and unshuffle run natively and validate", test_pixel_shuffle_and_unshuffle_run_natively_and_validate},
         {"transposed convolutions run natively and validate", test_transposed_convolutions_run_natively_and_validate},
         {"a conv one tap wide through im2col runs natively", test_a_conv_one_tap_wide_through_im2col_runs_natively},
+        {"a transposed conv of 81 phases validates", test_a_transposed_conv_of_81_phases_validates},
         {"a pixel_shuffle factor squared past 64 bits is refused",
          test_a_pixel_shuffle_factor_squared_past_64_bits_is_refused},
         {"matmuls on all cores broadcast B over the ring and validate",

@@ -147,6 +147,9 @@ static int phases_as_one(dctx *c, const ct_op *o)
  * channels (4,608 elements) 29,617 / 41,209; 32 -> 16 (18,432) 48,000 /
  * 61,045; 32 -> 32 (36,864) 73,502 / 73,103; 64 -> 32 229,026 / 75,259. */
 #define CT_UNION_MAX_WEIGHT 32768
+/* and of at most this many phases (union_weight's stack of them): a
+ * 9x9 stride's 81 fit the weight bound when each is one tap */
+#define CT_MAX_PHASES 64
 
 typedef struct {
     ct_phase f[2][64];
@@ -182,7 +185,7 @@ static int union_windows(const ct_op *o, ct_union *u)
  * flipped weight padded with zeros into the window, stacked. */
 static int union_weight(dctx *c, const ct_op *o, const ct_union *u)
 {
-    int v[64];
+    int v[CT_MAX_PHASES];
     for (int k = 0; k < u->taps; k++) {
         const int64_t r[2] = {o->nsp == 2 ? k / o->ax[1].s : k, o->nsp == 2 ? k % o->ax[1].s : 0};
         int w = o->w;
@@ -213,7 +216,7 @@ static int union_weight(dctx *c, const ct_op *o, const ct_union *u)
 static int phases_as_union(dctx *c, const ct_op *o)
 {
     ct_union u;
-    if (o->g != 1 || union_windows(o, &u) || u.taps == 1)
+    if (o->g != 1 || union_windows(o, &u) || u.taps == 1 || u.taps > CT_MAX_PHASES)
         return -1;
     const gr_ttype w0 = dc_T(c, o->w), xt = dc_T(c, o->x);
     const int64_t co = w0.shape[0];
