@@ -3731,6 +3731,27 @@ static void test_a_transposed_conv_of_81_phases_validates(void)
         "output %y\n");
 }
 
+/* A transposed convolution's output extent is the arguments' (PyTorch's
+ * (in - 1) s - 2 p + d (k - 1) + output_padding + 1): it was read from the
+ * declared type, so a declared 9 x 9 where the op makes 8 x 8 ran with a
+ * row and a column of bias alone.  It is the graph's mistake, said as for
+ * any op; an output_padding of stride or more is not lowered (the host
+ * refuses it, as PyTorch). */
+static void test_a_transposed_conv_declared_with_another_extent_is_refused(void)
+{
+    char err[512];
+    compile_error("graph ctd\ninput %x: f32[1, 2, 4, 4]\ninput %w: f32[2, 3, 3, 3]\n"
+                  "%y: f32[1, 3, 9, 9] = aten.convolution.default(%x, %w, None, [2, 2], [1, 1], [1, 1], True, [1, 1], 1)\n"
+                  "output %y\n",
+                  "spyre", err, sizeof err);
+    TU_ASSERT_CONTAINS(err, "%y is declared f32[1, 3, 9, 9] but the op produces f32[1, 3, 8, 8]");
+    compile_error("graph cto\ninput %x: f32[1, 2, 4, 4]\ninput %w: f32[2, 3, 3, 3]\n"
+                  "%y: f32[1, 3, 10, 10] = aten.convolution.default(%x, %w, None, [2, 2], [1, 1], [1, 1], True, [3, 3], 1)\n"
+                  "output %y\n",
+                  "spyre", err, sizeof err);
+    TU_ASSERT_CONTAINS(err, "output_padding below stride or dilation");
+}
+
 /* A pixel_shuffle factor whose square overflows 64 bits (2^32) divided by
  * the wrapped square, 0 (SIGFPE; undefined behaviour in any case): the
  * decomposition refuses it as a shape the factor does not divide. */
@@ -5557,6 +5578,8 @@ int main(void)
         {"transposed convolutions run natively and validate", test_transposed_convolutions_run_natively_and_validate},
         {"a conv one tap wide through im2col runs natively", test_a_conv_one_tap_wide_through_im2col_runs_natively},
         {"a transposed conv of 81 phases validates", test_a_transposed_conv_of_81_phases_validates},
+        {"a transposed conv declared with another extent is refused",
+         test_a_transposed_conv_declared_with_another_extent_is_refused},
         {"a pixel_shuffle factor squared past 64 bits is refused",
          test_a_pixel_shuffle_factor_squared_past_64_bits_is_refused},
         {"matmuls on all cores broadcast B over the ring and validate",

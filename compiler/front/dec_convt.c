@@ -358,10 +358,10 @@ int dc_r_convolution(dctx *c, const gr_node *n, int *out)
         dc_fail(c, "lowers 1-D and 2-D transposed convolutions of a batched input only");
     if (o.g < 1 || wt.shape[0] != xt.shape[1] || xt.shape[1] % o.g)
         dc_fail(c, "weight and groups do not match the input's %lld channels", (long long)xt.shape[1]);
-    int64_t v[3][GR_MAX_RANK];
-    const char *keys[3] = {"stride", "padding", "dilation"};
-    for (int k = 0; k < 3; k++) {
-        int cnt = dc_ints(c, n, 3 + k, keys[k], v[k]);
+    int64_t v[4][GR_MAX_RANK];
+    const char *keys[4] = {"stride", "padding", "dilation", "output_padding"};
+    for (int k = 0; k < 4; k++) {
+        int cnt = dc_ints(c, n, k < 3 ? 3 + k : 7, keys[k], v[k]);
         if (cnt != 1 && cnt != o.nsp)
             dc_fail(c, "argument %s must have %d values", keys[k], o.nsp);
         for (int i = 0; i < o.nsp; i++)
@@ -369,10 +369,15 @@ int dc_r_convolution(dctx *c, const gr_node *n, int *out)
     }
     for (int i = 0; i < o.nsp; i++) {
         ct_axis *a = &o.ax[i];
-        *a = (ct_axis){.in = xt.shape[2 + i], .out = ot.shape[2 + i], .s = v[0][i], .p = v[1][i], .d = v[2][i],
-                       .k = wt.shape[2 + i]};
-        if (a->s < 1 || a->p < 0 || a->d < 1 || a->s > 64)
-            dc_fail(c, "lowers strides of 1 to 64, padding not negative and dilation positive");
+        *a = (ct_axis){.in = xt.shape[2 + i], .s = v[0][i], .p = v[1][i], .d = v[2][i], .k = wt.shape[2 + i]};
+        if (a->s < 1 || a->p < 0 || a->d < 1 || a->s > 64 || v[3][i] < 0 || (v[3][i] >= a->s && v[3][i] >= a->d))
+            dc_fail(c, "lowers strides of 1 to 64, padding not negative, dilation positive and output_padding "
+                       "below stride or dilation");
+        /* the extent from the arguments, not the declared one: a declared
+         * one that differs is the graph's mistake (check_results) */
+        a->out = (a->in - 1) * a->s - 2 * a->p + a->d * (a->k - 1) + v[3][i] + 1;
+        if (a->out < 1) /* as PyTorch and the host's (ref_conv.c) */
+            dc_fail(c, "the kernel does not fit the padded input");
         a->q = (a->out + a->s - 1) / a->s;
     }
     o.one = phases_as_one(c, &o);
