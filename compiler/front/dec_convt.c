@@ -374,6 +374,8 @@ int dc_r_convolution(dctx *c, const gr_node *n, int *out)
         if (a->s < 1 || a->p < 0 || a->d < 1 || a->s > 64 || v[3][i] < 0 || (v[3][i] >= a->s && v[3][i] >= a->d))
             dc_fail(c, "lowers strides of 1 to 64, padding not negative, dilation positive and output_padding "
                        "below stride or dilation");
+        if (a->p > INT32_MAX || a->d > INT32_MAX) /* (the extent's and phases' arithmetic in 64 bits) */
+            dc_fail(c, "stride, padding and dilation must be below 2^31");
         /* the extent from the arguments, not the declared one: a declared
          * one that differs is the graph's mistake (check_results) */
         a->out = (a->in - 1) * a->s - 2 * a->p + a->d * (a->k - 1) + v[3][i] + 1;
