@@ -36,6 +36,8 @@ static int conv_out(ex *E, cgeom *g)
     for (int i = 0; i < 3; i++) {
         if (g->s[i] < 1 || g->p[i] < 0 || g->d[i] < 1 || g->op[i] < 0)
             return ref_fail(E, "stride and dilation must be positive and paddings not negative");
+        if (g->s[i] > INT32_MAX || g->p[i] > INT32_MAX || g->d[i] > INT32_MAX || g->op[i] > INT32_MAX)
+            return ref_fail(E, "stride, padding and dilation must be below 2^31"); /* (extents in 64 bits) */
         if (g->tr && g->op[i] >= g->s[i] && g->op[i] >= g->d[i])
             return ref_fail(E, "output_padding must be smaller than stride or dilation");
         int64_t e = g->in[i] + 2 * g->p[i] - g->d[i] * (g->k[i] - 1);

@@ -3771,6 +3771,40 @@ static void test_a_conv_one_tap_wide_through_im2col_runs_natively(void)
         "output %y, %y2\n");
 }
 
+/* A 2-D transposed convolution of stride 9 x 9 has 81 phases, one tap each:
+ * its weight fits the union's bound, and the union's stack of phase
+ * weights held 64 (a stack overflow, AddressSanitizer's report).  It is
+ * computed right (one convolution a phase, or the host's). */
+static void test_a_transposed_conv_of_81_phases_validates(void)
+{
+    expect_text_validates_on_both_chips(
+        "graph ct81\n"
+        "input %x: f32[1, 1, 2, 2]\ninput %w: f32[1, 1, 9, 9]\n"
+        "%y: f32[1, 1, 19, 19] = aten.convolution.default(%x, %w, None, [9, 9], [0, 0], [1, 1], True, [1, 1], 1)\n"
+        "output %y\n");
+}
+
+/* A transposed convolution's output extent is the arguments' (PyTorch's
+ * (in - 1) s - 2 p + d (k - 1) + output_padding + 1): it was read from the
+ * declared type, so a declared 9 x 9 where the op makes 8 x 8 ran with a
+ * row and a column of bias alone.  It is the graph's mistake, said as for
+ * any op; an output_padding of stride or more is not lowered (the host
+ * refuses it, as PyTorch). */
+static void test_a_transposed_conv_declared_with_another_extent_is_refused(void)
+{
+    char err[512];
+    compile_error("graph ctd\ninput %x: f32[1, 2, 4, 4]\ninput %w: f32[2, 3, 3, 3]\n"
+                  "%y: f32[1, 3, 9, 9] = aten.convolution.default(%x, %w, None, [2, 2], [1, 1], [1, 1], True, [1, 1], 1)\n"
+                  "output %y\n",
+                  "spyre", err, sizeof err);
+    TU_ASSERT_CONTAINS(err, "%y is declared f32[1, 3, 9, 9] but the op produces f32[1, 3, 8, 8]");
+    compile_error("graph cto\ninput %x: f32[1, 2, 4, 4]\ninput %w: f32[2, 3, 3, 3]\n"
+                  "%y: f32[1, 3, 10, 10] = aten.convolution.default(%x, %w, None, [2, 2], [1, 1], [1, 1], True, [3, 3], 1)\n"
+                  "output %y\n",
+                  "spyre", err, sizeof err);
+    TU_ASSERT_CONTAINS(err, "output_padding below stride or dilation");
+}
+
 /* A pixel_shuffle factor whose square overflows 64 bits (2^32) divided by
  * the wrapped square, 0 (SIGFPE; undefined behaviour in any case): the
  * decomposition refuses it as a shape the factor does not divide. */
@@ -5911,6 +5945,9 @@ int main(void)
          test_a_transposed_conv_kernel_a_multiple_of_its_stride_runs_as_sums},
         {"a grouped conv sharing a stick is not split by group", test_a_grouped_conv_sharing_a_stick_is_not_split_by_group},
         {"a conv one tap wide through im2col runs natively", test_a_conv_one_tap_wide_through_im2col_runs_natively},
+        {"a transposed conv of 81 phases validates", test_a_transposed_conv_of_81_phases_validates},
+        {"a transposed conv declared with another extent is refused",
+         test_a_transposed_conv_declared_with_another_extent_is_refused},
         {"a pixel_shuffle factor squared past 64 bits is refused",
          test_a_pixel_shuffle_factor_squared_past_64_bits_is_refused},
         {"matmuls on all cores broadcast B over the ring and validate",

@@ -280,6 +280,28 @@ static void test_the_write_drain_has_a_trace_slice_and_is_held_to_max_cycles(voi
     remove(tr);
 }
 
+/* A convolution's padding or dilation of 2^62 overflowed the extents'
+ * arithmetic (2 p, d (K - 1)) in the lowering, the transposed rule and
+ * the host's reference (UBSan: signed integer overflow): stride, padding
+ * and dilation past 2^31 are the graph's error, exit 2 with one line,
+ * for a convolution and a transposed one. */
+static void test_a_conv_padding_or_dilation_past_2_31_exits_2(void)
+{
+    const char *args[] = {"[1, 1], [4611686018427387904, 0], [1, 1], False", "[1, 1], [0, 0], [1, 4611686018427387904], False",
+                          "[2, 2], [4611686018427387904, 0], [1, 1], True", "[2, 2], [0, 0], [4611686018427387904, 1], True"};
+    char dir[1024], path[1100], text[600];
+    tu_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/graph.txt", dir);
+    for (int i = 0; i < 4; i++) {
+        snprintf(text, sizeof text,
+                 "graph big\ninput %%x: f32[1, 2, 4, 4]\ninput %%w: f32[2, 2, 3, 3]\n"
+                 "%%y: f32[1, 2, 2, 2] = aten.convolution.default(%%x, %%w, None, %s, [0, 0], 1)\noutput %%y\n", args[i]);
+        write_file(path, text);
+        expect_spyref("run %s%s", dir, "", 2, "stride, padding and dilation must be below 2^31");
+    }
+    tu_rmtree(dir);
+}
+
 /* --refresh-phase: 0 is the run without it, cycle for cycle; a phase
  * outside [0, dram_trefi_ns) or not a number is exit 2 before any run. */
 static void test_refresh_phase_0_is_the_default_and_bad_phases_exit_2(void)
@@ -1295,6 +1317,7 @@ int main(void)
          test_a_runaway_program_stops_at_max_insns_or_max_cycles_with_exit_3},
         {"the write drain has a trace slice and is held to max_cycles",
          test_the_write_drain_has_a_trace_slice_and_is_held_to_max_cycles},
+        {"a conv padding or dilation past 2^31 exits 2", test_a_conv_padding_or_dilation_past_2_31_exits_2},
         {"a_faulting_run_writes_its_stats_json_up_to_the_fault",
          test_a_faulting_run_writes_its_stats_json_up_to_the_fault},
         {"an invalid config value exits 2 naming file, key and reason",

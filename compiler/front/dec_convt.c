@@ -256,9 +256,13 @@ static int phases_as_sums(dctx *c, const ct_op *o)
  * copy (flipped, padded, a cat) reads the op's weight a lane at a time.  A
  * 4x4 stride-2 one on 16x16 (measured before phases_as_sums took it),
  * cycles union / one conv a phase: 16 -> 8 channels (4,608 elements)
- * 29,617 / 41,209; 32 -> 16 (18,432) 48,000 / 61,045; 32 -> 32 (36,864)
- * 73,502 / 73,103; 64 -> 32 229,026 / 75,259. */
+ * 29,617 / 41,209; 32 -> 16 (18,432) 48,000 / 58,631; 32 -> 32 (36,864)
+ * 73,502 / 64,366; 64 -> 32 229,026 / 75,259 (a phase's weight past
+ * 1,024 elements read by per-tap products: lower.c). */
 #define CT_UNION_MAX_WEIGHT 32768
+/* and of at most this many phases (union_weight's stack of them): a
+ * 9x9 stride's 81 fit the weight bound when each is one tap */
+#define CT_MAX_PHASES 64
 
 typedef struct {
     ct_phase f[2][64];
@@ -294,7 +298,7 @@ static int union_windows(const ct_op *o, ct_union *u)
  * flipped weight padded with zeros into the window, stacked. */
 static int union_weight(dctx *c, const ct_op *o, const ct_union *u)
 {
-    int v[64];
+    int v[CT_MAX_PHASES];
     for (int k = 0; k < u->taps; k++) {
         const int64_t r[2] = {o->nsp == 2 ? k / o->ax[1].s : k, o->nsp == 2 ? k % o->ax[1].s : 0};
         int w = o->w;
@@ -325,7 +329,7 @@ static int union_weight(dctx *c, const ct_op *o, const ct_union *u)
 static int phases_as_union(dctx *c, const ct_op *o)
 {
     ct_union u;
-    if (o->g != 1 || union_windows(o, &u) || u.taps == 1)
+    if (o->g != 1 || union_windows(o, &u) || u.taps == 1 || u.taps > CT_MAX_PHASES)
         return -1;
     const gr_ttype w0 = dc_T(c, o->w), xt = dc_T(c, o->x);
     const int64_t co = w0.shape[0];
@@ -496,10 +500,10 @@ int dc_r_convolution(dctx *c, const gr_node *n, int *out)
         dc_fail(c, "lowers 1-D and 2-D transposed convolutions of a batched input only");
     if (o.g < 1 || wt.shape[0] != xt.shape[1] || xt.shape[1] % o.g)
         dc_fail(c, "weight and groups do not match the input's %lld channels", (long long)xt.shape[1]);
-    int64_t v[3][GR_MAX_RANK];
-    const char *keys[3] = {"stride", "padding", "dilation"};
-    for (int k = 0; k < 3; k++) {
-        int cnt = dc_ints(c, n, 3 + k, keys[k], v[k]);
+    int64_t v[4][GR_MAX_RANK];
+    const char *keys[4] = {"stride", "padding", "dilation", "output_padding"};
+    for (int k = 0; k < 4; k++) {
+        int cnt = dc_ints(c, n, k < 3 ? 3 + k : 7, keys[k], v[k]);
         if (cnt != 1 && cnt != o.nsp)
             dc_fail(c, "argument %s must have %d values", keys[k], o.nsp);
         for (int i = 0; i < o.nsp; i++)
@@ -507,10 +511,17 @@ int dc_r_convolution(dctx *c, const gr_node *n, int *out)
     }
     for (int i = 0; i < o.nsp; i++) {
         ct_axis *a = &o.ax[i];
-        *a = (ct_axis){.in = xt.shape[2 + i], .out = ot.shape[2 + i], .s = v[0][i], .p = v[1][i], .d = v[2][i],
-                       .k = wt.shape[2 + i]};
-        if (a->s < 1 || a->p < 0 || a->d < 1 || a->s > 64)
-            dc_fail(c, "lowers strides of 1 to 64, padding not negative and dilation positive");
+        *a = (ct_axis){.in = xt.shape[2 + i], .s = v[0][i], .p = v[1][i], .d = v[2][i], .k = wt.shape[2 + i]};
+        if (a->s < 1 || a->p < 0 || a->d < 1 || a->s > 64 || v[3][i] < 0 || (v[3][i] >= a->s && v[3][i] >= a->d))
+            dc_fail(c, "lowers strides of 1 to 64, padding not negative, dilation positive and output_padding "
+                       "below stride or dilation");
+        if (a->p > INT32_MAX || a->d > INT32_MAX) /* (the extent's and phases' arithmetic in 64 bits) */
+            dc_fail(c, "stride, padding and dilation must be below 2^31");
+        /* the extent from the arguments, not the declared one: a declared
+         * one that differs is the graph's mistake (check_results) */
+        a->out = (a->in - 1) * a->s - 2 * a->p + a->d * (a->k - 1) + v[3][i] + 1;
+        if (a->out < 1) /* as PyTorch and the host's (ref_conv.c) */
+            dc_fail(c, "the kernel does not fit the padded input");
         a->q = (a->out + a->s - 1) / a->s;
     }
     o.one = phases_as_one(c, &o);

@@ -1470,9 +1470,12 @@ static convshape conv_shape(lctx *c, const gr_ttype *xt, const gr_ttype *wt)
     conv_ints(c, 3, "stride", s.nsp, 1, s.s);
     conv_ints(c, 4, "padding", s.nsp, 0, s.p);
     conv_ints(c, 5, "dilation", s.nsp, 1, s.d);
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < 2; i++) {
         if (s.s[i] < 1 || s.p[i] < 0 || s.d[i] < 1)
             fail(c, "stride and dilation must be positive and padding not negative");
+        if (s.s[i] > INT32_MAX || s.p[i] > INT32_MAX || s.d[i] > INT32_MAX) /* (the extents' arithmetic in 64 bits) */
+            fail(c, "stride, padding and dilation must be below 2^31");
+    }
     s.hp = s.h + 2 * s.p[0];
     s.wp = s.w + 2 * s.p[1];
     s.oh = (s.hp - s.d[0] * (s.kh - 1) - 1) / s.s[0] + 1;
