@@ -3736,6 +3736,24 @@ static void test_a_transposed_conv_kernel_a_multiple_of_its_stride_runs_as_sums(
         "output %u8, %u16, %v, %a, %o, %k5, %k3\n");
 }
 
+/* A long last axis was interleaved by one 0/1 matrix of (s Q) x OUT: a 1-D
+ * stride-4 one to 4,096 outputs read 33.5 MB of it, 354,446 cycles against
+ * the host's 27,266.  Now by blocks of a stick (dec_convt.c, CT_BLOCK):
+ * 20,801.  1-D outputs of 1,024 (kernel a multiple of the stride) and 383
+ * (cut from 384: output_padding), and a 2-D one 256 wide, validate. */
+static void test_a_long_transposed_conv_interleaves_by_blocks(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph convt_long\n"
+        "input %x: f32[1, 4, 256]\ninput %w: f32[4, 4, 8]\ninput %b: f32[4]\n"
+        "input %x3: f32[1, 3, 128]\ninput %w3: f32[3, 2, 5]\n"
+        "input %x2: f32[1, 2, 3, 128]\ninput %w2: f32[2, 3, 3, 3]\n"
+        "%l: f32[1, 4, 1024] = aten.convolution.default(%x, %w, %b, [4], [2], [1], True, [0], 1)\n"
+        "%m: f32[1, 2, 383] = aten.convolution.default(%x3, %w3, None, [3], [2], [1], True, [1], 1)\n"
+        "%n: f32[1, 3, 6, 256] = aten.convolution.default(%x2, %w2, None, [2, 2], [1, 1], [1, 1], True, [1, 1], 1)\n"
+        "output %l, %m, %n\n");
+}
+
 /* A grouped convolution's product has the groups as its batch, their
  * output channels side by side in one stick (2 groups of 8 of 16): the
  * work division split the batch over cores, and each would write half a
@@ -5946,6 +5964,7 @@ int main(void)
         {"a grouped conv sharing a stick is not split by group", test_a_grouped_conv_sharing_a_stick_is_not_split_by_group},
         {"a conv one tap wide through im2col runs natively", test_a_conv_one_tap_wide_through_im2col_runs_natively},
         {"a transposed conv of 81 phases validates", test_a_transposed_conv_of_81_phases_validates},
+        {"a long transposed conv interleaves by blocks", test_a_long_transposed_conv_interleaves_by_blocks},
         {"a transposed conv declared with another extent is refused",
          test_a_transposed_conv_declared_with_another_extent_is_refused},
         {"a pixel_shuffle factor squared past 64 bits is refused",
