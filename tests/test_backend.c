@@ -3773,6 +3773,28 @@ static void test_a_grouped_conv_sharing_a_stick_is_not_split_by_group(void)
         "output %y, %y3, %t\n");
 }
 
+/* mv's 250 results stored as [5, 5, 10] (OpInfo matmul#12, #13: a
+ * reshaped mv): a split of its 4 sticks of columns over 2 cores began
+ * core 1's part at 128, 8 elements into a row of 10, and core 0 wrote 8
+ * of that stick's 10.  Column splits whose parts begin mid-stick are
+ * skipped, as the rows' and the batch's are. */
+static void test_an_mv_stored_in_short_rows_is_not_split_mid_stick(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph mvrows\n"
+        "input %a: f32[5, 5, 10, 10]\ninput %v: f32[10]\n"
+        "input %b: f32[5, 5, 10, 5]\ninput %u: f32[10]\n"
+        "%r: f32[250, 10] = aten._reshape_alias.default(%a, [250, 10], [10, 1])\n"
+        "%mv: f32[250] = aten.mv.default(%r, %v)\n"
+        "%y: f32[5, 5, 10] = aten._unsafe_view.default(%mv, [5, 5, 10])\n"
+        "%t: f32[5, 5, 5, 10] = aten.transpose.int(%b, -2, -1)\n"
+        "%c: f32[5, 5, 5, 10] = aten.clone.default(%t, memory_format=\"contiguous_format\")\n"
+        "%uv: f32[125, 10] = aten._unsafe_view.default(%c, [125, 10])\n"
+        "%mv2: f32[125] = aten.mv.default(%uv, %u)\n"
+        "%y2: f32[5, 5, 5] = aten._unsafe_view.default(%mv2, [5, 5, 5])\n"
+        "output %y, %y2\n");
+}
+
 /* A kernel one tap wide taking the im2col copy (few channels, or rows of
  * whole sticks) read its weight as though folded by rows of taps, which
  * only a wider kernel copies (conv_weight_rows): a use before any write
@@ -5962,6 +5984,7 @@ int main(void)
         {"a transposed conv kernel a multiple of its stride runs as sums",
          test_a_transposed_conv_kernel_a_multiple_of_its_stride_runs_as_sums},
         {"a grouped conv sharing a stick is not split by group", test_a_grouped_conv_sharing_a_stick_is_not_split_by_group},
+        {"an mv stored in short rows is not split mid-stick", test_an_mv_stored_in_short_rows_is_not_split_mid_stick},
         {"a conv one tap wide through im2col runs natively", test_a_conv_one_tap_wide_through_im2col_runs_natively},
         {"a transposed conv of 81 phases validates", test_a_transposed_conv_of_81_phases_validates},
         {"a long transposed conv interleaves by blocks", test_a_long_transposed_conv_interleaves_by_blocks},

@@ -1592,56 +1592,58 @@ static int mm_plan_override(be_ctx *c, int pos, mm_plan *m, double *best)
     return 0;
 }
 
-/* Do gm parts of M keep every stick of the staged results whole on one
- * core?  A result stored through a staged copy with m walking its stick
- * dim (a conv's NCHW output, m along a row of ow) is stored in whole
- * sticks only: a part starting mid-stick would leave the stick's rest
- * to another core (be_store_staged refuses that). */
-static int mm_rows_whole(const be_ctx *c, const mm_plan *m, int64_t gm)
+/* The axes the cores split a product along (mm_parts_whole). */
+enum { MM_SPLIT_BATCH, MM_SPLIT_ROWS, MM_SPLIT_COLS };
+
+/* Where in rn's stored buffer part i of `parts` along axis begins: its
+ * first batch index, row or stick of columns (cc_split's parts). */
+static int64_t mm_part_at(const mm_plan *m, const rk_node *rn, int axis, int64_t parts, int64_t i)
 {
+    int64_t p0, pt, at = rn->store.offset;
+    if (axis == MM_SPLIT_ROWS) {
+        cc_split(m->M, parts, i, &p0, &pt);
+        return at + rn->store.coef[m->vm] * p0;
+    }
+    if (axis == MM_SPLIT_COLS) {
+        cc_split(m->GN, parts, i, &p0, &pt);
+        return at + rn->store.coef[m->vn] * p0 * m->c->t.lanes16;
+    }
+    cc_split(m->nbatch, parts, i, &p0, &pt);
+    for (int v = m->nb - 1; v >= 0; v--) {
+        at += rn->store.coef[v] * (p0 % m->mm->ranges[v]);
+        p0 /= m->mm->ranges[v];
+    }
+    return at;
+}
+
+/* Does every core's part of a split of axis in `parts` start its staged
+ * results at a stick's start?  A staged result is stored in whole sticks
+ * only (be_store_staged): a part starting mid-stick would leave the
+ * stick's rest to another core.  Rows: a conv's NCHW output, m along a
+ * row of ow.  Batch: a grouped convolution's groups, their columns side
+ * by side in a stick (8 channels a group, 16 in all).  Columns: mv's 250
+ * results stored as [5, 5, 10], a stick of columns 6.4 rows.  A row or
+ * column variable that does not walk the stick dim parts no stick. */
+static int mm_parts_whole(const be_ctx *c, const mm_plan *m, int axis, int64_t parts)
+{
+    const int v = axis == MM_SPLIT_ROWS ? m->vm : axis == MM_SPLIT_COLS ? m->vn : -1;
     for (int j = 0; j < m->ep.nn; j++) {
         const rk_node *rn = &m->ep.nodes[j];
         const ir_node *N = &c->p->nodes[rn->node];
         const gr_ttype *t = &c->p->bufs[N->out].type;
         const int sd = c->lay[N->out].stick_dim;
         int64_t co[GR_MAX_RANK];
-        if (!rn->staged || !t->rank || rn->store.coef[m->vm] <= 0)
-            continue;
-        be_coords_of(t, rn->store.coef[m->vm], co);
-        if (!co[sd])
-            continue;
-        for (int64_t i = 1; i < gm; i++) {
-            int64_t m0, mt;
-            cc_split(m->M, gm, i, &m0, &mt);
-            be_coords_of(t, rn->store.offset + rn->store.coef[m->vm] * m0, co);
-            if (co[sd] % c->t.lanes16)
-                return 0;
-        }
-    }
-    return 1;
-}
-
-/* Does every core's part of a split of the batch in gb start its staged
- * results at a stick's start?  A grouped convolution's groups are its
- * batch, their columns side by side in a stick (8 channels a group, 16 in
- * all): split over cores, two would each write half a stick. */
-static int mm_batch_whole(const be_ctx *c, const mm_plan *m, int64_t gb)
-{
-    for (int j = 0; j < m->ep.nn; j++) {
-        const rk_node *rn = &m->ep.nodes[j];
-        const ir_node *N = &c->p->nodes[rn->node];
-        const gr_ttype *t = &c->p->bufs[N->out].type;
-        const int sd = c->lay[N->out].stick_dim;
         if (!rn->staged || !t->rank)
             continue;
-        for (int64_t i = 1; i < gb; i++) {
-            int64_t b0, bt, at = rn->store.offset, co[GR_MAX_RANK];
-            cc_split(m->nbatch, gb, i, &b0, &bt);
-            for (int v = m->nb - 1; v >= 0; v--) {
-                at += rn->store.coef[v] * (b0 % m->mm->ranges[v]);
-                b0 /= m->mm->ranges[v];
-            }
-            be_coords_of(t, at, co);
+        if (v >= 0) {
+            if (rn->store.coef[v] <= 0)
+                continue;
+            be_coords_of(t, rn->store.coef[v], co);
+            if (!co[sd])
+                continue;
+        }
+        for (int64_t i = 1; i < parts; i++) {
+            be_coords_of(t, mm_part_at(m, rn, axis, parts, i), co);
             if (co[sd] % c->t.lanes16)
                 return 0;
         }
@@ -1779,31 +1781,41 @@ static double mm_grid_cost(mm_plan *m, int64_t gm, int64_t gn, mm_tiling *tl)
     return e;
 }
 
-/* Bit gm set when gm parts of M keep the staged results' sticks whole
- * (mm_rows_whole), for gm up to the cores, M and 63. */
-static uint64_t mm_whole_rows(const be_ctx *c, const mm_plan *m)
+/* Bit g set when g parts of axis (rows of M or sticks of columns) keep
+ * the staged results' sticks whole (mm_parts_whole), for g up to the
+ * cores, the axis's extent and 63. */
+static uint64_t mm_whole_parts(const be_ctx *c, const mm_plan *m, int axis)
 {
+    const int64_t most = cc_min(cc_min(c->cfg->cores, axis == MM_SPLIT_ROWS ? m->M : m->GN), 63);
     uint64_t whole = 0;
-    for (int64_t gm = 1; gm <= cc_min(cc_min(c->cfg->cores, m->M), 63); gm++)
-        whole |= (uint64_t)mm_rows_whole(c, m, gm) << gm;
+    for (int64_t g = 1; g <= most; g++)
+        whole |= (uint64_t)mm_parts_whole(c, m, axis, g) << g;
     return whole;
 }
 
+/* Are g parts of axis whole: bit g of whole (mm_whole_parts) or, past 63, asked. */
+static int mm_whole_at(const be_ctx *c, const mm_plan *m, uint64_t whole, int axis, int64_t g)
+{
+    return g < 64 ? (int)(whole >> g & 1) : mm_parts_whole(c, m, axis, g);
+}
+
 /* Every gb x gk x gm x gn grid not skipped, priced (mm_plan_search);
- * whole: mm_whole_rows. */
-static void mm_grid_search(be_ctx *c, int pos, mm_plan *m, uint64_t whole, double *best)
+ * whole[0], whole[1]: mm_whole_parts of the rows and the columns. */
+static void mm_grid_search(be_ctx *c, int pos, mm_plan *m, const uint64_t whole[2], double *best)
 {
     be_work *w = &c->work[pos];
     const int64_t cores = c->cfg->cores;
     const int64_t most_gb = cc_min(cores, m->nbatch);
     for (int64_t gb = 1; gb <= most_gb; gb++) {
-        if (gb > 1 && !mm_batch_whole(c, m, gb))
+        if (gb > 1 && !mm_parts_whole(c, m, MM_SPLIT_BATCH, gb))
             continue;
         for (int64_t gk = 1; gk <= (m->nbatch > 1 ? 1 : cc_min(cores, m->KG)); gk++)
             for (int64_t gm = 1; gm <= cc_min(cores / (gb * gk), m->M); gm++) {
-                if (gm < 64 ? !(whole >> gm & 1) : !mm_rows_whole(c, m, gm))
+                if (!mm_whole_at(c, m, whole[0], MM_SPLIT_ROWS, gm))
                     continue;
                 for (int64_t gn = 1; gn <= cc_min(cores / (gb * gm * gk), m->GN); gn++) {
+                    if (!mm_whole_at(c, m, whole[1], MM_SPLIT_COLS, gn))
+                        continue;
                     mm_set_gk(m, gk);
                     m->gb = gb;
                     double floor = -1; /* (mm_search_skips's, when it made it) */
@@ -1834,11 +1846,11 @@ static void mm_grid_search(be_ctx *c, int pos, mm_plan *m, uint64_t whole, doubl
  * the floors, given what mm_whole_share reads of an operand staged whole:
  * for a product of a PT pass of rows or more its buffer's bytes, kept in
  * the key's G (the search's key has no grid), else more (no key); whole
- * (mm_whole_rows, read from the program; up to 63 cores, else no key) as
- * gm; mt and ns -2, which no tile's key has.  The results' lxonly flags
+ * (mm_whole_parts of the rows and the columns, read from the program; up
+ * to 63 cores, else no key) as gm and gn; mt and ns -2, which no tile's key has.  The results' lxonly flags
  * are read only for a batch (mm_keeps_rows): without one they are left
  * out, as mm_block_key_of leaves them.  -1: no key. */
-static int mm_search_key_of(const be_ctx *c, const mm_plan *m, uint64_t whole, mm_block_key *k)
+static int mm_search_key_of(const be_ctx *c, const mm_plan *m, const uint64_t whole[2], mm_block_key *k)
 {
     if (((m->aw || m->bw) && m->M < c->cfg->pt_rows) || c->cfg->cores > 63 || mm_plan_key_of(m, k))
         return -1;
@@ -1848,7 +1860,8 @@ static int mm_search_key_of(const be_ctx *c, const mm_plan *m, uint64_t whole, m
     }
     k->G.a_bytes = m->aw ? (double)be_buf_bytes(c, m->mm->a) : 0;
     k->G.b_bytes = m->bw ? (double)be_buf_bytes(c, m->mm->b) : 0;
-    k->gm = (int64_t)whole;
+    k->gm = (int64_t)whole[0];
+    k->gn = (int64_t)whole[1];
     k->mt = k->ns = -2;
     return 0;
 }
@@ -1882,7 +1895,7 @@ static void mm_plan_search(be_ctx *c, int pos, mm_plan *m, double *best)
     w->gk = w->gb = 1;
     mm_gmemo_begin(m, c->cfg->cores);
     mm_block_key k;
-    const uint64_t whole = mm_whole_rows(c, m);
+    const uint64_t whole[2] = {mm_whole_parts(c, m, MM_SPLIT_ROWS), mm_whole_parts(c, m, MM_SPLIT_COLS)};
     const int keyed = !mm_search_key_of(c, m, whole, &k);
     const uint64_t h = keyed ? mm_block_hash(&k) : 0;
     const mm_search_result *r = keyed ? be_mmsearch_find(c, &k, sizeof k, h) : NULL;
@@ -2273,6 +2286,8 @@ static void mm_plan_ties(be_ctx *c, int pos, mm_plan *m, double best)
     if (split >= pick * (1 - MM_SPLITK_WAIT_GAIN)) {
         g[2] = 1;
         for (int64_t gn = 1; gn <= cc_min(cores / w->gm, m->GN); gn++) {
+            if (!mm_parts_whole(c, m, MM_SPLIT_COLS, gn))
+                continue;
             mm_set_gk(m, 1);
             /* priced by the search, when it was (else priced into the
              * memo, unless its floor is past the slack already) */
