@@ -1541,22 +1541,21 @@ static void puts_n(FILE *f, int n, ...)
     va_end(ap);
 }
 
-/* v in decimal, as %lld prints it. */
-static void int_text(long long v, char out[24])
+size_t gr_int_text(long long v, char out[24])
 {
     char d[24];
-    int n = 0;
+    size_t n = 0, o = 0;
     unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
     do {
         d[n++] = (char)('0' + u % 10);
         u /= 10;
     } while (u);
-    int o = 0;
     if (v < 0)
         out[o++] = '-';
     while (n)
         out[o++] = d[--n];
     out[o] = 0;
+    return o;
 }
 
 void gr_ttype_str(const gr_ttype *t, char *buf, size_t len)
@@ -1568,7 +1567,7 @@ void gr_ttype_str(const gr_ttype *t, char *buf, size_t len)
     str_put(buf, len, &o, "[");
     for (int i = 0; i < t->rank && o < len; i++) {
         char d[24];
-        int_text((long long)t->shape[i], d);
+        gr_int_text((long long)t->shape[i], d);
         str_put(buf, len, &o, i ? ", " : "");
         str_put(buf, len, &o, d);
     }
@@ -1643,7 +1642,7 @@ void gr_arg_print(const gr_graph *g, const gr_arg *a, FILE *f)
         break;
     case GR_ARG_INT: {
         char d[24];
-        int_text((long long)a->i, d);
+        gr_int_text((long long)a->i, d);
         fputs(d, f);
         break;
     }

@@ -44,23 +44,6 @@ static void fmt_put(fmt_out *w, const char *s, size_t n)
     w->o += n;
 }
 
-/* v in decimal into out (24 bytes); its length. */
-static size_t fmt_int(long long v, char *out)
-{
-    char d[24];
-    size_t n = 0, o = 0;
-    unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
-    do {
-        d[n++] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    if (v < 0)
-        out[o++] = '-';
-    while (n)
-        out[o++] = d[--n];
-    return o;
-}
-
 /* The next conversion of fmt (at the '%') put, fmt moved past it; 0 one
  * this does not know. */
 static int fmt_conv(fmt_out *w, const char **fmt, va_list *ap)
@@ -73,12 +56,12 @@ static int fmt_conv(fmt_out *w, const char **fmt, va_list *ap)
         const char *s = va_arg(*ap, const char *);
         fmt_put(w, s, strlen(s));
     } else if (*f == 'd') {
-        fmt_put(w, num, fmt_int(va_arg(*ap, int), num));
+        fmt_put(w, num, gr_int_text(va_arg(*ap, int), num));
     } else if (f[0] == 'l' && f[1] == 'd') {
-        fmt_put(w, num, fmt_int(va_arg(*ap, long), num));
+        fmt_put(w, num, gr_int_text(va_arg(*ap, long), num));
         f++;
     } else if (f[0] == 'l' && f[1] == 'l' && f[2] == 'd') {
-        fmt_put(w, num, fmt_int(va_arg(*ap, long long), num));
+        fmt_put(w, num, gr_int_text(va_arg(*ap, long long), num));
         f += 2;
     } else if (f[0] == '.' && f[1] == '0' && f[2] == 'f') {
         /* rounded as printf rounds, in the rounding mode (ties to even) */
@@ -88,7 +71,7 @@ static int fmt_conv(fmt_out *w, const char **fmt, va_list *ap)
         if (r == 0 && signbit(r))
             fmt_put(w, "-0", 2);
         else
-            fmt_put(w, num, fmt_int((long long)r, num));
+            fmt_put(w, num, gr_int_text((long long)r, num));
         f += 2;
     } else {
         return 0;
