@@ -94,14 +94,34 @@ typedef struct {
     int shifted; /* one's phases and rows are of o + p (phases_as_sums), not of o */
 } ct_op;
 
+/* v [N, Cout, ..] plus the op's bias along Cout, if it has one. */
+static int plus_bias(dctx *c, const ct_op *o, int v)
+{
+    if (o->bias < 0)
+        return v;
+    const gr_ttype t = dc_T(c, v);
+    int64_t bs[GR_MAX_RANK] = {t.shape[1]};
+    for (int i = 1; i < t.rank - 1; i++)
+        bs[i] = 1;
+    return dc_bin(c, "aten.add.Tensor", v, dc_reshape(c, o->bias, t.rank - 1, bs));
+}
+
+/* The op's bias (or none) for each of `taps` phases, as one convolution's
+ * bias of co * taps channels: by channel then phase ([(co, taps)]) when
+ * co_first, else by phase then channel. */
+static gr_arg phases_bias(dctx *c, const ct_op *o, int64_t co, int64_t taps, int co_first)
+{
+    if (o->bias < 0)
+        return (gr_arg){.kind = GR_ARG_NONE};
+    const int64_t one[2] = {co_first ? co : 1, co_first ? 1 : co}, whole[2] = {co_first ? co : taps, co_first ? taps : co};
+    const int64_t flat = co * taps;
+    return da_val(dc_reshape(c, dc_expand(c, dc_reshape(c, o->bias, 2, one), 2, whole), 1, &flat));
+}
+
 /* bias (or 0) over [N, Cout, Q..]: a phase that takes no tap. */
 static int phase_empty(dctx *c, const ct_op *o, const int64_t *shape)
 {
-    int v = dc_full(c, o->nsp + 2, shape, 0, o->dt);
-    if (o->bias < 0)
-        return v;
-    int64_t bs[3] = {shape[1], 1, 1};
-    return dc_bin(c, "aten.add.Tensor", v, dc_reshape(c, o->bias, o->nsp + 1, bs));
+    return plus_bias(c, o, dc_full(c, o->nsp + 2, shape, 0, o->dt));
 }
 
 /* Kernel = stride, no padding, dilation 1, one group and the output s
@@ -128,11 +148,7 @@ static int phases_as_one(dctx *c, const ct_op *o)
     gr_ttype pt = {.dtype = wt.dtype, .rank = wt.rank, .shape = {co, wt.shape[2], n == 2 ? wt.shape[3] : cin, cin}};
     int w = DC_EMIT(c, "aten.permute.default", pt, da_val(o->w), da_ints(wt.rank, perm));
     w = dc_reshape(c, w, wt.rank, ws);
-    gr_arg b = {.kind = GR_ARG_NONE};
-    if (o->bias >= 0) {
-        const int64_t col[2] = {co, 1}, wide[2] = {co, taps}, flat = co * taps;
-        b = da_val(dc_reshape(c, dc_expand(c, dc_reshape(c, o->bias, 2, col), 2, wide), 1, &flat));
-    }
+    const gr_arg b = phases_bias(c, o, co, taps, 1);
     gr_ttype yt = xt;
     yt.shape[1] = co * taps;
     int y = DC_EMIT(c, "aten.convolution.default", yt, da_val(o->x), da_val(w), b, da_ints(o->nsp, one),
@@ -246,10 +262,7 @@ static int phases_as_sums(dctx *c, const ct_op *o)
         v = DC_EMIT(c, "aten.constant_pad_nd.default", t, da_val(v), da_ints(2 * n, pads), da_num(0));
         sum = sum < 0 ? v : dc_bin(c, "aten.add.Tensor", sum, v);
     }
-    if (o->bias < 0)
-        return sum;
-    int64_t bs[5] = {wt.shape[1], 1, 1, 1, 1};
-    return dc_bin(c, "aten.add.Tensor", sum, dc_reshape(c, o->bias, 1 + 2 * n, bs));
+    return plus_bias(c, o, sum);
 }
 
 /* phases_as_union only for a weight of at most this many elements: its
@@ -339,11 +352,7 @@ static int phases_as_union(dctx *c, const ct_op *o)
     if (wide > CT_UNION_MAX_WEIGHT)
         return -1;
     int w = union_weight(c, o, &u);
-    gr_arg b = {.kind = GR_ARG_NONE};
-    if (o->bias >= 0) {
-        const int64_t row[2] = {1, co}, tall[2] = {u.taps, co}, flat = co * u.taps;
-        b = da_val(dc_reshape(c, dc_expand(c, dc_reshape(c, o->bias, 2, row), 2, tall), 1, &flat));
-    }
+    const gr_arg b = phases_bias(c, o, co, u.taps, 0);
     int64_t pad[2], one[2] = {1, 1}, zero[2] = {0, 0}, split[6] = {xt.shape[0]};
     gr_ttype yt = xt;
     yt.shape[1] = u.taps * co;
