@@ -49,10 +49,25 @@ int rt_find_tensor(const rt_program *prog, const char *name, char *err, size_t e
     return -1;
 }
 
+/* Is a softmax row that adds mask row v (len elements, stride inner) NaN
+ * in PyTorch?  Masked whole (every element -inf), or holding a +inf (the
+ * row max is inf, and inf - inf is NaN) or a NaN. */
+static int nan_row(const float *v, int64_t len, int64_t inner)
+{
+    int whole = 1;
+    for (int64_t k = 0; k < len; k++) {
+        float x = v[k * inner];
+        if (isnan(x) || (isinf(x) && x > 0))
+            return 1;
+        whole = whole && isinf(x);
+    }
+    return whole;
+}
+
 /* A softmax mask's rows (ISA_TF_NANROW): each row along host dim axis
- * (-1: each element) whose every element is -inf becomes NaN, so the row's
- * softmax is NaN as PyTorch's, where the stand-in -2^30 would make it
- * uniform. */
+ * (-1: each element) whose softmax PyTorch makes NaN (nan_row) becomes
+ * NaN, so the device's softmax is NaN there too at no cycle, where the
+ * stand-in -2^30 would make a row masked whole uniform and +2^30 one-hot. */
 static void nan_rows(const isa_tensor *t, float *v)
 {
     int64_t len = t->nan_axis < 0 ? 1 : t->shape[t->nan_axis], inner = 1, n = rt_tensor_elems(t);
@@ -60,10 +75,8 @@ static void nan_rows(const isa_tensor *t, float *v)
         inner *= t->shape[d];
     for (int64_t r = 0; len > 0 && r < n / len; r++) {
         int64_t first = r / inner * inner * len + r % inner; /* row r's first element */
-        int whole = 1;
-        for (int64_t k = 0; k < len && whole; k++)
-            whole = isinf(v[first + k * inner]) && v[first + k * inner] < 0;
-        for (int64_t k = 0; k < len && whole; k++)
+        int nan = nan_row(v + first, len, inner);
+        for (int64_t k = 0; k < len && nan; k++)
             v[first + k * inner] = NAN;
     }
 }
