@@ -37,28 +37,11 @@ int rt_st_check_type(const rt_st_tensor *t, const char *path, const gr_value *va
     return 0;
 }
 
-/* A softmax mask's rows (ISA_TF_NANROW): each row along host dim axis
- * (-1: each element) whose every element is -inf becomes NaN, so the row's
- * softmax is NaN as PyTorch's, where the stand-in -2^30 would make it
- * uniform (docs/runtime.md, "Masks"). */
-static void nan_rows(const isa_tensor *t, float *v)
-{
-    int64_t len = t->nan_axis < 0 ? 1 : t->shape[t->nan_axis], inner = 1, n = rt_tensor_elems(t);
-    for (int d = t->nan_axis + 1; t->nan_axis >= 0 && d < t->rank; d++)
-        inner *= t->shape[d];
-    for (int64_t r = 0; len > 0 && r < n / len; r++) {
-        int64_t first = r / inner * inner * len + r % inner; /* row r's first element */
-        int whole = 1;
-        for (int64_t k = 0; k < len && whole; k++)
-            whole = isinf(v[first + k * inner]) && v[first + k * inner] < 0;
-        for (int64_t k = 0; k < len && whole; k++)
-            v[first + k * inner] = NAN;
-    }
-}
-
 /* Write safetensors tensor t (any dtype, converted to fp32) as the
  * program's tensor `name`, checking it against the graph value's declared
- * type (the file is user input) and the program tensor's element count. */
+ * type (the file is user input) and the program tensor's element count.
+ * Its infinities reach the device as every write's do (rt_keep_host).
+ * Integer data (token ids) arrives here as fp32 values, exact up to 2^24. */
 static int write_st(rt_program *prog, const gr_graph *g, const char *name, const rt_st_tensor *t, const char *path,
                     const char *what, char *err, size_t errlen)
 {
@@ -82,17 +65,6 @@ static int write_st(rt_program *prog, const gr_graph *g, const char *name, const
     /* fp32 data for a 16-bit value: as PyTorch would hold it */
     for (int64_t i = 0; p->tensors[ti].host_dtype != ISA_HT_F32 && i < n; i++)
         v[i] = isa_host_round(p->tensors[ti].host_dtype, v[i]);
-    /* DL16 has no infinity (its NINF reads back as NaN): an infinite value
-     * in the graph's data, such as the -inf of an additive causal mask,
-     * becomes +-2^30, the stand-in the compiler uses for infinite
-     * constants (BE_DL16_INF, docs/compiler.md).  Integer data (token ids)
-     * arrives here as fp32 values, exact up to 2^24. */
-    if (p->tensors[ti].flags & ISA_TF_NANROW)
-        nan_rows(&p->tensors[ti], v);
-    if (p->tensors[ti].dev_dtype == ISA_T_DL16)
-        for (int64_t i = 0; i < n; i++)
-            if (isinf(v[i]))
-                v[i] = v[i] < 0 ? -1073741824.0f : 1073741824.0f;
     /* Integers the device holds in DL16 (all but a gather's row numbers)
      * must be exact there: a wrong position would go unnoticed. */
     gr_dtype gd = gv >= 0 ? g->values[gv].type.dtype : GR_F32;

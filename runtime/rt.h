@@ -113,7 +113,10 @@ int64_t rt_tensor_elems(const isa_tensor *t);
  * Keeps an fp32 copy of the values as the host copy of the tensor (used by
  * rt_check and to upload it later), and writes the device layout to the
  * device when the tensor's region is there (else the next launch uploads
- * it from the host copy). */
+ * it from the host copy).  An input's or a weight's infinities are kept as
+ * the device takes them, by every write here and below: DL16's stand-in
+ * +-2^30, and NaN across a flagged softmax mask's rows whose softmax
+ * PyTorch makes NaN (docs/runtime.md, "Masks"). */
 int rt_write_tensor(rt_program *prog, const char *name, const void *host, isa_host_dtype dt,
                     char *err, size_t errlen);
 /* Read a tensor into a row-major fp32 host array: from device DRAM while

@@ -75,7 +75,11 @@ struct rt_program {
 /* tensor.c: a loaded program's tensor table. */
 /* A shape as "(100, 70)". */
 void rt_dims_str(int rank, const int64_t *shape, char *buf, size_t len);
-/* Replace the host copy of tensor i with a copy of values. */
+/* Replace the host copy of tensor i with a copy of values, an input's or
+ * a weight's infinities as the device takes them: a softmax mask's rows
+ * masked whole (ISA_TF_NANROW) NaN, each other infinity DL16's stand-in
+ * +-2^30 (docs/runtime.md, "Masks").  Every write of an input or a
+ * weight, whoever makes it, comes here: one rule for all. */
 int rt_keep_host(rt_program *prog, int i, const float *values, char *err, size_t errlen);
 /* Tensor i's host copy changed (or went): its packed bytes are stale. */
 void rt_host_changed(rt_program *prog, int i);

@@ -1,6 +1,7 @@
 /* tensor.c: a loaded program's tensor table: a tensor by name, its host
- * copy, and where it lives in device DRAM while its region is there (an
- * ISA_TF_LX input never: it is written into its core's LX at each launch). */
+ * copy (an input's or a weight's infinities as the device takes them), and
+ * where it lives in device DRAM while its region is there (an ISA_TF_LX
+ * input never: it is written into its core's LX at each launch). */
 #include "rt_internal.h"
 
 int64_t rt_tensor_elems(const isa_tensor *t)
@@ -11,6 +12,7 @@ int64_t rt_tensor_elems(const isa_tensor *t)
     return n;
 }
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +49,55 @@ int rt_find_tensor(const rt_program *prog, const char *name, char *err, size_t e
     return -1;
 }
 
+/* Is a softmax row that adds mask row v (len elements, stride inner) NaN
+ * in PyTorch?  Masked whole (every element -inf), or holding a +inf (the
+ * row max is inf, and inf - inf is NaN) or a NaN. */
+static int nan_row(const float *v, int64_t len, int64_t inner)
+{
+    int whole = 1;
+    for (int64_t k = 0; k < len; k++) {
+        float x = v[k * inner];
+        if (isnan(x) || (isinf(x) && x > 0))
+            return 1;
+        whole = whole && isinf(x);
+    }
+    return whole;
+}
+
+/* A softmax mask's rows (ISA_TF_NANROW): each row along host dim axis
+ * (-1: each element) whose softmax PyTorch makes NaN (nan_row) becomes
+ * NaN, so the device's softmax is NaN there too at no cycle, where the
+ * stand-in -2^30 would make a row masked whole uniform and +2^30 one-hot. */
+static void nan_rows(const isa_tensor *t, float *v)
+{
+    int64_t len = t->nan_axis < 0 ? 1 : t->shape[t->nan_axis], inner = 1, n = rt_tensor_elems(t);
+    for (int d = t->nan_axis + 1; t->nan_axis >= 0 && d < t->rank; d++)
+        inner *= t->shape[d];
+    for (int64_t r = 0; len > 0 && r < n / len; r++) {
+        int64_t first = r / inner * inner * len + r % inner; /* row r's first element */
+        int nan = nan_row(v + first, len, inner);
+        for (int64_t k = 0; k < len && nan; k++)
+            v[first + k * inner] = NAN;
+    }
+}
+
+/* Values v of input or weight t as the device takes them (rt_keep_host). */
+static void infinity_rule(const isa_tensor *t, float *v)
+{
+    if (t->role != ISA_ROLE_INPUT && t->role != ISA_ROLE_WEIGHT)
+        return;
+    if (t->flags & ISA_TF_NANROW)
+        nan_rows(t, v);
+    /* DL16 has no infinity (its NINF reads back as NaN): an infinite
+     * value, such as the -inf of an additive causal mask, becomes +-2^30,
+     * the stand-in the compiler uses for infinite constants (BE_DL16_INF,
+     * docs/compiler.md) */
+    int64_t n = rt_tensor_elems(t);
+    for (int64_t i = 0; t->dev_dtype == ISA_T_DL16 && i < n; i++)
+        if (isinf(v[i]))
+            v[i] = v[i] < 0 ? -1073741824.0f : 1073741824.0f;
+}
+
 int rt_keep_host(rt_program *prog, int i, const float *values, char *err, size_t errlen)
 {
     size_t n = (size_t)rt_tensor_elems(&prog->p->tensors[i]);
@@ -55,6 +106,7 @@ int rt_keep_host(rt_program *prog, int i, const float *values, char *err, size_t
         return isa_errf(err, errlen, "out of host memory");
     if (n)
         memcpy(h, values, n * sizeof *h);
+    infinity_rule(&prog->p->tensors[i], h);
     free(prog->host[i]);
     prog->host[i] = h;
     rt_host_changed(prog, i);

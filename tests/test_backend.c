@@ -5286,6 +5286,79 @@ static void test_a_mask_broadcast_along_the_softmax_axis_nans_each_minus_inf_ele
     remove(path);
 }
 
+/* Softmax and log_softmax of x + mask (x row j at column k: k / 4), the
+ * mask an input used only there (nanrow=1, or each: a [5, 1] mask), on
+ * both chips: PyTorch's softmax row is NaN where the mask row holds a +inf
+ * (the row max is inf, inf - inf NaN), a NaN or only -inf, and the upload
+ * writes that row NaN, so the device's is NaN exactly there, with no
+ * device guard; the other rows as PyTorch's (in double here), within
+ * 2^-8 for softmax (values below 1, a few DL16 roundings of 9 significant
+ * bits) and 2^-6 for log_softmax (values down to -3.5, the same relative
+ * error).  A -inf element's log_softmax is the stand-in (-2^29 or below). */
+static void check_mask_rows(const char *mask_type, const float *mask, int64_t nmask, const int *want_nan)
+{
+    char text[1024];
+    snprintf(text, sizeof text,
+             "graph smi\ninput %%x0: f32[5, 8]\ninput %%eye: f32[8, 8]\ninput %%mask: %s\n"
+             "%%x: f32[5, 8] = aten.mm.default(%%x0, %%eye)\n%%a: f32[5, 8] = aten.add.Tensor(%%x, %%mask)\n"
+             "%%s: f32[5, 8] = aten._softmax.default(%%a, 1, False)\n"
+             "%%l: f32[5, 8] = aten._log_softmax.default(%%a, 1, False)\noutput %%s, %%l\n",
+             mask_type);
+    float x[40], eye[64];
+    for (int k = 0; k < 40; k++)
+        x[k] = (float)(k % 8) * 0.25f;
+    for (int k = 0; k < 64; k++)
+        eye[k] = k / 8 == k % 8;
+    rt_st_entry e[3] = {{.name = "x0", .dtype = RT_ST_F32, .rank = 2, .shape = {5, 8}, .data = x},
+                        {.name = "eye", .dtype = RT_ST_F32, .rank = 2, .shape = {8, 8}, .data = eye},
+                        {.name = "mask", .dtype = RT_ST_F32, .rank = 2, .shape = {5, nmask / 5}, .data = mask}};
+    char path[1024], err[256];
+    tu_tmpfile(".safetensors", path, sizeof path);
+    CU_ASSERT_EQUAL_FATAL(rt_st_write(path, e, 3, err, sizeof err), 0);
+    int guarded;
+    CU_ASSERT_EQUAL(mask_nan_axis(text, &guarded), nmask == 5 ? -1 : 1);
+    CU_ASSERT_EQUAL(guarded, 0);
+    const char *names[] = {"s", "l"};
+    for (int c = 0; c < 2; c++) {
+        float *v[2] = {0};
+        int64_t n[2] = {0};
+        CU_ASSERT_EQUAL_FATAL(run_and_read_from(text, "smi.txt", both_chips[c], path, 2, names, v, n), 0);
+        int ok = 0;
+        for (int r = 0; r < 5; r++) {
+            double m[8], mx = -INFINITY, sum = 0;
+            for (int k = 0; k < 8; k++) {
+                m[k] = x[r * 8 + k] + mask[nmask == 5 ? r : r * 8 + k];
+                mx = fmax(mx, m[k]);
+            }
+            for (int k = 0; k < 8; k++)
+                sum += exp(m[k] - mx);
+            for (int k = 0; k < 8; k++) {
+                float s = v[0][r * 8 + k], l = v[1][r * 8 + k];
+                double ls = m[k] - mx - log(sum);
+                ok += want_nan[r] ? isnan(s) && isnan(l)
+                                  : fabs(s - exp(ls)) <= 0x1p-8 && (isinf(ls) ? l <= -0x1p29f : fabs(l - ls) <= 0x1p-6);
+            }
+        }
+        CU_ASSERT_EQUAL(ok, 40);
+        free(v[0]);
+        free(v[1]);
+    }
+    remove(path);
+}
+
+static void test_a_plus_inf_or_nan_in_an_input_mask_row_makes_its_softmax_nan_as_pytorch(void)
+{
+    const float inf = INFINITY, nan = NAN;
+    const float rows[40] = {0,    0,    0,    0,    0,    -inf, -inf, -inf, /* in part: numbers */
+                            0,    0,    inf,  0,    0,    0,    0,    0,    /* +inf: NaN */
+                            inf,  -inf, -inf, -inf, -inf, -inf, -inf, -inf, /* +inf beside -inf: NaN */
+                            0,    nan,  0,    0,    0,    0,    0,    0,    /* NaN: NaN */
+                            -inf, -inf, -inf, -inf, -inf, -inf, -inf, -inf}; /* whole: NaN */
+    check_mask_rows("f32[5, 8]", rows, 40, (const int[]){0, 1, 1, 1, 1});
+    const float each[5] = {0, inf, nan, -1, -inf}; /* broadcast along the softmax's axis */
+    check_mask_rows("f32[5, 1]", each, 5, (const int[]){0, 1, 1, 0, 1});
+}
+
 /* A mask input also read elsewhere (an output of its own) keeps the
  * device's guard: the row masked whole is NaN still, the other rows as
  * the reference's, and the output holds the stand-in for -inf, not NaN. */
@@ -5905,6 +5978,8 @@ int main(void)
          test_an_input_used_only_as_a_softmax_mask_is_nan_rowed_not_guarded},
         {"a mask broadcast along the softmax axis NaNs each -inf element",
          test_a_mask_broadcast_along_the_softmax_axis_nans_each_minus_inf_element},
+        {"a +inf or NaN in an input mask row makes its softmax NaN as PyTorch",
+         test_a_plus_inf_or_nan_in_an_input_mask_row_makes_its_softmax_nan_as_pytorch},
         {"an input mask also used elsewhere keeps the device guard",
          test_an_input_mask_also_used_elsewhere_keeps_the_device_guard},
         {"arctangents by a polynomial are within DL16 precision on both chips",

@@ -398,6 +398,71 @@ static void test_tp_cut_inputs_and_outputs_validate(void)
     tu_rmtree(dir);
 }
 
+/* Export llama.py:FUNC (a decode step with a mask input) into dir/d; the
+ * NaN count of PyTorch's first output, (batch, 1, 64), into *nans. */
+static int export_masked_decode(const char *dir, const char *func, int *nans)
+{
+    char cmd[2048], err[512];
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/tools/export.py %s/traces/models/llama.py:%s -o %s/d > /dev/null 2>&1",
+             SPYRE_SOURCE_DIR, SPYRE_SOURCE_DIR, func, dir);
+    if (system(cmd))
+        return -1;
+    snprintf(cmd, sizeof cmd, "%s/d/expected.safetensors", dir);
+    rt_st_file *f = rt_st_read(cmd, err, sizeof err);
+    const rt_st_tensor *t = f ? rt_st_find(f, "output0") : NULL;
+    float *v = t ? malloc((size_t)t->numel * sizeof *v) : NULL;
+    if (v)
+        rt_st_to_f32(t, v);
+    *nans = 0;
+    for (int64_t i = 0; v && i < t->numel; i++)
+        *nans += isnan(v[i]);
+    free(v);
+    rt_st_free(f);
+    return t ? 0 : -1;
+}
+
+/* llama.py:FUNC (a decode step with a mask input) alone and at --tp 2,
+ * where the KV cache is cut (so every input is written through
+ * rt_set_input, not the safetensors loader), against PyTorch's outputs:
+ * NaN exactly where PyTorch's first output, (batch, 1, 64), is (want_nans
+ * of them; the compare counts a NaN where PyTorch has a number, or a
+ * number where it has NaN, as a miss) and the other values within the
+ * reference's DL16 error bounds (docs/validation.md). */
+static void masked_decode_is_pytorchs(const char *func, int want_nans, const char *within)
+{
+    char dir[512], cmd[1024], out[16384];
+    int nans;
+    tu_tmpdir(dir, sizeof dir);
+    CU_ASSERT_EQUAL_FATAL(export_masked_decode(dir, func, &nans), 0);
+    CU_ASSERT_EQUAL(nans, want_nans);
+    for (int n = 1; n <= 2; n++) {
+        snprintf(cmd, sizeof cmd, "run %s/d %s --check", dir, n > 1 ? "--tp 2" : "");
+        CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+        TU_ASSERT_CONTAINS(out, "expected add_6: ", within, "expected transpose_2: ");
+        TU_ASSERT_LACKS(out, "MISMATCH");
+    }
+    TU_ASSERT_CONTAINS(out, "not cut equal to card 0's");
+    tu_rmtree(dir);
+}
+
+/* The mask drops sequence 0's keys from 10 on and every key of sequence
+ * 1: PyTorch's output is NaN across sequence 1's row (its softmax row is
+ * -inf throughout), numbers elsewhere.  Before the upload rule was every
+ * write's, the cards' -inf went up as DL16's NINF: sequence 0 NaN too. */
+static void test_tp_mask_rows_masked_whole_are_nan_as_pytorch(void)
+{
+    masked_decode_is_pytorchs("llama_tiny_decode_masked", 64, "within_tol=1.000000 (128/128)");
+}
+
+/* Sequences 0 and 1 with a +inf in their mask rows, 2 with a NaN, 3 with
+ * finite -1e4s: PyTorch's output is NaN for the first three (inf - inf in
+ * the softmax), numbers for the last; the device's +inf stand-in alone
+ * gave the first two a one-hot softmax row. */
+static void test_tp_mask_rows_with_plus_inf_or_nan_are_nan_as_pytorch(void)
+{
+    masked_decode_is_pytorchs("llama_tiny_decode_plus_inf_mask", 192, "within_tol=1.000000 (256/256)");
+}
+
 /* The number after "key=" on the line of `out` that starts with prefix. */
 static double line_value(const char *out, const char *prefix, const char *key)
 {
@@ -721,6 +786,8 @@ int main(void)
         {"tp_compile_writes_megatron_shards", test_tp_compile_writes_megatron_shards},
         {"tp_whole_models_with_caches_validate", test_tp_whole_models_with_caches_validate},
         {"tp_cut_inputs_and_outputs_validate", test_tp_cut_inputs_and_outputs_validate},
+        {"tp_mask_rows_masked_whole_are_nan_as_pytorch", test_tp_mask_rows_masked_whole_are_nan_as_pytorch},
+        {"tp_mask_rows_with_plus_inf_or_nan_are_nan_as_pytorch", test_tp_mask_rows_with_plus_inf_or_nan_are_nan_as_pytorch},
         {"tp_trace_has_a_process_per_card_and_stats_totals", test_tp_trace_has_a_process_per_card_and_stats_totals},
         {"tp_decoder_and_transformer_small_at_2_and_4_cards", test_tp_decoder_and_transformer_small_at_2_and_4_cards},
         {"tp_that_splits_nothing_says_so", test_tp_that_splits_nothing_says_so},

@@ -15,6 +15,10 @@ llama_8b_decode() the same layer for one decode step: the new token's hidden
                   token's k and v (1, 8, 1, 128) for the caller to append
                   (bench/bench_llama.c exports it with --graph-only)
 llama_tiny_decode() the tiny layer's decode step, context 16
+llama_tiny_decode_masked(), llama_tiny_decode_plus_inf_mask()
+                  the same step with an additive mask input (batch, 1, 1,
+                  17) adding to the scores: rows masked whole, in part, with
+                  +inf or NaN (PyTorch's softmax of such a row is NaN)
 
 Written out by hand: RMSNorm as pow, mean, rsqrt, mul; rotary embeddings
 from precomputed cos/sin buffers with rotate_half (slices and cat); K and V
@@ -93,9 +97,10 @@ class LlamaLayer(nn.Module):
         context = torch.matmul(probs, v).transpose(1, 2).reshape(batch, seq, hidden)
         return self.o_proj(context)
 
-    def decode_attention(self, x, k_cache, v_cache):
+    def decode_attention(self, x, k_cache, v_cache, mask=None):
         """One new token (seq 1) at position k_cache.shape[2], attending to
-        the cache and to itself (no mask: every position is in the past)."""
+        the cache and to itself (no causal mask: every position is in the
+        past; mask, if given, is a caller's additive mask over them)."""
         batch, seq, hidden = x.shape
         pos = k_cache.shape[2]
         q = self.q_proj(x).view(batch, seq, self.n_heads, self.head_dim).transpose(1, 2)
@@ -107,7 +112,7 @@ class LlamaLayer(nn.Module):
         keys = self.repeat_kv(torch.cat((k_cache, k), dim=2))
         values = self.repeat_kv(torch.cat((v_cache, v), dim=2))
         scores = torch.matmul(q, keys.transpose(2, 3)) / math.sqrt(self.head_dim)
-        probs = F.softmax(scores, dim=-1)
+        probs = F.softmax(scores if mask is None else scores + mask, dim=-1)
         context = torch.matmul(probs, values).transpose(1, 2).reshape(batch, seq, hidden)
         return self.o_proj(context), k, v
 
@@ -128,6 +133,23 @@ class LlamaDecodeStep(nn.Module):
     def forward(self, x, k_cache, v_cache):
         layer = self.layer
         attn, k, v = layer.decode_attention(layer.input_layernorm(x), k_cache, v_cache)
+        x = x + attn
+        h = layer.post_attention_layernorm(x)
+        return x + layer.down_proj(F.silu(layer.gate_proj(h)) * layer.up_proj(h)), k, v
+
+
+class LlamaMaskedDecodeStep(nn.Module):
+    """forward(x, k_cache, v_cache, mask) -> (new hidden state, k, v): a
+    decode step whose attention adds the caller's mask (batch, 1, 1,
+    context + 1) to the scores."""
+
+    def __init__(self, layer):
+        super().__init__()
+        self.layer = layer
+
+    def forward(self, x, k_cache, v_cache, mask):
+        layer = self.layer
+        attn, k, v = layer.decode_attention(layer.input_layernorm(x), k_cache, v_cache, mask)
         x = x + attn
         h = layer.post_attention_layernorm(x)
         return x + layer.down_proj(F.silu(layer.gate_proj(h)) * layer.up_proj(h)), k, v
@@ -174,6 +196,33 @@ def _decode(hidden, n_heads, n_kv_heads, ffn, context):
 
 def llama_tiny_decode():
     return _decode(64, 4, 2, 160, context=16)
+
+
+def _masked_decode(rows):
+    """The tiny decode step at batch len(rows), sequence b's mask row rows[b]
+    (context 16 plus the new token: 17 values)."""
+    step, (x, k_cache, v_cache) = _decode(64, 4, 2, 160, context=16)
+    torch.manual_seed(1)
+    batch = len(rows)
+    x = torch.randn(batch, 1, 64)
+    k_cache = torch.randn(batch, 2, 16, 16)
+    v_cache = torch.randn(batch, 2, 16, 16)
+    mask = torch.tensor(rows, dtype=torch.float32).view(batch, 1, 1, 17)
+    return LlamaMaskedDecodeStep(step.layer), (x, k_cache, v_cache, mask)
+
+
+def llama_tiny_decode_masked():
+    inf = float("inf")
+    return _masked_decode([[0.0] * 10 + [-inf] * 7,  # keys 10 on dropped
+                           [-inf] * 17])  # every key dropped: PyTorch's row is NaN
+
+
+def llama_tiny_decode_plus_inf_mask():
+    inf, nan = float("inf"), float("nan")
+    return _masked_decode([[0.0] * 16 + [inf],  # +inf: inf - inf in the softmax, NaN
+                           [0.0] * 4 + [inf] + [-inf] * 12,
+                           [0.0] * 8 + [nan] + [0.0] * 8,  # a NaN: the row's softmax NaN too
+                           [0.0] * 12 + [-1e4] * 5])  # finite: as PyTorch's
 
 
 def llama_8b_decode():
