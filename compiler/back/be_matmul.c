@@ -37,6 +37,7 @@
 #include <assert.h>
 #include <float.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1087,11 +1088,17 @@ static int mm_block_key_of(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt,
 }
 
 /* (the high bits folded down once at the end, not after every word: the
- * memo's slots take the low bits, and a key is some 70 words) */
+ * memo's slots take the low bits, and a key is some 70 words; G's are
+ * left out, made from the grid, the tile and the plan: keys are still
+ * compared whole) */
 static uint64_t mm_block_hash(const mm_block_key *k)
 {
     uint64_t h = 0, v;
-    for (size_t i = 0; i + sizeof v <= sizeof *k; i += sizeof v) {
+    for (size_t i = 0; i < offsetof(mm_block_key, G); i += sizeof v) {
+        memcpy(&v, (const char *)k + i, sizeof v);
+        h = (h ^ v) * 0x9e3779b97f4a7c15u;
+    }
+    for (size_t i = offsetof(mm_block_key, nbatch); i + sizeof v <= sizeof *k; i += sizeof v) {
         memcpy(&v, (const char *)k + i, sizeof v);
         h = (h ^ v) * 0x9e3779b97f4a7c15u;
     }
