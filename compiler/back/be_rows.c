@@ -2396,7 +2396,10 @@ static void rk_gather(rk_core *rc, const rk_load *L, int64_t lx, int64_t r0, int
                 flat = be_index_at(&x->idx, k->nvars, val);
             }
             if (i && flat == last) { /* the row before's sticks (rk_span_row): its segments again */
-                be_rst_segs(&r, lx + g * gs + i * sb, seg, ns);
+                if (ns == 1 && seg[0].n >= 1)
+                    be_rst_segs_moved(&r, sb);
+                else
+                    be_rst_segs(&r, lx + g * gs + i * sb, seg, ns);
                 continue;
             }
             if (i)
