@@ -1079,6 +1079,19 @@ static int64_t rk_row_next(const rk_plan *k, int64_t *val, const ir_index *idx)
     return moved;
 }
 
+/* How many of the next rows (at most `most`) rk_row_next would take to
+ * without moving index idx (the innermost row variable counted up, of
+ * coefficient 0): val moved past them. */
+static int64_t rk_rows_same(const rk_plan *k, int64_t *val, const ir_index *idx, int64_t most)
+{
+    const int nv = k->rsp.nv, var = nv ? k->rsp.var[nv - 1] : 0;
+    if (!nv || (var < k->nvars && idx->coef[var]))
+        return 0;
+    const int64_t q = cc_min(most, k->rsp.ext[nv - 1] - 1 - val[var]);
+    val[var] += q;
+    return q;
+}
+
 static int64_t rk_numel(const be_ctx *c, int buf)
 {
     return gr_ttype_numel(&c->p->bufs[buf].type);
@@ -2396,10 +2409,13 @@ static void rk_gather(rk_core *rc, const rk_load *L, int64_t lx, int64_t r0, int
                 flat = be_index_at(&x->idx, k->nvars, val);
             }
             if (i && flat == last) { /* the row before's sticks (rk_span_row): its segments again */
-                if (ns == 1 && seg[0].n >= 1)
-                    be_rst_segs_moved(&r, sb);
-                else
+                if (ns == 1 && seg[0].n >= 1) {
+                    const int64_t more = rk_rows_same(k, val, &x->idx, n - 1 - i);
+                    be_rst_segs_moved(&r, sb, 1 + more);
+                    i += more;
+                } else {
                     be_rst_segs(&r, lx + g * gs + i * sb, seg, ns);
+                }
                 continue;
             }
             if (i)
