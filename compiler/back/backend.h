@@ -472,11 +472,12 @@ int64_t be_buf_bytes(const be_ctx *c, int buf);
  * not matter.  The runs are kept until be_rst_flush emits them. */
 typedef struct {
     int64_t dst, src, vl, sd, ss; /* vl elements from src (stride ss) to dst (stride sd) */
+    int64_t rep, dstep, sstep;    /* the run rep times, dst and src moved by dstep, sstep each time */
 } be_rst_run;
 typedef struct {
     cc_emit *e;
     int corelet;
-    be_rst_run *run; /* the runs since be_rst_begin */
+    be_rst_run *run; /* the runs since be_rst_begin, repeats counted in (be_rst_again) */
     int64_t nrun, cap;
     struct be_rstmemo **memo; /* be_rst_flush's answers of the gathers before, or NULL */
 } be_rst;
@@ -495,13 +496,53 @@ typedef struct {
  * call was a third of the Llama-8B decode step's 25,900 (its gathers'
  * rows are one segment each). */
 void be_rst_segs_call(be_rst *r, int64_t dst, const be_rst_seg *s, int ns);
+/* Does run p, repeated, take the run (dst, src, vl, sd, ss) as its next
+ * time?  Counts it in if so.  The runs are kept so, greedily: a gather's
+ * rows mostly repeat the row before moved (the Llama-8B decode step's KV
+ * cache appends: 228 rows a gather, a few repeated runs), and
+ * be_rst_flush's memo compares the repeated runs, not every row's. */
+static inline int be_rst_again(be_rst_run *p, int64_t dst, int64_t src, int64_t vl, int64_t sd, int64_t ss)
+{
+    if (p->vl != vl || p->sd != sd || p->ss != ss)
+        return 0;
+    if (p->rep == 1) {
+        p->dstep = dst - p->dst;
+        p->sstep = src - p->src;
+    } else if (dst != p->dst + p->rep * p->dstep || src != p->src + p->rep * p->sstep) {
+        return 0;
+    }
+    p->rep++;
+    return 1;
+}
 static inline void be_rst_segs(be_rst *r, int64_t dst, const be_rst_seg *s, int ns)
 {
     if (ns == 1 && s[0].n >= 1 && r->nrun < r->cap) {
-        r->run[r->nrun++] = (be_rst_run){dst, s[0].src, s[0].n, s[0].n > 1 ? 2 : 0, s[0].n > 1 ? s[0].d : 0};
+        const int64_t sd = s[0].n > 1 ? 2 : 0, ss = s[0].n > 1 ? s[0].d : 0;
+        if (!r->nrun || !be_rst_again(&r->run[r->nrun - 1], dst, s[0].src, s[0].n, sd, ss))
+            r->run[r->nrun++] = (be_rst_run){dst, s[0].src, s[0].n, sd, ss, 1, 0, 0};
         return;
     }
     be_rst_segs_call(r, dst, s, ns);
+}
+/* be_rst_segs of the segment the last be_rst_segs took alone (one
+ * segment of at least one element), again `times` times, each to the dst
+ * before moved by dmove: be_rst_again's answers known without comparing
+ * (the row before's sticks again, most rows of the KV cache appends'
+ * gathers). */
+static inline void be_rst_segs_moved(be_rst *r, int64_t dmove, int64_t times)
+{
+    be_rst_run *p = &r->run[r->nrun - 1];
+    if (p->rep > 1 && (p->dstep != dmove || p->sstep)) { /* a new run, from the last one's last time */
+        const be_rst_seg s = {p->src + (p->rep - 1) * p->sstep, p->ss, p->vl};
+        be_rst_segs(r, p->dst + (p->rep - 1) * p->dstep + dmove, &s, 1);
+        p = &r->run[r->nrun - 1];
+        times--;
+    }
+    if (p->rep == 1 && times) {
+        p->dstep = dmove;
+        p->sstep = 0;
+    }
+    p->rep += times;
 }
 void be_rst_flush(be_rst *r);
 

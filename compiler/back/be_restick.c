@@ -212,9 +212,11 @@ static __attribute__((noinline)) void rst_grow(be_rst *r)
 
 static inline void rst_keep(be_rst *r, int64_t dst, int64_t src, int64_t vl, int64_t sd, int64_t ss)
 {
+    if (r->nrun && be_rst_again(&r->run[r->nrun - 1], dst, src, vl, sd, ss))
+        return;
     if (r->nrun == r->cap)
         rst_grow(r);
-    r->run[r->nrun++] = (be_rst_run){dst, src, vl, sd, ss};
+    r->run[r->nrun++] = (be_rst_run){dst, src, vl, sd, ss, 1, 0, 0};
 }
 
 /* Runs of constant strides: each is kept for be_rst_flush. */
@@ -305,7 +307,8 @@ static int64_t rst_play(const be_rst *r, rst_insns *out, int how, int *i1, int *
     f.how = how;
     for (int64_t k = 0; k < r->nrun; k++) {
         const be_rst_run *u = &r->run[k];
-        rst_run(&f, u->dst, u->src, u->vl, u->sd, u->ss);
+        for (int64_t t = 0; t < u->rep; t++)
+            rst_run(&f, u->dst + t * u->dstep, u->src + t * u->sstep, u->vl, u->sd, u->ss);
     }
     for (int i = 0; i < f.have; i++)
         rst_emit(&f, i);
@@ -354,7 +357,8 @@ static int rst_memo_same(const rst_memo_ent *m, const be_rst *r)
     const int64_t d0 = r->run[0].dst, s0 = r->run[0].src;
     for (int64_t k = 0; k < r->nrun; k++) {
         const be_rst_run *u = &r->run[k], *v = &m->run[k];
-        if (u->dst - d0 != v->dst || u->src - s0 != v->src || u->vl != v->vl || u->sd != v->sd || u->ss != v->ss)
+        if (u->dst - d0 != v->dst || u->src - s0 != v->src || u->vl != v->vl || u->sd != v->sd || u->ss != v->ss ||
+            u->rep != v->rep || u->dstep != v->dstep || u->sstep != v->sstep)
             return 0;
     }
     return 1;

@@ -1079,6 +1079,19 @@ static int64_t rk_row_next(const rk_plan *k, int64_t *val, const ir_index *idx)
     return moved;
 }
 
+/* How many of the next rows (at most `most`) rk_row_next would take to
+ * without moving index idx (the innermost row variable counted up, of
+ * coefficient 0): val moved past them. */
+static int64_t rk_rows_same(const rk_plan *k, int64_t *val, const ir_index *idx, int64_t most)
+{
+    const int nv = k->rsp.nv, var = nv ? k->rsp.var[nv - 1] : 0;
+    if (!nv || (var < k->nvars && idx->coef[var]))
+        return 0;
+    const int64_t q = cc_min(most, k->rsp.ext[nv - 1] - 1 - val[var]);
+    val[var] += q;
+    return q;
+}
+
 static int64_t rk_numel(const be_ctx *c, int buf)
 {
     return gr_ttype_numel(&c->p->bufs[buf].type);
@@ -1210,6 +1223,28 @@ static void rk_span_row(const rk_plan *k, const rk_load *L, be_rowspans *s, be_w
     }
     s->last = row;
     s->flat = flat;
+}
+
+/* The rows after `row` (walked last, for load L) up to `end` and not
+ * walked yet that start where it does (the innermost row variable counted
+ * up, of coefficient 0, without a carry): its spans, as rk_span_row would
+ * take them, without a call each (the Llama-8B decode step's KV cache
+ * appends: 8,208 rows, nearly all so).  Returns the last row taken. */
+static int64_t rk_span_same(const rk_plan *k, const rk_load *L, be_rowspans *s, int64_t row, int64_t end)
+{
+    const int nv = k->rsp.nv;
+    if (!nv || k->c->p->A.e[L->e].idx.coef[k->rsp.var[nv - 1]])
+        return row;
+    const int64_t ext = k->rsp.ext[nv - 1], at = s->at[row];
+    const int32_t len = s->len[row];
+    int64_t r = row + 1;
+    for (; r < end && r % ext && s->at[r] < 0; r++) {
+        s->at[r] = at;
+        s->len[r] = len;
+    }
+    s->walked += r - 1 - row;
+    s->last = r - 1;
+    return r - 1;
 }
 
 /* Empty spans of `rows` rows (none walked) over B's groups, in arena's
@@ -1656,6 +1691,8 @@ static int64_t rk_stage_span(const rk_plan *k, int i, int64_t r0, int64_t n, int
                 }
             if (q)
                 rk_combo_row(q, B, r);
+            else
+                r = rk_span_same(k, &k->loads[at[0]], s, r, r0 + n);
         }
         rk_merge_rows(s, B, k->rows, r0, n, lo, hi);
     }
@@ -2297,9 +2334,32 @@ static int rows_plan(be_ctx *c, int pos, rk_plan *k)
     return rc;
 }
 
+/* A chunk's evaluation (rk_eval_nodes) as an earlier chunk of the kernel,
+ * on any core, made it: the same rows, slot, bindings and scratch emit the
+ * same SFP instructions (the tile's values and cells start afresh each
+ * chunk; BERT-base's layer norms, softmax and GELU on 32 cores, 1.6% of
+ * its compile).  The key: the chunk's rows, the scratch's bounds, the
+ * core's chunk size and each load's LX.  Not for a kernel that reads an
+ * index value: its sfp.iota's hang on the chunk's first row (the Llama-8B
+ * decode step's cats and rotary embeddings, whose chunks would not meet). */
+#define RK_EVAL_LOADS 32
+#define RK_EVAL_MEMO 8
+enum { RK_EVAL_KEY = 4 + RK_EVAL_LOADS };
+typedef struct {
+    int64_t key[RK_EVAL_KEY];
+    isa_insn *insns;
+    size_t n;
+    be_val nv[64];
+} rk_evalent;
+typedef struct {
+    int n, next;   /* entries, and the one to replace */
+    rk_evalent e[RK_EVAL_MEMO];
+} rk_evalmemo;
+
 typedef struct {
     rk_plan *k;
     cc_emit *e;
+    rk_evalmemo *evm;     /* be_rows_emit's, or NULL */
     int64_t R, slot[2], slot_bytes, colbase;
     int64_t part0;        /* the core's first row */
     int full[2], done[2], empty[2];
@@ -2396,7 +2456,13 @@ static void rk_gather(rk_core *rc, const rk_load *L, int64_t lx, int64_t r0, int
                 flat = be_index_at(&x->idx, k->nvars, val);
             }
             if (i && flat == last) { /* the row before's sticks (rk_span_row): its segments again */
-                be_rst_segs(&r, lx + g * gs + i * sb, seg, ns);
+                if (ns == 1 && seg[0].n >= 1) {
+                    const int64_t more = rk_rows_same(k, val, &x->idx, n - 1 - i);
+                    be_rst_segs_moved(&r, sb, 1 + more);
+                    i += more;
+                } else {
+                    be_rst_segs(&r, lx + g * gs + i * sb, seg, ns);
+                }
                 continue;
             }
             if (i)
@@ -2534,6 +2600,46 @@ static void rk_measure(rk_plan *k)
     k->ntemps = T.ncells;
 }
 
+static void rk_eval_keep(rk_evalmemo *m, const int64_t *key, const isa_insn *in, size_t n, const be_val *nv, int nn)
+{
+    rk_evalent *x = &m->e[m->next];
+    m->next = (m->next + 1) % RK_EVAL_MEMO;
+    m->n = cc_max(m->n, m->next ? m->next : RK_EVAL_MEMO);
+    memcpy(x->key, key, sizeof x->key);
+    free(x->insns);
+    x->insns = ir_xmalloc((n ? n : 1) * sizeof *in);
+    memcpy(x->insns, in, n * sizeof *in);
+    x->n = n;
+    memcpy(x->nv, nv, (size_t)nn * sizeof *nv);
+}
+
+/* rk_eval_nodes of the chunk of n rows whose loads are at lx_of, or
+ * its instructions again as remembered (rk_evalmemo). */
+static int rk_eval_chunk(rk_core *rc, int64_t n, const int64_t *lx_of, be_val *nv)
+{
+    rk_plan *k = rc->k;
+    cc_emit *e = rc->e;
+    rk_evalmemo *m = rc->evm;
+    const int on = m && !e->tally && !e->failed;
+    int64_t key[RK_EVAL_KEY] = {n, rc->T.top, rc->T.end, rc->R};
+    if (on) {
+        memcpy(key + 4, lx_of, (size_t)k->nl * sizeof *lx_of);
+        for (int i = 0; i < m->n; i++)
+            if (!memcmp(m->e[i].key, key, sizeof key)) {
+                for (size_t j = 0; j < m->e[i].n; j++)
+                    cc_push(e, &m->e[i].insns[j]);
+                memcpy(nv, m->e[i].nv, (size_t)k->nn * sizeof *nv);
+                return 0;
+            }
+    }
+    const size_t n0 = e->s->n;
+    if (rk_eval_nodes(k, &rc->T, nv))
+        return -1;
+    if (on && !e->failed)
+        rk_eval_keep(m, key, e->s->insns + n0, e->s->n - n0, nv, k->nn);
+    return 0;
+}
+
 static void rk_chunk(rk_core *rc, int64_t r0, int64_t n)
 {
     rk_plan *k = rc->k;
@@ -2629,7 +2735,7 @@ static void rk_chunk(rk_core *rc, int64_t r0, int64_t n)
         be_bind(T, k->loads[i].e, &v);
     }
     be_val nv[64];
-    int failed = rk_eval_nodes(k, T, nv) != 0;
+    int failed = rk_eval_chunk(rc, n, lx_of, nv) != 0;
     for (int j = 0; j < k->nn && !failed && j < 64; j++)
         if (k->nodes[j].dram && k->nodes[j].staged)
             rk_scatter(rc, j, &nv[j], gs, r0, n);
@@ -3046,10 +3152,39 @@ static int rk_core_emit(rk_core *rc, int64_t r0, int64_t rt)
     return rc_ || cc_emit_failed(e) || (c->err && c->err[0]) ? -1 : 0;
 }
 
+static void rk_find_index(void *ctx, const ir_expr *x)
+{
+    *(int *)ctx |= x->kind == IR_E_INDEX;
+}
+
+/* The chunks' evaluation memo for kernel k (rk_eval_chunk), or NULL
+ * where it would not serve. */
+static rk_evalmemo *rk_evalmemo_of(const rk_plan *k)
+{
+    int index = 0;
+    for (int j = 0; j < k->nn; j++)
+        ir_expr_walk(&k->c->p->A, k->nodes[j].expr, rk_find_index, &index);
+    if (index || k->nl > RK_EVAL_LOADS || k->nn > 64)
+        return NULL;
+    rk_evalmemo *m = ir_xmalloc(sizeof *m); /* (its entries written as kept, not cleared first) */
+    m->n = m->next = 0;
+    for (int i = 0; i < RK_EVAL_MEMO; i++)
+        m->e[i].insns = NULL;
+    return m;
+}
+
+static void rk_evalmemo_free(rk_evalmemo *m)
+{
+    for (int i = 0; i < RK_EVAL_MEMO; i++)
+        free(m->e[i].insns);
+    free(m);
+}
+
 int be_rows_emit(be_ctx *c, int pos)
 {
     rk_plan k;
     int rc_ = rk_prepare(c, pos, &k, 1);
+    rk_evalmemo *evm = rc_ ? NULL : rk_evalmemo_of(&k);
     const be_work *w = &c->work[pos];
     for (int core = 0; core < w->cores && !rc_; core++) {
         int64_t r0, rt;
@@ -3059,10 +3194,13 @@ int be_rows_emit(be_ctx *c, int pos)
         rk_core rc;
         rc_ = rk_core_setup(&rc, &k, &c->em[core], r0, rt);
         rc.me = core;
+        rc.evm = evm;
         if (!rc_)
             rc_ = rk_core_emit(&rc, r0, rt);
         rk_core_free(&rc);
     }
+    if (evm)
+        rk_evalmemo_free(evm);
     rk_free(&k);
     return rc_;
 }
