@@ -350,7 +350,7 @@ struct cc_result {
     int fail_epilogue; /* the source op of an epilogue node whose operand a matmul kernel could not
                           load (kept apart and compiled again, before any host op), -1 none */
 
-    gr_graph *dg;      /* decompose: the graph in core ops */
+    gr_graph *dg;      /* decompose: the graph in core ops (lower frees it, with dfrom and dconsts) */
     int *dfrom;        /* per node of dg: the source node it comes from */
     ir_dconst *dconsts; /* dg's constants (dc_const): their values, until lower moves them to buffers */
     int ndconsts;
