@@ -92,14 +92,14 @@ static void copy_ir(ir_prog *q, const ir_prog *p)
 }
 
 /* A copy of p, which the front half has taken up to fuse_siblings (no
- * back half yet).  What decompose leaves for lower (dg, dfrom, dconsts)
+ * back half yet).  What decompose leaves for lower (dg, dfrom, dconsts, dnan)
  * is not copied: nothing after lower reads it.  A field added to
  * cc_result must be copied here too (or left out with a reason), and
  * freed in cc_result_free: the size check stops the build until it is. */
-_Static_assert(sizeof(struct cc_result) == 448, "compile.c's prog_copy copies every cc_result field: add the new one");
+_Static_assert(sizeof(struct cc_result) == 456, "compile.c's prog_copy copies every cc_result field: add the new one");
 static ir_prog *prog_copy(const ir_prog *p)
 {
-    assert(!p->be && !p->program && !p->order && !p->ndconsts == !p->dconsts);
+    assert(!p->be && !p->program && !p->order && !p->ndconsts == !p->dconsts && !p->dnan);
     for (int i = 0; i < p->ndconsts; i++)
         assert(!p->dconsts[i].data); /* lower moved each into its buffer */
     ir_prog *q = ir_xalloc(sizeof *q);
@@ -112,6 +112,7 @@ static ir_prog *prog_copy(const ir_prog *p)
     q->host = dup_array(p->host, (size_t)p->nsrc + 1, 1);
     q->dg = NULL;
     q->dfrom = NULL;
+    q->dnan = NULL;
     q->dconsts = NULL;
     q->ndconsts = 0;
     copy_ir(q, p);
@@ -468,6 +469,7 @@ void cc_result_free(cc_result *p)
     free(p->host);
     gr_graph_free(p->dg);
     free(p->dfrom);
+    free(p->dnan);
     for (int i = 0; i < p->ndconsts; i++)
         free(p->dconsts[i].data);
     free(p->dconsts);

@@ -3005,8 +3005,13 @@ int ir_decompose(ir_prog *p, const gr_graph *g)
     }
     c->res = ir_xalloc((size_t)c->nres * sizeof *c->res);
     c->mask = ir_xalloc((size_t)g->nvalues + 1);
-    for (int i = 0; i < g->ninputs; i++)
-        c->mask[g->inputs[i]] = ir_mask_axis(g, g->inputs[i]) != IR_MASK_NONE;
+    int *axis = ir_xalloc((size_t)(g->nvalues + 1) * sizeof *axis);
+    for (int i = 0; i < g->nvalues; i++)
+        axis[i] = IR_MASK_NONE;
+    for (int i = 0; i < g->ninputs; i++) {
+        axis[g->inputs[i]] = ir_mask_axis(g, g->inputs[i]);
+        c->mask[g->inputs[i]] = axis[g->inputs[i]] != IR_MASK_NONE;
+    }
     volatile int rc = 0;
     if (setjmp(c->fail)) {
         rc = -1;
@@ -3027,6 +3032,11 @@ int ir_decompose(ir_prog *p, const gr_graph *g)
         d->line = v->line;
         c->vmap[i] = c->d->nvalues++;
     }
+    p->dnan = ir_xalloc((size_t)(c->d->nvalues + 1) * sizeof *p->dnan);
+    for (int i = 0; i < g->nvalues; i++)
+        if (g->values[i].kind != GR_VAL_NODE)
+            p->dnan[c->vmap[i]] = axis[i];
+    free(axis);
     c->d->inputs = ir_xalloc((size_t)(g->ninputs + 1) * sizeof(int));
     for (int i = 0; i < g->ninputs; i++)
         c->d->inputs[c->d->ninputs++] = c->vmap[g->inputs[i]];

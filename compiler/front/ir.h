@@ -354,6 +354,7 @@ struct cc_result {
     int *dfrom;        /* per node of dg: the source node it comes from */
     ir_dconst *dconsts; /* dg's constants (dc_const): their values, until lower moves them to buffers */
     int ndconsts;
+    int *dnan;         /* per value of dg: an input's ir_mask_axis (decompose asks it, lower keeps it) */
 
     ir_arena A;
     ir_buf *bufs;

@@ -2657,6 +2657,8 @@ static void free_dgraph(ir_prog *p)
     p->dg = NULL;
     free(p->dfrom);
     p->dfrom = NULL;
+    free(p->dnan);
+    p->dnan = NULL;
     for (int i = 0; i < p->ndconsts; i++)
         free(p->dconsts[i].data);
     free(p->dconsts);
@@ -2698,8 +2700,7 @@ int ir_lower(ir_prog *p)
         if (dv->kind == GR_VAL_NODE)
             continue;
         int b = ir_buf_new(p, dv->name, &dv->type, dv->kind == GR_VAL_INPUT ? IR_BUF_INPUT : IR_BUF_PARAM);
-        int sv = dv->kind == GR_VAL_INPUT && p->graph ? gr_graph_find(p->graph, dv->name) : -1;
-        p->bufs[b].nan_axis = sv >= 0 ? ir_mask_axis(p->graph, sv) : IR_MASK_NONE;
+        p->bufs[b].nan_axis = dv->kind == GR_VAL_INPUT ? p->dnan[v] : IR_MASK_NONE;
         if (dv->param_key)
             p->bufs[b].param_key = ir_xstrdup(dv->param_key);
         for (int i = 0; i < p->ndconsts; i++)
