@@ -1800,7 +1800,7 @@ static inline __attribute__((always_inline)) int shape_scan(rr_tmpl *t, const is
  * of words and masks, the first one's words and the deltas are looked up
  * once, not per instruction (per instruction, against the last one of
  * its shape, was 12% of the Llama-8B prefill layer's compile). */
-static int shape_fits(rr_tmpl *t, const isa_insn *s, int sh, uint64_t *key)
+static inline __attribute__((always_inline)) int shape_fits(rr_tmpl *t, const isa_insn *s, int sh, uint64_t *key)
 {
     const rr_opfields *f = fields_of(t->shop[sh]);
     switch (f->scan) { /* (a case number made once per op: the key of four fields made per shape cost 60 K) */
