@@ -166,9 +166,11 @@ typedef struct {
     int nli;            /* li's in code */
     int64_t *li;        /* emit_as_code, per li of code in order: its value for the kernel */
     struct rr_cut *cut; /* where a prefix of its code serves another kernel's prefix (tmpl_cuts) */
-    int ncut;
+    int ncut;           /* -1: not made yet (made for a kernel whose first RR_PREFIX_MIN ops it has) */
+    int clash;          /* two of its shapes had one key (rr_shapes) */
+    uint64_t *opsh;     /* per place p of it: ops_run's hash of its ops before */
     /* the memory of shop, shape, pos, off, at, delta, keys, code, low, li and cut (scratch_array) */
-    isa_buf shopm, shapem, posm, offm, atm, deltam, keysm, codem, lowm, lim, cutm;
+    isa_buf shopm, shapem, posm, offm, atm, deltam, keysm, codem, lowm, lim, cutm, opshm;
 } rr_tmpl;
 
 /* A cut of a template's kernel: a position p where no shape of the
@@ -1877,14 +1879,15 @@ static int tmpl_fits(const rr_scratch *sc, rr_tmpl *t, const isa_insn *s, long n
 
 /* Template t's cuts (rr_cut) that start an item of its code at the top
  * level (a cut is such a start: no loop holds the same shape on both
- * sides of it), in order (opsh: ops_run's hashes of its kernel's ops).  None when its shapes had a key in common
+ * sides of it), in order.  None when its shapes had a key in common
  * (rolling then pairs items by key, across a cut) or its code unrolled a
  * loop for registers (its count is the whole code's). */
-static void tmpl_cuts(rr_tmpl *t, const uint64_t *opsh, int clash)
+static void tmpl_cuts(rr_tmpl *t)
 {
     t->ncut = 0;
-    if (!t->n || clash || t->unrolled)
+    if (!t->n || t->clash || t->unrolled)
         return;
+    const uint64_t *const opsh = t->opsh;
     t->cut = heap_array(&t->cutm, t->ncode, sizeof *t->cut);
     /* shapes are numbered in the order they first come: those before p
      * are [0, sh) for the sh whose first place is p or later */
@@ -1912,11 +1915,26 @@ static void tmpl_cuts(rr_tmpl *t, const uint64_t *opsh, int clash)
     }
 }
 
-/* Template t's last cut at most n whose ops kernel s has before it
- * (sc->opsh), or -1. */
-static int ops_cut(const rr_scratch *sc, const rr_tmpl *t, long n)
+/* The shortest prefix of a kernel of n instructions worth taking from a
+ * template (roll_prefixed): half of it, so that rolling the rest is the
+ * lesser part, and at least RR_PREFIX_MIN. */
+static long prefix_need(long n)
 {
-    int c = t->n ? t->ncut - 1 : -1;
+    return n / 2 > RR_PREFIX_MIN ? n / 2 : RR_PREFIX_MIN;
+}
+
+/* Template t's last cut at most n whose ops kernel s has before it
+ * (sc->opsh), or -1: its cuts made (tmpl_cuts) only for a kernel with
+ * the ops of its prefix_need (making every template's cost decode's
+ * compile 0.16 M). */
+static int ops_cut(const rr_scratch *sc, rr_tmpl *t, long n)
+{
+    const long need = prefix_need(n);
+    if (!t->n || t->n < need || n < need || t->opsh[need] != sc->opsh[need])
+        return -1;
+    if (t->ncut < 0)
+        tmpl_cuts(t);
+    int c = t->ncut - 1;
     while (c >= 0 && (t->cut[c].p > n || t->cut[c].ops != sc->opsh[t->cut[c].p]))
         c--;
     return c;
@@ -2023,13 +2041,13 @@ static int roll_prefixed(rr_out *o, const isa_insn *s, long n)
     for (;;) {
         int q = -1;
         for (int r = 0; r < RR_TEMPLATES; r++)
-            if (top[r] >= 0 && sc->t[r].cut[top[r]].p >= (cut ? cut->p + 1 : RR_PREFIX_MIN) &&
+            if (top[r] >= 0 && sc->t[r].cut[top[r]].p >= (cut ? cut->p + 1 : prefix_need(n)) &&
                 (q < 0 || sc->t[r].cut[top[r]].p > sc->t[q].cut[top[q]].p))
                 q = r;
         if (q < 0)
             break;
         const rr_cut *c = cut_fits(sc, &sc->t[q], s, top[q]);
-        if (c && c->p >= (cut ? cut->p + 1 : RR_PREFIX_MIN)) {
+        if (c && c->p >= (cut ? cut->p + 1 : prefix_need(n))) {
             u = &sc->t[q];
             cut = c;
             from = top[q];
@@ -2099,7 +2117,14 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
     check_same(sc, c, nc, s, n, t->shape, to.from, to.nfrom);
     code_keep(sc, t, c, nc, to.from, to.nfrom);
     t->unrolled = o->ks->unrolled - unrolled;
-    tmpl_cuts(t, sc->opsh, sc->shapes.clash); /* (opsh: roll_prefixed's, of this kernel) */
+    /* its cuts made when a kernel asks (ops_cut), from its ops' hashes,
+     * roll_prefixed's of this kernel, given to it */
+    t->ncut = -1;
+    t->clash = sc->shapes.clash;
+    const isa_buf b = t->opshm;
+    t->opshm = sc->opshm;
+    t->opsh = sc->opsh;
+    sc->opshm = b;
 }
 
 /* ---- the pass ---- */
@@ -2116,7 +2141,7 @@ static void scratch_free(rr_scratch *sc)
     for (int q = 0; q < RR_TEMPLATES; q++) {
         rr_tmpl *t = &sc->t[q];
         isa_buf *m[] = {&t->shopm, &t->shapem, &t->posm, &t->offm, &t->atm,
-                        &t->deltam, &t->keysm, &t->codem, &t->lowm, &t->lim, &t->cutm};
+                        &t->deltam, &t->keysm, &t->codem, &t->lowm, &t->lim, &t->cutm, &t->opshm};
         for (size_t i = 0; i < sizeof m / sizeof *m; i++)
             isa_buf_free(m[i]);
     }
