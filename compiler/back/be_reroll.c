@@ -166,10 +166,11 @@ typedef struct {
     int nli;            /* li's in code */
     int64_t *li;        /* emit_as_code, per li of code in order: its value for the kernel */
     struct rr_cut *cut; /* where a prefix of its code serves another kernel's prefix (tmpl_cuts) */
-    int ncut;           /* -1: not made yet (made for a kernel whose first RR_PREFIX_MIN ops it has) */
+    int ncut;           /* -1: not made yet (ops_cut makes them for a kernel with enough of its ops) */
     int clash;          /* two of its shapes had one key (rr_shapes) */
     uint64_t *opsh;     /* per place p of it: ops_run's hash of its ops before */
-    /* the memory of shop, shape, pos, off, at, delta, keys, code, low, li and cut (scratch_array) */
+    /* the memory of shop, shape, pos, off, at, delta, keys, code, low and li (scratch_array), and
+     * of cut and opsh (heap_array) */
     isa_buf shopm, shapem, posm, offm, atm, deltam, keysm, codem, lowm, lim, cutm, opshm;
 } rr_tmpl;
 
@@ -1514,9 +1515,10 @@ static void stream_ahead(isa_stream *s, long n)
 }
 
 /* Emit kernel s, which fits template t (tmpl_fits: t->delta), as the
- * template's code (cut: its code up to the cut, for s's instructions
- * before it, which fit the template's there: roll_prefixed): what rolling s from scratch would write, without
- * rolling or walking.  The loops, steps and registers are the template's
+ * template's code (cut set: its code up to the cut, for s's instructions
+ * before it, which fit the template's there: roll_prefixed): what
+ * rolling s from scratch would write, without rolling or walking.  The
+ * loops, steps and registers are the template's
  * (they come from the rolled list's strides alone); each instruction is
  * s's copy of the one the template's copied, of the shape the template's
  * issued (so its fields are that shape's: tmpl_fits found the shapes one
