@@ -55,6 +55,9 @@
  * since had had; 64 keep no more that fit, and more templates of one
  * length make tmpl_for key the kernel's ops more often. */
 #define RR_TEMPLATES 32
+/* The shortest prefix roll_prefixed takes from a template: below it, its
+ * search and a second roll cost more than they spare. */
+#define RR_PREFIX_MIN 32
 /* Registers a loop nest may take: r1..r15 (r0 reads as zero). */
 #define RR_REGS (ISA_NREGS - 1)
 
@@ -162,9 +165,28 @@ typedef struct {
     long nlow;          /* -1: not made yet */
     int nli;            /* li's in code */
     int64_t *li;        /* emit_as_code, per li of code in order: its value for the kernel */
-    /* the memory of shop, shape, pos, off, at, delta, keys, code, low and li (scratch_array) */
-    isa_buf shopm, shapem, posm, offm, atm, deltam, keysm, codem, lowm, lim;
+    struct rr_cut *cut; /* where a prefix of its code serves another kernel's prefix (tmpl_cuts) */
+    int ncut;           /* -1: not made yet (ops_cut makes them for a kernel with enough of its ops) */
+    int clash;          /* two of its shapes had one key (rr_shapes) */
+    uint64_t *opsh;     /* per place p of it: ops_run's hash of its ops before */
+    /* the memory of shop, shape, pos, off, at, delta, keys, code, low and li (scratch_array), and
+     * of cut and opsh (heap_array) */
+    isa_buf shopm, shapem, posm, offm, atm, deltam, keysm, codem, lowm, lim, cutm, opshm;
 } rr_tmpl;
+
+/* A cut of a template's kernel: a position p where no shape of the
+ * instructions before it has one after it.  Rolling never looks across
+ * it (a candidate period pairs items of one shape, and a run of equal
+ * hashes ends at it), so the kernel's code is the code of [0, p) rolled
+ * alone, code[0, code), then that of the rest: a kernel whose first p
+ * instructions fit the template's (tmpl_shapes, the first nsh shapes)
+ * and whose p is a cut as well takes that code, its nli li's' values its
+ * own, and rolls only the rest (roll_prefixed). */
+typedef struct rr_cut {
+    long p, code;
+    int nsh, nli;
+    uint64_t ops; /* ops_run's hash of the ops of [0, p) */
+} rr_cut;
 
 /* An instruction of a template's emitted code, what emit_as_code writes
  * for a kernel that fits: its op, register and value (li, addi, loop),
@@ -208,7 +230,9 @@ typedef struct {
      * them was 60 MB of the prefill layer's compile). */
     int64_t (*soff)[RR_NADDR];
     int *from;          /* rr_out.from's memory */
-    isa_buf seenm, soffm, fromm, tabm; /* seen's, soff's, from's and shapes.tab's memory */
+    int *tshape;        /* roll_prefixed: per instruction of the rest, its shape (check_same's) */
+    uint64_t *opsh;     /* roll_prefixed: per place p of the kernel, ops_run's hash of the ops before */
+    isa_buf seenm, soffm, fromm, tabm, tshapem, opshm; /* seen's, soff's, from's, shapes.tab's, tshape's and opsh's memory */
     /* where these grow: on huge pages, not first touched 4 KB by 4 KB
      * (BERT-base's rolling touched some 1.4 MB on the heap); NULL: the heap */
     isa_arena *arena;
@@ -1339,6 +1363,15 @@ static void *scratch_array(const rr_scratch *sc, isa_buf *b, long n, size_t size
     return isa_buf_reserve(b, (size_t)n * size, 0);
 }
 
+/* Array b (its contents not kept) with room for n elements of `size`
+ * bytes, on the heap: roll_prefixed's, small, whose memory taken from
+ * the arena moved the program's streams' slots there (their growths
+ * copied 0.2 M instructions more of the decode compile). */
+static void *heap_array(isa_buf *b, long n, size_t size)
+{
+    return isa_buf_reserve(b, (size_t)n * size, 0);
+}
+
 /* Run stream t[0..n) as the sequencer would, addresses resolved, and
  * check it issues exactly the instructions of s[0..m) (shape: s's, as
  * issues takes them).  from[pc], pc < nfrom: the original that t's
@@ -1482,8 +1515,10 @@ static void stream_ahead(isa_stream *s, long n)
 }
 
 /* Emit kernel s, which fits template t (tmpl_fits: t->delta), as the
- * template's code: what rolling s from scratch would write, without
- * rolling or walking.  The loops, steps and registers are the template's
+ * template's code (cut set: its code up to the cut, for s's instructions
+ * before it, which fit the template's there: roll_prefixed): what
+ * rolling s from scratch would write, without rolling or walking.  The
+ * loops, steps and registers are the template's
  * (they come from the rolled list's strides alone); each instruction is
  * s's copy of the one the template's copied, of the shape the template's
  * issued (so its fields are that shape's: tmpl_fits found the shapes one
@@ -1500,17 +1535,18 @@ static void stream_ahead(isa_stream *s, long n)
  * not of the kernel (check_same ran the loops: a tenth of the prefill
  * layer's rolling; comparing each copy's fields again, 1.5% of BERT-base's
  * compile). */
-static void emit_as_code(rr_out *o, rr_tmpl *t, const isa_insn *s)
+static void emit_as_code(rr_out *o, rr_tmpl *t, const isa_insn *s, const rr_cut *cut)
 {
-    const long n = t->ncode;
+    const long n = cut ? cut->code : t->ncode;
     stream_ahead(o->s, n);
     if (t->nlow < 0)
         code_lows(o->sc, t);
+    const int nli = cut ? cut->nli : t->nli; /* (code_lows counts them) */
     t->li = scratch_array(o->sc, &t->lim, t->nli + 1, sizeof *t->li);
     for (int m = 0; m < t->nli; m++)
         t->li[m] = 0;
     const int64_t *delta = t->delta[0]; /* (rr_low.sq indexes its words) */
-    for (long i = 0; i < t->nlow; i++) {
+    for (long i = 0; i < t->nlow && t->low[i].li < nli; i++) { /* (code[0, n)'s: they come first) */
         const rr_low *g = &t->low[i];
         const int64_t v = g->base + delta[g->sq];
         if (v < t->li[g->li])
@@ -1568,7 +1604,7 @@ static void emit_as_code(rr_out *o, rr_tmpl *t, const isa_insn *s)
         in = os->insns + os->n;
     }
     os->n = (size_t)(in - os->insns);
-    o->ks->unrolled += t->unrolled;
+    o->ks->unrolled += cut ? 0 : t->unrolled; /* (a template with cuts unrolled none) */
 }
 
 /* Entry x's key and shape, its instruction x->in's, given the shape of the
@@ -1800,7 +1836,7 @@ static inline __attribute__((always_inline)) int shape_scan(rr_tmpl *t, const is
  * of words and masks, the first one's words and the deltas are looked up
  * once, not per instruction (per instruction, against the last one of
  * its shape, was 12% of the Llama-8B prefill layer's compile). */
-static int shape_fits(rr_tmpl *t, const isa_insn *s, int sh, uint64_t *key)
+static inline __attribute__((always_inline)) int shape_fits(rr_tmpl *t, const isa_insn *s, int sh, uint64_t *key)
 {
     const rr_opfields *f = fields_of(t->shop[sh]);
     switch (f->scan) { /* (a case number made once per op: the key of four fields made per shape cost 60 K) */
@@ -1812,6 +1848,26 @@ static int shape_fits(rr_tmpl *t, const isa_insn *s, int sh, uint64_t *key)
     }
 }
 
+/* How many of template t's first nsh shapes kernel s has as tmpl_fits
+ * asks, in order (their deltas set, their keys in t->keys): s holds
+ * every instruction of theirs. */
+static int tmpl_shapes(const rr_scratch *sc, rr_tmpl *t, const isa_insn *s, int nsh)
+{
+    /* one to one: no two of the kernel's shapes alike (keys differ) */
+    keys_clear(sc, t, nsh);
+    int sh = 0;
+    for (uint64_t key; sh < nsh && shape_fits(t, s, sh, &key) && keys_enter(t, key, sh); sh++)
+        ;
+    return sh;
+}
+
+/* A hash of a kernel's ops up to one, from h, that of those before it
+ * (0 none): equal prefixes' ops, equal hashes. */
+static inline uint64_t ops_run(uint64_t h, int op)
+{
+    return (h ^ (uint64_t)(op + 1)) * 0x9e3779b97f4a7c15ull;
+}
+
 /* Does kernel s[0..n) roll as the template did (rr_tmpl)?  So it does
  * when its instructions' shapes are the template's renamed one to one
  * (a ring send to the next core is another core's send to its next), in
@@ -1820,16 +1876,91 @@ static int shape_fits(rr_tmpl *t, const isa_insn *s, int sh, uint64_t *key)
  * equality, and addresses only through their differences). */
 static int tmpl_fits(const rr_scratch *sc, rr_tmpl *t, const isa_insn *s, long n)
 {
-    if (!t->n || t->n != n)
-        return 0;
-    /* one to one: no two of the kernel's shapes alike (keys differ) */
-    keys_clear(sc, t, t->nsh);
-    for (int sh = 0; sh < t->nsh; sh++) {
-        uint64_t key;
-        if (!shape_fits(t, s, sh, &key) || !keys_enter(t, key, sh))
-            return 0;
+    return t->n && t->n == n && tmpl_shapes(sc, t, s, t->nsh) == t->nsh;
+}
+
+/* Template t's cuts (rr_cut) that start an item of its code at the top
+ * level (a cut is such a start: no loop holds the same shape on both
+ * sides of it), in order.  None when its shapes had a key in common
+ * (rolling then pairs items by key, across a cut) or its code unrolled a
+ * loop for registers (its count is the whole code's). */
+static void tmpl_cuts(rr_tmpl *t)
+{
+    t->ncut = 0;
+    if (!t->n || t->clash || t->unrolled)
+        return;
+    const uint64_t *const opsh = t->opsh;
+    t->cut = heap_array(&t->cutm, t->ncode, sizeof *t->cut);
+    /* shapes are numbered in the order they first come: those before p
+     * are [0, sh) for the sh whose first place is p or later */
+    long reach = -1, start = -1; /* the last place of a shape among [0, sh); the open item's code */
+    int d = 0, nli = 0, nli0 = 0, sh = 0;
+    for (long pc = 0; pc < t->ncode; pc++) {
+        const rr_code *k = &t->code[pc];
+        if (!d && start < 0) {
+            start = pc;
+            nli0 = nli;
+        }
+        nli += k->op == ISA_OP_LI;
+        d += (k->op == ISA_OP_LOOP) - (k->op == ISA_OP_ENDL);
+        if (k->shape >= 0 && start >= 0) { /* the item's first instruction: it issues [0, idx) before */
+            for (; sh < t->nsh && t->pos[t->at[sh]] < (size_t)k->idx * sizeof(isa_insn); sh++) {
+                const long last = t->pos[t->at[sh + 1] - 1] / sizeof(isa_insn);
+                reach = last > reach ? last : reach;
+            }
+            if (k->idx && reach < k->idx)
+                t->cut[t->ncut++] = (rr_cut){k->idx, start, sh, nli0, opsh[k->idx]};
+            start = -1;
+        }
+        if (!d && (k->shape >= 0 || k->op == ISA_OP_ENDL))
+            start = -1;
     }
-    return 1;
+}
+
+/* The shortest prefix of a kernel of n instructions worth taking from a
+ * template (roll_prefixed): half of it, so that rolling the rest is the
+ * lesser part, and at least RR_PREFIX_MIN. */
+static long prefix_need(long n)
+{
+    return n / 2 > RR_PREFIX_MIN ? n / 2 : RR_PREFIX_MIN;
+}
+
+/* Template t's last cut at most n whose ops kernel s has before it
+ * (sc->opsh), or -1: its cuts made (tmpl_cuts) only for a kernel with
+ * the ops of its prefix_need (making every template's cost decode's
+ * compile 0.16 M). */
+static int ops_cut(const rr_scratch *sc, rr_tmpl *t, long n)
+{
+    const long need = prefix_need(n);
+    if (!t->n || t->n < need || n < need || t->opsh[need] != sc->opsh[need])
+        return -1;
+    if (t->ncut < 0)
+        tmpl_cuts(t);
+    int c = t->ncut - 1;
+    while (c >= 0 && (t->cut[c].p > n || t->cut[c].ops != sc->opsh[t->cut[c].p]))
+        c--;
+    return c;
+}
+
+/* The longest prefix of kernel s that template t's code issues, from t's
+ * cut c (ops_cut) down: the last cut whose shapes s has (tmpl_shapes),
+ * or NULL. */
+static const rr_cut *cut_fits(const rr_scratch *sc, rr_tmpl *t, const isa_insn *s, int c)
+{
+    const int sh = tmpl_shapes(sc, t, s, t->cut[c].nsh);
+    while (c >= 0 && t->cut[c].nsh > sh)
+        c--;
+    return c >= 0 ? &t->cut[c] : NULL;
+}
+
+/* Is key a key of one of template t's first nsh shapes as the kernel has
+ * them (t->keys, tmpl_shapes)? */
+static int keys_has(const rr_tmpl *t, uint64_t key, int nsh)
+{
+    for (long slot = (long)(key & (uint64_t)t->kmask); t->keys[slot].gen == t->kgen; slot = (slot + 1) & t->kmask)
+        if (t->keys[slot].key == key && t->keys[slot].shape < nsh)
+            return 1;
+    return 0;
 }
 
 /* A hash of kernel s[0..n)'s ops in order: four 16-bit ops to a mix, a
@@ -1858,20 +1989,25 @@ static uint64_t ops_key(const isa_insn *s, long n)
  * the kernel's end, after comparing all the rest); with one, it is tried
  * without (the key of every kernel that fits was 2% of the prefill
  * layer's compile). */
-static rr_tmpl *tmpl_for(rr_scratch *sc, const isa_insn *s, long n, int *fits)
+static rr_tmpl *tmpl_for(rr_scratch *sc, const isa_insn *s, long n, uint64_t *ops)
 {
     int same = 0;
     for (int q = 0; q < RR_TEMPLATES; q++)
         same += sc->t[q].n == n;
     const int keyed = same > 1;
-    uint64_t ops = keyed ? ops_key(s, n) : 0;
-    *fits = 1;
+    *ops = keyed ? ops_key(s, n) : 0;
     for (int q = 0; q < RR_TEMPLATES; q++)
-        if (sc->t[q].n == n && (!keyed || sc->t[q].ops == ops) && tmpl_fits(sc, &sc->t[q], s, n))
+        if (sc->t[q].n == n && (!keyed || sc->t[q].ops == *ops) && tmpl_fits(sc, &sc->t[q], s, n))
             return &sc->t[q];
-    *fits = 0;
     if (!keyed)
-        ops = ops_key(s, n);
+        *ops = ops_key(s, n);
+    return NULL;
+}
+
+/* The template to roll kernel s[0..n) of ops key ops from scratch into
+ * (tmpl_for). */
+static rr_tmpl *tmpl_slot(rr_scratch *sc, long n, uint64_t ops)
+{
     rr_tmpl *t = NULL;
     for (int q = 0; q < RR_TEMPLATES && !t; q++)
         if (sc->t[q].n == n && sc->t[q].ops == ops)
@@ -1884,6 +2020,64 @@ static rr_tmpl *tmpl_for(rr_scratch *sc, const isa_insn *s, long n, int *fits)
     return t;
 }
 
+/* Roll kernel s[0..n) into o as a template's code up to a cut (rr_cut)
+ * and the rest from scratch: 0 when no template has a prefix of it worth
+ * it, or the rest has an instruction of a shape before the cut (not a
+ * cut of s's) or is not code this back half makes.  Its code is the
+ * one rolling s from scratch writes (rr_cut says why). */
+static int roll_prefixed(rr_out *o, const isa_insn *s, long n)
+{
+    rr_scratch *sc = o->sc;
+    rr_tmpl *u = NULL;
+    const rr_cut *cut = NULL;
+    sc->opsh = heap_array(&sc->opshm, n + 1, sizeof *sc->opsh);
+    sc->opsh[0] = 0;
+    for (long j = 0; j < n; j++)
+        sc->opsh[j + 1] = ops_run(sc->opsh[j], s[j].op);
+    int top[RR_TEMPLATES], last = -1, from = -1;
+    for (int q = 0; q < RR_TEMPLATES; q++)
+        top[q] = ops_cut(sc, &sc->t[q], n);
+    /* the templates by their longest cut of the kernel's ops, longest
+     * first, while one can beat the best prefix found (a cut of its whose
+     * shapes the kernel has: checking them is the cost) */
+    for (;;) {
+        int q = -1;
+        for (int r = 0; r < RR_TEMPLATES; r++)
+            if (top[r] >= 0 && sc->t[r].cut[top[r]].p >= (cut ? cut->p + 1 : prefix_need(n)) &&
+                (q < 0 || sc->t[r].cut[top[r]].p > sc->t[q].cut[top[q]].p))
+                q = r;
+        if (q < 0)
+            break;
+        const rr_cut *c = cut_fits(sc, &sc->t[q], s, top[q]);
+        if (c && c->p >= (cut ? cut->p + 1 : prefix_need(n))) {
+            u = &sc->t[q];
+            cut = c;
+            from = top[q];
+        }
+        last = q;
+        top[q] = -1;
+    }
+    if (!cut || (u != &sc->t[last] && cut_fits(sc, u, s, from) != cut)) /* (its deltas and keys again) */
+        return 0;
+    const long p = cut->p, m = n - p;
+    sc->soff = scratch_array(sc, &sc->soffm, m, sizeof *sc->soff);
+    if (!make_entries(sc, s + p, m))
+        return 0;
+    for (int q = 0; q < sc->shapes.next; q++)
+        if (keys_has(u, sc->shapes.rkey[q], cut->nsh))
+            return 0;
+    emit_as_code(o, u, s, cut);
+    sc->tshape = heap_array(&sc->tshapem, m, sizeof *sc->tshape);
+    for (long j = 0; j < m; j++)
+        sc->tshape[j] = sc->e.v[j].shape;
+    roll_in_place(&sc->pool, &sc->e, 0, sc->shapes.clash ? 0 : sc->shapes.next);
+    const long first = (long)o->s->n;
+    stream_ahead(o->s, sc->e.n);
+    emit_list(o, sc->e.v, sc->e.n);
+    check_same(sc, o->s->insns + first, (long)o->s->n - first, s + p, m, sc->tshape, NULL, 0);
+    return 1;
+}
+
 /* Roll instructions s[0..n) of one kernel into o (as the template rolled
  * when it fits, else from scratch); left as they are when they already
  * use loops or registers (not code this back half makes). */
@@ -1891,12 +2085,15 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
 {
     fields_init();
     rr_scratch *sc = o->sc;
-    int fits;
-    rr_tmpl *t = tmpl_for(sc, s, n, &fits);
-    if (fits) {
-        emit_as_code(o, t, s);
+    uint64_t ops;
+    rr_tmpl *t = tmpl_for(sc, s, n, &ops);
+    if (t) {
+        emit_as_code(o, t, s, NULL);
         return;
     }
+    if (roll_prefixed(o, s, n))
+        return;
+    t = tmpl_slot(sc, n, ops);
     sc->soff = scratch_array(sc, &sc->soffm, n, sizeof *sc->soff);
     if (!roll_fresh(sc, t, s, n)) {
         stream_ahead(o->s, n);
@@ -1922,6 +2119,14 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
     check_same(sc, c, nc, s, n, t->shape, to.from, to.nfrom);
     code_keep(sc, t, c, nc, to.from, to.nfrom);
     t->unrolled = o->ks->unrolled - unrolled;
+    /* its cuts made when a kernel asks (ops_cut), from its ops' hashes,
+     * roll_prefixed's of this kernel, given to it */
+    t->ncut = -1;
+    t->clash = sc->shapes.clash;
+    const isa_buf b = t->opshm;
+    t->opshm = sc->opshm;
+    t->opsh = sc->opsh;
+    sc->opshm = b;
 }
 
 /* ---- the pass ---- */
@@ -1937,7 +2142,8 @@ static void scratch_free(rr_scratch *sc)
     isa_stream_free(&sc->rolled);
     for (int q = 0; q < RR_TEMPLATES; q++) {
         rr_tmpl *t = &sc->t[q];
-        isa_buf *m[] = {&t->shopm, &t->shapem, &t->posm, &t->offm, &t->atm, &t->deltam, &t->keysm, &t->codem, &t->lowm, &t->lim};
+        isa_buf *m[] = {&t->shopm, &t->shapem, &t->posm, &t->offm, &t->atm,
+                        &t->deltam, &t->keysm, &t->codem, &t->lowm, &t->lim, &t->cutm, &t->opshm};
         for (size_t i = 0; i < sizeof m / sizeof *m; i++)
             isa_buf_free(m[i]);
     }
@@ -1945,6 +2151,8 @@ static void scratch_free(rr_scratch *sc)
     isa_buf_free(&sc->seenm);
     isa_buf_free(&sc->soffm);
     isa_buf_free(&sc->fromm);
+    isa_buf_free(&sc->tshapem);
+    isa_buf_free(&sc->opshm);
     isa_arena_free(sc->arena);
 }
 
