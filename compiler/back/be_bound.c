@@ -70,6 +70,7 @@ static inline void bd_add(bd_state *b, int core, int write, int64_t lo, int64_t 
     }
     if (b->npieces == b->cap)
         b->pieces = bd_grow(&b->piecesm, &b->cap, sizeof *b->pieces, BD_PIECES_FIRST);
+    b->unordered |= last && core < last->core;
     b->pieces[b->npieces++] = (bd_piece){lo, hi, core, write};
 }
 
@@ -139,6 +140,7 @@ void bd_lanes_join(bd_state *b, bd_state *x, bd_state *y)
     for (size_t i = 0; i < n; i++)
         bd_add(b, out[i].core, out[i].write, out[i].lo, out[i].hi);
     x->npieces = y->npieces = 0;
+    x->unordered = y->unordered = 0;
     bd_lane_add(b, x);
     bd_lane_add(b, y);
 }
@@ -244,13 +246,11 @@ void bd_collect(bd_state *b, const isa_stream *s, size_t first, int core)
 
 void bd_order(bd_state *b)
 {
-    size_t i = 1;
-    while (i < b->npieces && b->pieces[i - 1].core <= b->pieces[i].core)
-        i++;
-    if (i >= b->npieces)
+    if (!b->unordered)
         return; /* the rule: cores one after the other */
     /* a stable counting sort by core */
-    size_t *at = ir_xalloc(((size_t)b->ncores + 1) * sizeof *at);
+    b->unordered = 0;
+    size_t i, *at = ir_xalloc(((size_t)b->ncores + 1) * sizeof *at);
     for (i = 0; i < b->npieces; i++)
         at[b->pieces[i].core + 1]++;
     for (int c = 0; c < b->ncores; c++)
@@ -567,5 +567,6 @@ void bd_record(bd_state *b, int bar)
     else
         bd_merge_runs(b, n);
     b->npieces = 0;
+    b->unordered = 0;
     b->kring = 0;
 }
