@@ -72,7 +72,9 @@ typedef struct {
     int unordered;               /* some piece's core is below the one's before it (bd_add's: bd_order's test
                                     of every piece was 0.7% of the Llama-8B decode step's compile) */
     bd_piece *sorted;            /* scratch: bd_order's, which then swaps it with pieces */
-    uint32_t *ends;              /* scratch: bd_join's table of pieces by their end */
+    uint32_t *ends;              /* scratch: bd_join's table of pieces by their end (nends entries) */
+    size_t nends;
+    uint32_t endbase;            /* bd_join's entries at most this are empty */
     int kring;                   /* the next kernel's ring traffic */
     char *unmarked;              /* ... per core and destination: its last ring transfer there had no token, so
                                     no wait of the destination's awaits it; a later one with a token covers it
