@@ -13,6 +13,9 @@ void bd_begin(bd_state *b, const be_ctx *c, isa_arena *arena)
     memset(b, 0, sizeof *b);
     b->runsm.arena = b->outm.arena = b->edgesm.arena = b->prevm.arena = arena;
     b->piecesm.arena = b->sortedm.arena = b->endsm.arena = arena;
+    /* (the groups, a few KB, on the heap: a slot of the arena's they took
+     * made a core's stream grow by a copy once more, 230 k instructions
+     * of the Llama-8B decode step's compile) */
     b->stick = c->t.stick;
     b->shift = b->stick > 0 && !(b->stick & (b->stick - 1)) ? __builtin_ctzll((unsigned long long)b->stick) : -1;
     b->regs = ir_xalloc((size_t)c->cfg->cores * sizeof *b->regs);
@@ -26,7 +29,7 @@ void bd_begin(bd_state *b, const be_ctx *c, isa_arena *arena)
 
 void bd_free(bd_state *b)
 {
-    isa_buf *m[] = {&b->runsm, &b->outm, &b->edgesm, &b->prevm, &b->piecesm, &b->sortedm, &b->endsm};
+    isa_buf *m[] = {&b->runsm, &b->outm, &b->edgesm, &b->prevm, &b->piecesm, &b->sortedm, &b->endsm, &b->groupsm};
     for (size_t i = 0; i < sizeof m / sizeof *m; i++)
         isa_buf_free(m[i]);
     free(b->live);
@@ -60,12 +63,21 @@ static __attribute__((noinline)) void *bd_grow(isa_buf *m, size_t *cap, size_t s
  * 7,065 pieces, which grew five times from 256, copying). */
 enum { BD_PIECES_FIRST = 8192 };
 
+/* The last piece grew: it leaves a group it ends (no longer alike). */
+static inline void bd_group_drop_last(bd_state *b)
+{
+    bd_group *g = b->ngroups ? &b->groups[b->ngroups - 1] : NULL;
+    if (g && g->first + (size_t)g->n == b->npieces && !--g->n)
+        b->ngroups--;
+}
+
 static inline void bd_add(bd_state *b, int core, int write, int64_t lo, int64_t hi)
 {
     assert(lo >= 0 && lo < hi);
     bd_piece *last = b->npieces ? &b->pieces[b->npieces - 1] : NULL;
     if (last && last->core == core && last->write == write && last->hi == lo) {
         last->hi = hi;
+        bd_group_drop_last(b);
         return;
     }
     if (b->npieces == b->cap)
@@ -73,6 +85,9 @@ static inline void bd_add(bd_state *b, int core, int write, int64_t lo, int64_t 
     b->unordered |= last && core < last->core;
     b->pieces[b->npieces++] = (bd_piece){lo, hi, core, write};
 }
+
+/* Pieces bd_add_strided adds more of than this are noted as a group. */
+enum { BD_GROUP_FROM = 8 };
 
 /* bd_add of n pieces of len sticks, step apart from lo on, as one call
  * each would add them: after the first, a piece joins the one before
@@ -93,6 +108,11 @@ static void bd_add_strided(bd_state *b, int core, int write, int64_t lo, int64_t
     bd_piece *p = b->pieces + b->npieces;
     for (int64_t i = 1; i < n; i++)
         p[i - 1] = (bd_piece){lo + i * step, lo + i * step + len, core, write};
+    if (n > BD_GROUP_FROM) {
+        if (b->ngroups == b->gcap)
+            b->groups = bd_grow(&b->groupsm, &b->gcap, sizeof *b->groups, 64);
+        b->groups[b->ngroups++] = (bd_group){b->npieces, n - 1, lo + step, step, len, core, write};
+    }
     b->npieces += (size_t)n - 1;
 }
 
@@ -141,6 +161,7 @@ void bd_lanes_join(bd_state *b, bd_state *x, bd_state *y)
         bd_add(b, out[i].core, out[i].write, out[i].lo, out[i].hi);
     x->npieces = y->npieces = 0;
     x->unordered = y->unordered = 0;
+    x->ngroups = y->ngroups = 0;
     bd_lane_add(b, x);
     bd_lane_add(b, y);
 }
@@ -149,6 +170,7 @@ void bd_lane_free(bd_state *lane)
 {
     free(lane->tokbal);
     isa_buf_free(&lane->piecesm);
+    isa_buf_free(&lane->groupsm);
 }
 
 /* A dma.ld's or dma.st's DRAM sticks (this and bd_table apart from
@@ -248,8 +270,9 @@ void bd_order(bd_state *b)
 {
     if (!b->unordered)
         return; /* the rule: cores one after the other */
-    /* a stable counting sort by core */
+    /* a stable counting sort by core (the groups' pieces move: forgotten) */
     b->unordered = 0;
+    b->ngroups = 0;
     size_t i, *at = ir_xalloc(((size_t)b->ncores + 1) * sizeof *at);
     for (i = 0; i < b->npieces; i++)
         at[b->pieces[i].core + 1]++;
@@ -281,6 +304,23 @@ static size_t bd_run_at(const bd_state *b, int64_t lo, size_t l)
     return l;
 }
 
+/* May a piece of group g clash with the runs: does a run over the sticks
+ * between its first piece's start and its last's end hold another core's
+ * write, or for a write another's read?  (A group's pieces are checked
+ * one by one only then: a weight's K chunk read as a piece per stick
+ * group, 20,000 pieces of the Llama-8B decode step, each looked up among
+ * the runs, were 0.9% of its compile.) */
+static int bd_group_may_clash(const bd_state *b, const bd_group *g)
+{
+    const int64_t end = g->lo + (g->n - 1) * g->step, lo = cc_min(g->lo, end), hi = cc_max(g->lo, end) + g->len;
+    for (size_t j = bd_run_at(b, lo, 0); j < b->nruns && b->runs[j].lo < hi; j++) {
+        const bd_run *u = &b->runs[j];
+        if ((u->w != BD_NONE && u->w != g->core + 1) || (g->write && u->r != BD_NONE && u->r != g->core + 1))
+            return 1;
+    }
+    return 0;
+}
+
 /* Does the next kernel (the collected accesses) need a bar before it?
  * The reason goes to why: the first piece that clashes, at its first
  * stick that does. */
@@ -293,9 +333,15 @@ int bd_needs_bar(const bd_state *b, char *why, size_t len)
     /* The first run past a piece's start, found from the last piece's
      * when this one starts no earlier (no run before that one ends past
      * it): mostly that same run, a DMA's pieces rising through a weight. */
-    size_t at = 0;
+    size_t at = 0, g = 0;
     int64_t last = INT64_MIN;
     for (size_t i = 0; i < b->npieces; i++) {
+        if (g < b->ngroups && b->groups[g].first == i && !bd_group_may_clash(b, &b->groups[g++])) {
+            i += (size_t)b->groups[g - 1].n - 1; /* none of its pieces clashes */
+            at = 0;
+            last = INT64_MIN;
+            continue;
+        }
         const bd_piece *p = &b->pieces[i];
         if (p->lo < last)
             at = 0;
@@ -358,12 +404,13 @@ static void bd_swap(bd_state *b, size_t n)
 /* Edges e[0..n) in stick order, stably: a few by insertion, more by a
  * radix sort through tmp (qsort's compares were a tenth of a decode
  * step's compile), each digit's pass from one array into the other (a
- * copy back after each was 2% of the Llama-8B decode step's compile),
- * e's after the last.  (Its counts zeroed and summed over every bin,
+ * copy back after each was 2% of the Llama-8B decode step's compile):
+ * returns the one the last pass wrote, e or tmp (a copy back into e was
+ * 0.1% of BERT-base's compile).  (Its counts zeroed and summed over every bin,
  * each pass, outweighed the sort of a kernel of a few pieces.)  The
  * first two digits are counted in the walk that finds the largest stick
  * (sticks of up to 22 bits, two passes, are the usual). */
-static void bd_sort_edges(bd_edge *e, bd_edge *tmp, size_t n)
+static bd_edge *bd_sort_edges(bd_edge *e, bd_edge *tmp, size_t n)
 {
     enum { WIDE = 11, FEW = 64 };
     if (n <= FEW) {
@@ -374,7 +421,7 @@ static void bd_sort_edges(bd_edge *e, bd_edge *tmp, size_t n)
                 e[j] = e[j - 1];
             e[j] = x;
         }
-        return;
+        return e;
     }
     assert(n < UINT32_MAX);
     /* digits of 8 bits under 2,048 edges: a pass's bins are then more
@@ -407,8 +454,7 @@ static void bd_sort_edges(bd_edge *e, bd_edge *tmp, size_t n)
         from = to;
         to = t;
     }
-    if (from != e)
-        memcpy(e, from, n * sizeof *e);
+    return from;
 }
 
 /* The mark of sticks covered by `count` cores' pieces, `sum` the sum of
@@ -505,7 +551,7 @@ static size_t bd_piece_runs(bd_state *b)
         e[2 * i] = (bd_edge){p->lo, p->core, p->write, 1};
         e[2 * i + 1] = (bd_edge){p->hi, p->core, p->write, -1};
     }
-    bd_sort_edges(e, e + 2 * b->npieces, 2 * b->npieces);
+    e = bd_sort_edges(e, e + 2 * b->npieces, 2 * b->npieces);
     int count[2] = {0, 0}; /* cores with a piece over the stick, reading and writing */
     int64_t sum[2] = {0, 0};
     size_t n = 0;
@@ -586,5 +632,6 @@ void bd_record(bd_state *b, int bar)
         bd_merge_runs(b, n);
     b->npieces = 0;
     b->unordered = 0;
+    b->ngroups = 0;
     b->kring = 0;
 }

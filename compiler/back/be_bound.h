@@ -55,6 +55,14 @@ typedef struct { /* (16 bytes: the sort moves each twice) */
     int16_t write, delta;
 } bd_edge;
 
+/* n pieces of len sticks, step apart from lo on: pieces first.. of the
+ * next kernel's, as bd_add_strided added them. */
+typedef struct {
+    size_t first;
+    int64_t n, lo, step, len;
+    int core, write;
+} bd_group;
+
 typedef struct {
     int64_t stick;
     int shift;                   /* log2 of stick, -1 when it is no power of two */
@@ -69,6 +77,8 @@ typedef struct {
     int ring;                    /* ring traffic since the last bar */
     bd_piece *pieces;            /* the next kernel's DRAM accesses */
     size_t npieces, cap;
+    bd_group *groups;            /* the pieces' groups (bd_needs_bar checks one at once), by first piece */
+    size_t ngroups, gcap;
     int unordered;               /* some piece's core is below the one's before it (bd_add's: bd_order's test
                                     of every piece was 0.7% of the Llama-8B decode step's compile) */
     bd_piece *sorted;            /* scratch: bd_order's, which then swaps it with pieces */
@@ -85,7 +95,7 @@ typedef struct {
     int32_t *tokbal;             /* per core and token: the next kernel's signals (sig, ring arrivals) less its waits */
     /* the memory of runs, out, edges, prev, pieces, sorted and ends, in an
      * arena (bd_begin's; on huge pages, not first touched 4 KB by 4 KB) */
-    isa_buf runsm, outm, edgesm, prevm, piecesm, sortedm, endsm;
+    isa_buf runsm, outm, edgesm, prevm, piecesm, sortedm, endsm, groupsm;
 } bd_state;
 
 /* Start (the DRAM stick size, a register file per core; the scratch in
