@@ -611,6 +611,53 @@ static int bd_ring_open(bd_state *b)
     return open;
 }
 
+/* The open group of the last few (ring of BD_GROUP_OPEN) that group y
+ * continues, piece by piece (each of its pieces starts where the same
+ * piece of that group ends), or NULL. */
+enum { BD_GROUP_OPEN = 4 };
+static bd_group *bd_group_continued(bd_state *b, const size_t *open, int nopen, const bd_group *y)
+{
+    for (int o = 0; o < nopen; o++) {
+        bd_group *x = &b->groups[open[o]];
+        if (x->core == y->core && x->write == y->write && x->n == y->n && x->step == y->step && y->lo == x->lo + x->len)
+            return x;
+    }
+    return NULL;
+}
+
+/* Groups that continue an earlier one (a weight's next K chunk, read a
+ * piece per stick group after the last) join it before bd_join: its
+ * pieces grow by the later's sticks, and the later's pieces go, the rest
+ * closing up in place.  Each core's sticks of each kind stay the same,
+ * and so do the runs.  (Joined piece by piece in bd_join, the decode
+ * step's 25,900 pieces were 1.6% of its compile.) */
+static void bd_group_join(bd_state *b)
+{
+    size_t open[BD_GROUP_OPEN], out = 0, from = 0;
+    int nopen = 0, next = 0;
+    bd_piece *p = b->pieces;
+    for (size_t k = 0; k < b->ngroups; k++) {
+        bd_group *y = &b->groups[k];
+        bd_group *x = bd_group_continued(b, open, nopen, y);
+        if (!x) { /* it stays: where it will be once the pieces before it close up */
+            y->first -= from - out;
+            open[next] = k;
+            next = (next + 1) % BD_GROUP_OPEN;
+            nopen += nopen < BD_GROUP_OPEN;
+            continue;
+        }
+        memmove(p + out, p + from, (y->first - from) * sizeof *p);
+        out += y->first - from;
+        from = y->first + (size_t)y->n;
+        for (int64_t i = 0; i < x->n; i++)
+            p[x->first + (size_t)i].hi += y->len;
+        x->len += y->len;
+    }
+    memmove(p + out, p + from, (b->npieces - from) * sizeof *p);
+    b->npieces = out + b->npieces - from;
+    b->ngroups = 0;
+}
+
 /* This many pieces or fewer are not worth bd_join's table. */
 enum { BD_JOIN_FROM = 64 };
 
@@ -623,6 +670,7 @@ void bd_record(bd_state *b, int bar)
         b->ring = 0;
     }
     b->ring |= b->kring && bd_ring_open(b);
+    bd_group_join(b);
     if (b->npieces > BD_JOIN_FROM)
         bd_join(b);
     const size_t n = bd_piece_runs(b);
