@@ -1417,12 +1417,17 @@ int mm_rg_prefetch(be_ctx *c, mm_plan *m, int from, int64_t above, double budget
     const int64_t fill = (int64_t)ceil(budget * c->t.dram_bytes_per_cycle / (double)(c->work[pos].gn * chunk));
     const int64_t n = cc_max(0, cc_min(cc_min(cc_min(tl->slots ? tl->slots : tl->nch, tl->nch), room / chunk), fill));
     const ir_kernel *prev = &c->p->kernels[c->p->order[from]];
+    const int64_t gm = c->work[pos].gm, gn = c->work[pos].gn;
     for (int core = 0; core < c->work[pos].cores && n > 0; core++) {
+        /* only the columns' loaders load; the others' setup, which
+         * rg_pre_room's passed for their column sticks, is not needed */
+        if (core / gn != rg_mid(tl, gm, core % gn))
+            continue;
         rg_core *g = rg_new();
         cc_emit probe;
         be_lx_probe(c, pos, core, &probe);
         int rc = rg_setup(g, c, m, core, &probe);
-        if (!rc && g->i == g->mid) {
+        if (!rc) {
             cc_emit *e = &c->em[core];
             rg_block(g, 0);
             cc_kernel_begin(e, prev->name);
