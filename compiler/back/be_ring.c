@@ -288,11 +288,22 @@ static int64_t rg_ag_index(const mm_plan *m, int64_t j, int64_t gi)
 /* LX of a core: its row group's A whole, its column block's B whole (or
  * its K chunks in `slots` slots and the credits' sticks), the block's
  * result, epilogue operands and temps, the partial sums. */
+static int64_t mm_rg_lx_fixed(const mm_plan *m, int64_t MT, int64_t NS, int64_t slots)
+{
+    const int64_t sb = m->c->t.stick, bw = slots ? 3 : NS * m->Kd;
+    return (rg_ag_groups(m) * MT + bw + MT + RG_MAX_GN * m->ep.nexpr * NS) * sb + mm_cslot_bytes(m, MT, NS);
+}
+
+/* mm_rg_lx, its part that does not hang on the K chunk (mm_rg_lx_fixed)
+ * given: rg_search tries every K chunk of a block. */
+static int64_t mm_rg_lx_kc(const mm_plan *m, int64_t fixed, int64_t MT, int64_t NS, int64_t KC, int64_t slots)
+{
+    return fixed + slots * NS * KC * m->c->t.stick + mm_p_bytes(m, MT, NS, KC);
+}
+
 static int64_t mm_rg_lx(const mm_plan *m, int64_t MT, int64_t NS, int64_t KC, int64_t slots)
 {
-    const int64_t sb = m->c->t.stick, bw = slots ? slots * NS * KC + 3 : NS * m->Kd;
-    return (rg_ag_groups(m) * MT + bw + MT + RG_MAX_GN * m->ep.nexpr * NS) * sb + mm_cslot_bytes(m, MT, NS) +
-           mm_p_bytes(m, MT, NS, KC);
+    return mm_rg_lx_kc(m, mm_rg_lx_fixed(m, MT, NS, slots), MT, NS, KC, slots);
 }
 
 /* Piece times from the middle core's first chunk to the last core of its
@@ -405,6 +416,7 @@ static int rg_search(const mm_plan *m, int64_t gm, int64_t gn, mm_tiling tl, int
     const be_work *w = &m->c->work[m->ep.pos];
     const int64_t lanes = m->c->t.lanes16, budget = be_lx_budget(m->c, m->ep.pos);
     mm_split_block(m, &tl); /* of MB x NBS alone: the same for every K chunk */
+    const int64_t fixed = mm_rg_lx_fixed(m, tl.MB, tl.NBS, tl.slots);
     for (int64_t ks = 1; ks < 2 * cc_ceil_div(m->Kd, lanes); ks *= 2) {
         tl.KC = w->mb ? cc_min(w->kc, m->Kd) : cc_min(ks * lanes, m->Kd);
         if (w->mb && ks > 1)
@@ -412,7 +424,7 @@ static int rg_search(const mm_plan *m, int64_t gm, int64_t gn, mm_tiling tl, int
         tl.nch = cc_ceil_div(m->Kd, tl.KC);
         if (tl.slots && !w->mb && tl.KC < cc_min(m->Kd, RG_MIN_KC)) /* short pieces: the ring's issue cost */
             continue;
-        if (mm_rg_lx(m, tl.MB, tl.NBS, tl.KC, tl.slots) > budget || (m->atile && !mm_rg_tile_chunks(m, gn, tl.KC)))
+        if (mm_rg_lx_kc(m, fixed, tl.MB, tl.NBS, tl.KC, tl.slots) > budget || (m->atile && !mm_rg_tile_chunks(m, gn, tl.KC)))
             continue;
         mm_rg_estimate(m, gm, gn, cc_ceil_div(m->GN, gn), &tl);
         if (!found || (tl.slots ? rg_better(m, &tl, out) : tl.cycles < out->cycles))
