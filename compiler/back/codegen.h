@@ -182,7 +182,7 @@ void cc_emit_fence(cc_emit *e);
 void cc_emit_tok_slow(cc_emit *e, int op, isa_unit u, int tok);
 /* A wait or sig: an allocated token that fits (tok_fit, known: the
  * defaults are made), in room the stream has, is the op's default with u
- * and tok set, counted in without cc_commit.  Inline, so that a constant
+ * and tok set (isa_tok_insn), counted in without cc_commit.  Inline, so that a constant
  * unit's test folds away and no call saves registers: two in three of
  * BERT-base's instructions are waits and sigs, and the call was a sixth
  * of emitting one (docs/compiler.md, "A round on branch ccwait"). */
@@ -192,10 +192,8 @@ static inline void cc_emit_tok(cc_emit *e, int op, isa_unit u, int tok)
     /* unsigned: a negative token fails too (ntokens >= 0) */
     if ((unsigned)tok < (unsigned)e->ntokens && (unsigned)u <= ISA_U_SEQ && tok < e->tok_fit[op == ISA_OP_SIG][u] &&
         !e->failed && s->n < s->cap) {
-        isa_insn *in = &s->insns[s->n++];
-        isa_insn_copy(in, &isa_insn_defaults[op]);
-        in->u = (uint8_t)u;     /* <= ISA_U_SEQ */
-        in->tok = (uint8_t)tok; /* < tok_fit: fits */
+        /* u <= ISA_U_SEQ, tok < tok_fit: both fit */
+        isa_tok_insn(&s->insns[s->n++], op, (uint8_t)u, (uint8_t)tok);
         return;
     }
     cc_emit_tok_slow(e, op, u, tok);
