@@ -862,6 +862,7 @@ static void rg_release(rg_core *g, int64_t step)
     /* streamed: B comes from the row above (below, in a reversed column) */
     const int h = rg_reversed(g) ? 0 : 1, up = g->core + (h ? -1 : 1) * (int)g->gn;
     cc_dma_shape sh = cc_dma_groups(1, 1, 0, 0);
+    assert(cc_ring_like_keeps(g->e, g->credlike, ISA_OP_RING_SEND, g->cred[h], &sh));
     g->credlike = (int)cc_emit_ring_like(g->e, g->credlike, ISA_OP_RING_SEND, up, g->cred[h], cc_abs(g->cred_in[h]),
                                          cc_abs(g->cred_src), &sh);
 }
@@ -1050,6 +1051,8 @@ static void rg_chunk_in(rg_core *g, int64_t b, int64_t jc, int64_t step, int64_t
         g->like[0] = g->like[1] = -1;
         g->send_kc = (int)kc;
     }
+    for (int q = 0; q < g->nh; q++) /* kept by every send of the step */
+        assert(cc_ring_like_keeps(e, g->like[g->hs[q]], ISA_OP_RING_SEND, g->arr, &sh));
     const int credw = stream && step - g->npre >= g->mc.tl.slots; /* the first piece waits for credits */
     for (int64_t pc = 0; pc < g->ns; pc++) {
         if (g->i != g->mid)

@@ -230,14 +230,14 @@ long cc_emit_ring_slow(cc_emit *e, int op, int core, int tok, isa_addr d, isa_ad
  * most of emitting a send).  Without a like, with a failed emitter or an
  * address out of its field, cc_emit_ring's way (cc_emit_ring_slow),
  * message and all.  Inline: a call's saved registers were a third of
- * the copy's way. */
+ * the copy's way.  The caller asserts its promise (cc_ring_like_keeps)
+ * before each run of calls whose op, core, tok and sh stay the same:
+ * each call's copy keeps it for the next (asserted per send, it was a
+ * sixth of emitting one). */
 static inline long cc_emit_ring_like(cc_emit *e, long like, int op, int core, int tok, isa_addr d, isa_addr a,
                                      const cc_dma_shape *sh)
 {
     if (like >= 0 && !e->failed && isa_addr_fits(&d) && isa_addr_fits(&a)) {
-        assert(e->s->insns[like].op == op && e->s->insns[like].tok == tok && e->s->insns[like].run == sh->run &&
-               e->s->insns[like].n[0] == sh->n[0] && e->s->insns[like].as[0] == sh->as[0] &&
-               e->s->insns[like].ds[0] == sh->ds[0]); /* the caller's promise (core: placed since) */
         isa_insn *in = isa_stream_room(e->s);
         isa_insn_copy(in, &e->s->insns[like]);
         in->d = d;
@@ -245,6 +245,15 @@ static inline long cc_emit_ring_like(cc_emit *e, long like, int op, int core, in
         return (long)e->s->n++;
     }
     return cc_emit_ring_slow(e, op, core, tok, d, a, sh);
+}
+
+/* cc_emit_ring_like's promise of like (< 0: none): a ring op of this
+ * kernel with op, tok and sh's shape (its core: placed since). */
+static inline int cc_ring_like_keeps(const cc_emit *e, long like, int op, int tok, const cc_dma_shape *sh)
+{
+    const isa_insn *l = like >= 0 ? &e->s->insns[like] : NULL;
+    return !l || (l->op == op && l->tok == tok && l->run == sh->run && l->n[0] == sh->n[0] && l->as[0] == sh->as[0] &&
+                  l->ds[0] == sh->ds[0]);
 }
 
 /* PT matrix multiply on corelet c (see the pt.mm operand description). */
