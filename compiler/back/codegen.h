@@ -105,7 +105,8 @@ typedef struct {
     const struct cc_khooks *hooks;
     size_t sbase; /* the core's stream's length when the kernel began: instruction numbers in messages */
     cc_sfp_tally *tally; /* or NULL: where cc_emit_sfp counts what it emits (a dry run's, which emits nothing) */
-    int16_t tok_fit[2][ISA_U_SEQ + 1]; /* of wait, sig on unit u: the tokens below it fit (cc_emit_tok; 0 not known, -1 none) */
+    int16_t tok_fit[2][ISA_U_SEQ + 1]; /* of wait, sig on unit u: the tokens below it fit (cc_emit_tok; 0 not known or
+                                          the emitter failed, -1 none) */
 } cc_emit;
 
 typedef struct cc_khooks {
@@ -117,6 +118,9 @@ typedef struct cc_khooks {
 
 void cc_emit_begin(cc_emit *e, const chip_config *cfg, isa_program *p, int core, char *err, size_t errlen);
 int cc_emit_failed(const cc_emit *e);
+/* Fail the emitter without a message (one is recorded already): later
+ * calls do nothing. */
+void cc_emit_fail(cc_emit *e);
 /* Record an error (printf style) unless one is already recorded; returns -1. */
 int cc_emit_error(cc_emit *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -190,8 +194,9 @@ static inline void cc_emit_tok(cc_emit *e, int op, isa_unit u, int tok)
 {
     isa_stream *s = e->s;
     /* unsigned: a negative token fails too (ntokens >= 0) */
+    /* (a failed emitter's tok_fit is 0: cc_emit_fail) */
     if ((unsigned)tok < (unsigned)e->ntokens && (unsigned)u <= ISA_U_SEQ && tok < e->tok_fit[op == ISA_OP_SIG][u] &&
-        !e->failed && s->n < s->cap) {
+        s->n < s->cap) {
         /* u <= ISA_U_SEQ, tok < tok_fit: both fit */
         isa_tok_insn(&s->insns[s->n++], op, (uint8_t)u, (uint8_t)tok);
         return;
