@@ -444,6 +444,28 @@ static inline void isa_insn_init(isa_insn *in, int op)
         isa_info_first(op);
     isa_insn_copy(in, &isa_insn_defaults[op]);
 }
+/* A wait or sig (op) of unit u on token tok, every other field at its
+ * default (insn_build's for the TOK format: zero, but the loop counts,
+ * run and the PT shape, 1), stored as zeros and those fields instead of
+ * a copy of the op's default: codegen emits one for two in three of the
+ * instructions it makes, and the copy's eight loads were a quarter of
+ * emitting one.  tests/test_isa.c checks it against isa_insn_init. */
+static inline void isa_tok_insn(isa_insn *in, int op, uint8_t u, uint8_t tok)
+{
+    typedef int64_t chunk __attribute__((vector_size(16), aligned(8), may_alias));
+    chunk *d = (chunk *)in;
+    const chunk z = {0, 0};
+#pragma GCC unroll 8 /* sizeof(isa_insn) / 16 */
+    for (size_t i = 0; i < sizeof *in / sizeof *d; i++)
+        d[i] = z;
+    in->op = (int16_t)op;
+    in->u = u;
+    in->tok = tok;
+    in->run = 1;
+    for (int i = 0; i < ISA_MAX_LOOPS; i++)
+        in->n[i] = 1;
+    in->m = in->nn = in->k = 1;
+}
 /* Unit that executes instruction in of class cls (ISA_U_SEQ for
  * control): for a caller that knows the class already.  Inline: codegen's
  * walk asks it of every DMA and ring instruction it measures. */

@@ -141,6 +141,25 @@ static void test_default_instruction_formats_as_bare_mnemonic(void)
     }
 }
 
+/* isa_tok_insn stores a wait's or sig's fields without the default's
+ * copy: byte for byte the default with u and tok set (garbage below it
+ * first, as in a reused stream). */
+static void test_a_token_instruction_is_its_default_with_unit_and_token(void)
+{
+    const int ops[] = {ISA_OP_WAIT, ISA_OP_SIG};
+    for (int i = 0; i < 2; i++)
+        for (int u = 0; u <= ISA_U_SEQ; u++)
+            for (int tok = 0; tok < 256; tok += 85) {
+                isa_insn want, got;
+                isa_insn_init(&want, ops[i]);
+                want.u = (uint8_t)u;
+                want.tok = (uint8_t)tok;
+                memset(&got, 0xa5, sizeof got);
+                isa_tok_insn(&got, ops[i], (uint8_t)u, (uint8_t)tok);
+                CU_ASSERT_EQUAL(memcmp(&got, &want, sizeof got), 0);
+            }
+}
+
 static void test_opcodes_and_mnemonics_are_unique(void)
 {
     for (int x = 0; x < ISA_NOPS; x++) {
@@ -1284,6 +1303,8 @@ int main(void)
         {"every instruction encodes, decodes, formats and parses back",
          test_every_instruction_encodes_decodes_formats_and_parses_back},
         {"an instruction at its defaults formats as the bare mnemonic", test_default_instruction_formats_as_bare_mnemonic},
+        {"a wait or sig is its default with unit and token set",
+         test_a_token_instruction_is_its_default_with_unit_and_token},
         {"no two opcodes or mnemonics collide", test_opcodes_and_mnemonics_are_unique},
         {"every format fits the 512-bit word", test_every_format_fits_the_instruction_word},
         {"an unknown opcode fails to decode", test_unknown_opcode_fails_to_decode},

@@ -288,11 +288,22 @@ static int64_t rg_ag_index(const mm_plan *m, int64_t j, int64_t gi)
 /* LX of a core: its row group's A whole, its column block's B whole (or
  * its K chunks in `slots` slots and the credits' sticks), the block's
  * result, epilogue operands and temps, the partial sums. */
+static int64_t mm_rg_lx_fixed(const mm_plan *m, int64_t MT, int64_t NS, int64_t slots)
+{
+    const int64_t sb = m->c->t.stick, bw = slots ? 3 : NS * m->Kd;
+    return (rg_ag_groups(m) * MT + bw + MT + RG_MAX_GN * m->ep.nexpr * NS) * sb + mm_cslot_bytes(m, MT, NS);
+}
+
+/* mm_rg_lx, its part that does not hang on the K chunk (mm_rg_lx_fixed)
+ * given: rg_search tries every K chunk of a block. */
+static int64_t mm_rg_lx_kc(const mm_plan *m, int64_t fixed, int64_t MT, int64_t NS, int64_t KC, int64_t slots)
+{
+    return fixed + slots * NS * KC * m->c->t.stick + mm_p_bytes(m, MT, NS, KC);
+}
+
 static int64_t mm_rg_lx(const mm_plan *m, int64_t MT, int64_t NS, int64_t KC, int64_t slots)
 {
-    const int64_t sb = m->c->t.stick, bw = slots ? slots * NS * KC + 3 : NS * m->Kd;
-    return (rg_ag_groups(m) * MT + bw + MT + RG_MAX_GN * m->ep.nexpr * NS) * sb + mm_cslot_bytes(m, MT, NS) +
-           mm_p_bytes(m, MT, NS, KC);
+    return mm_rg_lx_kc(m, mm_rg_lx_fixed(m, MT, NS, slots), MT, NS, KC, slots);
 }
 
 /* Piece times from the middle core's first chunk to the last core of its
@@ -405,6 +416,7 @@ static int rg_search(const mm_plan *m, int64_t gm, int64_t gn, mm_tiling tl, int
     const be_work *w = &m->c->work[m->ep.pos];
     const int64_t lanes = m->c->t.lanes16, budget = be_lx_budget(m->c, m->ep.pos);
     mm_split_block(m, &tl); /* of MB x NBS alone: the same for every K chunk */
+    const int64_t fixed = mm_rg_lx_fixed(m, tl.MB, tl.NBS, tl.slots);
     for (int64_t ks = 1; ks < 2 * cc_ceil_div(m->Kd, lanes); ks *= 2) {
         tl.KC = w->mb ? cc_min(w->kc, m->Kd) : cc_min(ks * lanes, m->Kd);
         if (w->mb && ks > 1)
@@ -412,7 +424,7 @@ static int rg_search(const mm_plan *m, int64_t gm, int64_t gn, mm_tiling tl, int
         tl.nch = cc_ceil_div(m->Kd, tl.KC);
         if (tl.slots && !w->mb && tl.KC < cc_min(m->Kd, RG_MIN_KC)) /* short pieces: the ring's issue cost */
             continue;
-        if (mm_rg_lx(m, tl.MB, tl.NBS, tl.KC, tl.slots) > budget || (m->atile && !mm_rg_tile_chunks(m, gn, tl.KC)))
+        if (mm_rg_lx_kc(m, fixed, tl.MB, tl.NBS, tl.KC, tl.slots) > budget || (m->atile && !mm_rg_tile_chunks(m, gn, tl.KC)))
             continue;
         mm_rg_estimate(m, gm, gn, cc_ceil_div(m->GN, gn), &tl);
         if (!found || (tl.slots ? rg_better(m, &tl, out) : tl.cycles < out->cycles))
@@ -850,6 +862,7 @@ static void rg_release(rg_core *g, int64_t step)
     /* streamed: B comes from the row above (below, in a reversed column) */
     const int h = rg_reversed(g) ? 0 : 1, up = g->core + (h ? -1 : 1) * (int)g->gn;
     cc_dma_shape sh = cc_dma_groups(1, 1, 0, 0);
+    assert(cc_ring_like_keeps(g->e, g->credlike, ISA_OP_RING_SEND, g->cred[h], &sh));
     g->credlike = (int)cc_emit_ring_like(g->e, g->credlike, ISA_OP_RING_SEND, up, g->cred[h], cc_abs(g->cred_in[h]),
                                          cc_abs(g->cred_src), &sh);
 }
@@ -1038,6 +1051,8 @@ static void rg_chunk_in(rg_core *g, int64_t b, int64_t jc, int64_t step, int64_t
         g->like[0] = g->like[1] = -1;
         g->send_kc = (int)kc;
     }
+    for (int q = 0; q < g->nh; q++) /* kept by every send of the step */
+        assert(cc_ring_like_keeps(e, g->like[g->hs[q]], ISA_OP_RING_SEND, g->arr, &sh));
     const int credw = stream && step - g->npre >= g->mc.tl.slots; /* the first piece waits for credits */
     for (int64_t pc = 0; pc < g->ns; pc++) {
         if (g->i != g->mid)
@@ -1417,12 +1432,17 @@ int mm_rg_prefetch(be_ctx *c, mm_plan *m, int from, int64_t above, double budget
     const int64_t fill = (int64_t)ceil(budget * c->t.dram_bytes_per_cycle / (double)(c->work[pos].gn * chunk));
     const int64_t n = cc_max(0, cc_min(cc_min(cc_min(tl->slots ? tl->slots : tl->nch, tl->nch), room / chunk), fill));
     const ir_kernel *prev = &c->p->kernels[c->p->order[from]];
+    const int64_t gm = c->work[pos].gm, gn = c->work[pos].gn;
     for (int core = 0; core < c->work[pos].cores && n > 0; core++) {
+        /* only the columns' loaders load; the others' setup, which
+         * rg_pre_room's passed for their column sticks, is not needed */
+        if (core / gn != rg_mid(tl, gm, core % gn))
+            continue;
         rg_core *g = rg_new();
         cc_emit probe;
         be_lx_probe(c, pos, core, &probe);
         int rc = rg_setup(g, c, m, core, &probe);
-        if (!rc && g->i == g->mid) {
+        if (!rc) {
             cc_emit *e = &c->em[core];
             rg_block(g, 0);
             cc_kernel_begin(e, prev->name);

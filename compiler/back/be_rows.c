@@ -2756,7 +2756,7 @@ static void rk_chunk(rk_core *rc, int64_t r0, int64_t n)
     }
     cc_emit_sig(e, ISA_U_DMAO, rc->empty[s]);
     if (failed && !e->failed)
-        e->failed = 1;
+        cc_emit_fail(e);
 }
 
 

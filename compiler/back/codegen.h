@@ -105,7 +105,8 @@ typedef struct {
     const struct cc_khooks *hooks;
     size_t sbase; /* the core's stream's length when the kernel began: instruction numbers in messages */
     cc_sfp_tally *tally; /* or NULL: where cc_emit_sfp counts what it emits (a dry run's, which emits nothing) */
-    int16_t tok_fit[2][ISA_U_SEQ + 1]; /* of wait, sig on unit u: the tokens below it fit (cc_emit_tok; 0 not known, -1 none) */
+    int16_t tok_fit[2][ISA_U_SEQ + 1]; /* of wait, sig on unit u: the tokens below it fit (cc_emit_tok; 0 not known or
+                                          the emitter failed, -1 none) */
 } cc_emit;
 
 typedef struct cc_khooks {
@@ -117,6 +118,9 @@ typedef struct cc_khooks {
 
 void cc_emit_begin(cc_emit *e, const chip_config *cfg, isa_program *p, int core, char *err, size_t errlen);
 int cc_emit_failed(const cc_emit *e);
+/* Fail the emitter without a message (one is recorded already): later
+ * calls do nothing. */
+void cc_emit_fail(cc_emit *e);
 /* Record an error (printf style) unless one is already recorded; returns -1. */
 int cc_emit_error(cc_emit *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -182,7 +186,7 @@ void cc_emit_fence(cc_emit *e);
 void cc_emit_tok_slow(cc_emit *e, int op, isa_unit u, int tok);
 /* A wait or sig: an allocated token that fits (tok_fit, known: the
  * defaults are made), in room the stream has, is the op's default with u
- * and tok set, counted in without cc_commit.  Inline, so that a constant
+ * and tok set (isa_tok_insn), counted in without cc_commit.  Inline, so that a constant
  * unit's test folds away and no call saves registers: two in three of
  * BERT-base's instructions are waits and sigs, and the call was a sixth
  * of emitting one (docs/compiler.md, "A round on branch ccwait"). */
@@ -190,12 +194,11 @@ static inline void cc_emit_tok(cc_emit *e, int op, isa_unit u, int tok)
 {
     isa_stream *s = e->s;
     /* unsigned: a negative token fails too (ntokens >= 0) */
+    /* (a failed emitter's tok_fit is 0: cc_emit_fail) */
     if ((unsigned)tok < (unsigned)e->ntokens && (unsigned)u <= ISA_U_SEQ && tok < e->tok_fit[op == ISA_OP_SIG][u] &&
-        !e->failed && s->n < s->cap) {
-        isa_insn *in = &s->insns[s->n++];
-        isa_insn_copy(in, &isa_insn_defaults[op]);
-        in->u = (uint8_t)u;     /* <= ISA_U_SEQ */
-        in->tok = (uint8_t)tok; /* < tok_fit: fits */
+        s->n < s->cap) {
+        /* u <= ISA_U_SEQ, tok < tok_fit: both fit */
+        isa_tok_insn(&s->insns[s->n++], op, (uint8_t)u, (uint8_t)tok);
         return;
     }
     cc_emit_tok_slow(e, op, u, tok);
@@ -232,14 +235,14 @@ long cc_emit_ring_slow(cc_emit *e, int op, int core, int tok, isa_addr d, isa_ad
  * most of emitting a send).  Without a like, with a failed emitter or an
  * address out of its field, cc_emit_ring's way (cc_emit_ring_slow),
  * message and all.  Inline: a call's saved registers were a third of
- * the copy's way. */
+ * the copy's way.  The caller asserts its promise (cc_ring_like_keeps)
+ * before each run of calls whose op, core, tok and sh stay the same:
+ * each call's copy keeps it for the next (asserted per send, it was a
+ * sixth of emitting one). */
 static inline long cc_emit_ring_like(cc_emit *e, long like, int op, int core, int tok, isa_addr d, isa_addr a,
                                      const cc_dma_shape *sh)
 {
     if (like >= 0 && !e->failed && isa_addr_fits(&d) && isa_addr_fits(&a)) {
-        assert(e->s->insns[like].op == op && e->s->insns[like].tok == tok && e->s->insns[like].run == sh->run &&
-               e->s->insns[like].n[0] == sh->n[0] && e->s->insns[like].as[0] == sh->as[0] &&
-               e->s->insns[like].ds[0] == sh->ds[0]); /* the caller's promise (core: placed since) */
         isa_insn *in = isa_stream_room(e->s);
         isa_insn_copy(in, &e->s->insns[like]);
         in->d = d;
@@ -247,6 +250,15 @@ static inline long cc_emit_ring_like(cc_emit *e, long like, int op, int core, in
         return (long)e->s->n++;
     }
     return cc_emit_ring_slow(e, op, core, tok, d, a, sh);
+}
+
+/* cc_emit_ring_like's promise of like (< 0: none): a ring op of this
+ * kernel with op, tok and sh's shape (its core: placed since). */
+static inline int cc_ring_like_keeps(const cc_emit *e, long like, int op, int tok, const cc_dma_shape *sh)
+{
+    const isa_insn *l = like >= 0 ? &e->s->insns[like] : NULL;
+    return !l || (l->op == op && l->tok == tok && l->run == sh->run && l->n[0] == sh->n[0] && l->as[0] == sh->as[0] &&
+                  l->ds[0] == sh->ds[0]);
 }
 
 /* PT matrix multiply on corelet c (see the pt.mm operand description). */

@@ -141,11 +141,17 @@ void cc_emit_begin(cc_emit *e, const chip_config *cfg, isa_program *p, int core,
 
 int cc_emit_failed(const cc_emit *e) { return e->failed; }
 
+void cc_emit_fail(cc_emit *e)
+{
+    e->failed = 1;
+    memset(e->tok_fit, 0, sizeof e->tok_fit); /* cc_emit_tok's fast way closed: it does not test failed */
+}
+
 int cc_emit_error(cc_emit *e, const char *fmt, ...)
 {
     if (e->failed)
         return -1;
-    e->failed = 1;
+    cc_emit_fail(e);
     isa_errf(e->err, e->errlen, "core %d: ", e->phys);
     va_list ap;
     va_start(ap, fmt);
