@@ -203,10 +203,13 @@ int be_threads(const ir_prog *p);
  * runnable than processors (1 when the host does not say). */
 int be_cpu_free(void);
 /* The worker: one job at a time, run while the caller does its own
- * share; NULL when no thread can be had. */
+ * share; NULL when no thread can be had.  spin: a processor is free
+ * (be_cpu_free), so the caller's wait and the worker's for its next job
+ * spin a while before they sleep (a wake-up had cost more than a small
+ * kernel's split gains). */
 typedef struct be_worker be_worker;
 be_worker *be_worker_start(void);
-void be_worker_run(be_worker *w, void (*fn)(void *), void *arg);
+void be_worker_run(be_worker *w, void (*fn)(void *), void *arg, int spin);
 void be_worker_wait(be_worker *w);
 void be_worker_stop(be_worker *w);
 

@@ -4,18 +4,56 @@
 #include "backend.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
+/* A job is handed over and its end seen through busy, which the waiting
+ * side spins on first (up to SPIN_NS when the job's caller said a
+ * processor was free: a split's wake-up through the condition variable
+ * had cost 50-200 us a kernel on a 2-processor host; the worker spins
+ * that long after each job, for the next kernel's split; with no
+ * processor free a spinning thread would take turns with the one it
+ * waits for) and only then sleeps; sleeping (the worker) and waiting (the
+ * caller) say who must be signalled.  Each side stores its flag and then
+ * reads the other's, sequentially consistent, so that at least one sees
+ * the other's store: no wake-up is lost. */
 struct be_worker {
     pthread_t thread;
     pthread_mutex_t lock;
     pthread_cond_t wake, done;
-    void (*fn)(void *);  /* the job, NULL when there is none */
+    void (*fn)(void *); /* the job */
     void *arg;
-    int busy, quit;
+    int spin;           /* the job's caller's: spin while waiting */
+    _Atomic int busy, quit, sleeping, waiting;
 };
+
+enum { SPIN_NS = 1000000 };
+
+static long now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000000000L + t.tv_nsec;
+}
+
+/* Whether *flag became want, or *or (NULL: none) 1, within SPIN_NS
+ * (spin: else at once). */
+static int spin_until(_Atomic int *flag, int want, _Atomic int *or, int spin)
+{
+    const long end = spin ? now_ns() + SPIN_NS : 0;
+    for (int i = 1;; i++) {
+        if (atomic_load_explicit(flag, memory_order_acquire) == want || (or && atomic_load(or)))
+            return 1;
+        if (!spin || (!(i & 63) && now_ns() > end))
+            return 0;
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
+}
 
 int be_threads(const ir_prog *p)
 {
@@ -40,22 +78,34 @@ int be_cpu_free(void)
     return got != 1 || running < sysconf(_SC_NPROCESSORS_ONLN);
 }
 
+/* The worker sleeps until busy or quit is set (sleeping: it may). */
+static void worker_sleep(be_worker *w)
+{
+    pthread_mutex_lock(&w->lock);
+    atomic_store(&w->sleeping, 1);
+    while (!atomic_load(&w->busy) && !atomic_load(&w->quit))
+        pthread_cond_wait(&w->wake, &w->lock);
+    atomic_store(&w->sleeping, 0);
+    pthread_mutex_unlock(&w->lock);
+}
+
 static void *worker_main(void *arg)
 {
     be_worker *w = arg;
-    pthread_mutex_lock(&w->lock);
-    for (;;) {
-        while (!w->busy && !w->quit)
-            pthread_cond_wait(&w->wake, &w->lock);
-        if (!w->busy)
-            break;
-        pthread_mutex_unlock(&w->lock);
+    for (int spin = 0;;) {
+        if (!spin_until(&w->busy, 1, &w->quit, spin))
+            worker_sleep(w);
+        if (!atomic_load(&w->busy))
+            break; /* (quit) */
+        spin = w->spin;
         w->fn(w->arg);
-        pthread_mutex_lock(&w->lock);
-        w->busy = 0;
-        pthread_cond_signal(&w->done);
+        atomic_store(&w->busy, 0);
+        if (atomic_load(&w->waiting)) {
+            pthread_mutex_lock(&w->lock);
+            pthread_cond_signal(&w->done);
+            pthread_mutex_unlock(&w->lock);
+        }
     }
-    pthread_mutex_unlock(&w->lock);
     return NULL;
 }
 
@@ -75,21 +125,33 @@ be_worker *be_worker_start(void)
     return w;
 }
 
-void be_worker_run(be_worker *w, void (*fn)(void *), void *arg)
+static void worker_wake(be_worker *w)
 {
+    if (!atomic_load(&w->sleeping))
+        return;
     pthread_mutex_lock(&w->lock);
-    w->fn = fn;
-    w->arg = arg;
-    w->busy = 1;
     pthread_cond_signal(&w->wake);
     pthread_mutex_unlock(&w->lock);
 }
 
+void be_worker_run(be_worker *w, void (*fn)(void *), void *arg, int spin)
+{
+    w->fn = fn;
+    w->arg = arg;
+    w->spin = spin;
+    atomic_store(&w->busy, 1); /* (releases fn and arg) */
+    worker_wake(w);
+}
+
 void be_worker_wait(be_worker *w)
 {
+    if (spin_until(&w->busy, 0, NULL, w->spin))
+        return;
     pthread_mutex_lock(&w->lock);
-    while (w->busy)
+    atomic_store(&w->waiting, 1);
+    while (atomic_load(&w->busy))
         pthread_cond_wait(&w->done, &w->lock);
+    atomic_store(&w->waiting, 0);
     pthread_mutex_unlock(&w->lock);
 }
 
@@ -97,8 +159,8 @@ void be_worker_stop(be_worker *w)
 {
     if (!w)
         return;
+    atomic_store(&w->quit, 1);
     pthread_mutex_lock(&w->lock);
-    w->quit = 1;
     pthread_cond_signal(&w->wake);
     pthread_mutex_unlock(&w->lock);
     pthread_join(w->thread, NULL);
