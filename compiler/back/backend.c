@@ -1127,7 +1127,7 @@ int be_par_cores(be_ctx *c, int n, be_core_fn fn, void *arg, size_t size, void (
      * the worker, sharing a processor, held its core while this thread
      * waited at the join), unless two threads were asked for */
     if (!rc && n > 1 && w && w->par && (w->own.emitted - emitted) * (n - 1) >= par_min(c->p)) {
-        const int idle = be_cpu_free(); /* (with one free the threads wait spinning: be_worker_run) */
+        const int idle = be_cpu_free(w->worker); /* (with one free the threads wait spinning: be_worker_run) */
         if ((w->threads == 2 || idle) && par_start(w))
             return par_rest(c, n, fn, arg, size, view, side, idle);
     }

@@ -28,6 +28,7 @@ struct be_worker {
     void *arg;
     int spin;           /* the job's caller's: spin while waiting */
     _Atomic int busy, quit, sleeping, waiting;
+    _Atomic int spinning; /* waiting for a job, runnable (be_cpu_free leaves it out) */
 };
 
 enum { SPIN_NS = 1000000 };
@@ -79,27 +80,27 @@ int be_threads(const ir_prog *p)
 
 /* be_cpu_free reads /proc/loadavg at most every FREE_NS (with
  * host_cpus' sysconf, each a file opened and read, 20-35 us under load:
- * a small kernel's split gains less); between, it answers as it last
- * read. */
+ * a small kernel's split gains less); between, it answers from the
+ * tasks it last read. */
 enum { FREE_NS = 1000000 };
 
-int be_cpu_free(void)
+int be_cpu_free(const be_worker *w)
 {
     static _Atomic long read_at;
-    static _Atomic int last;
+    static _Atomic int others = -1; /* runnable tasks besides a spinning worker; -1: unknown */
     const long now = now_ns();
-    if (read_at && now - read_at < FREE_NS)
-        return last;
-    /* /proc/loadavg's fourth field: runnable tasks (this thread among
-     * them) / all tasks */
-    FILE *f = fopen("/proc/loadavg", "r");
-    int running = 0;
-    const int got = f ? fscanf(f, "%*s %*s %*s %d/", &running) : 0;
-    if (f)
-        fclose(f);
-    last = got != 1 || running < host_cpus();
-    read_at = now;
-    return last;
+    if (!read_at || now - read_at >= FREE_NS) {
+        /* /proc/loadavg's fourth field: runnable tasks (this thread
+         * among them) / all tasks */
+        FILE *f = fopen("/proc/loadavg", "r");
+        int running = 0;
+        const int got = f ? fscanf(f, "%*s %*s %*s %d/", &running) : 0;
+        if (f)
+            fclose(f);
+        others = got == 1 ? running - (w && atomic_load(&w->spinning)) : -1;
+        read_at = now;
+    }
+    return others < host_cpus();
 }
 
 /* The worker sleeps until busy or quit is set (sleeping: it may). */
@@ -117,7 +118,10 @@ static void *worker_main(void *arg)
 {
     be_worker *w = arg;
     for (int spin = 0;;) {
-        if (!spin_until(&w->busy, 1, &w->quit, spin))
+        atomic_store(&w->spinning, spin);
+        const int got = spin_until(&w->busy, 1, &w->quit, spin);
+        atomic_store(&w->spinning, 0);
+        if (!got)
             worker_sleep(w);
         if (!atomic_load(&w->busy))
             break; /* (quit) */
