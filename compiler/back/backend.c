@@ -1083,7 +1083,7 @@ static long par_min(const ir_prog *p)
  * (core 0 emitted: the first of this thread's side), joined in core
  * order. */
 static int par_rest(be_ctx *c, int n, be_core_fn fn, void *arg, size_t size, void (*view)(be_ctx *c, void *arg),
-                    int (*side)(const void *arg, int core), int spin)
+                    int (*side)(const void *arg, int core))
 {
     cg_walk *w = c->cgw;
     char *err0 = c->em[0].err;
@@ -1098,7 +1098,7 @@ static int par_rest(be_ctx *c, int n, be_core_fn fn, void *arg, size_t size, voi
     par_sides(&p, n, arg, side);
     assert(p.list[0][0] == 0);
     p.next[0] = 1;
-    be_worker_run(w->worker, par_worker, &p, spin);
+    be_worker_run(w->worker, par_worker, &p);
     par_side(&p, 0);
     be_worker_wait(w->worker);
     w->wrst = vs.c.rst;
@@ -1126,11 +1126,9 @@ int be_par_cores(be_ctx *c, int n, be_core_fn fn, void *arg, size_t size, void (
      * two made the prefill layer 15% slower on two threads than on one:
      * the worker, sharing a processor, held its core while this thread
      * waited at the join), unless two threads were asked for */
-    if (!rc && n > 1 && w && w->par && (w->own.emitted - emitted) * (n - 1) >= par_min(c->p)) {
-        const int idle = be_cpu_free(w->worker); /* (with one free the threads wait spinning: be_worker_run) */
-        if ((w->threads == 2 || idle) && par_start(w))
-            return par_rest(c, n, fn, arg, size, view, side, idle);
-    }
+    if (!rc && n > 1 && w && w->par && (w->own.emitted - emitted) * (n - 1) >= par_min(c->p) &&
+        (w->threads == 2 || be_cpu_free()) && par_start(w))
+        return par_rest(c, n, fn, arg, size, view, side);
     for (int core = 1; core < n && !rc; core++)
         rc = fn(c, arg, core);
     return rc;

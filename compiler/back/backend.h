@@ -199,18 +199,14 @@ int be_par_cores(be_ctx *c, int n, be_core_fn fn, void *arg, size_t size, void (
  * SPYRE_THREADS): 1 or 2, or 0 when neither says (the host has two
  * processors or more): two while one is free (be_cpu_free). */
 int be_threads(const ir_prog *p);
-typedef struct be_worker be_worker;
 /* Whether a host processor is free now for a second thread: fewer tasks
- * runnable than processors (1 when the host does not say), w's worker
- * left out while it spins for a job (w: NULL when none). */
-int be_cpu_free(const be_worker *w);
+ * runnable than processors (1 when the host does not say). */
+int be_cpu_free(void);
 /* The worker: one job at a time, run while the caller does its own
- * share; NULL when no thread can be had.  spin: a processor is free
- * (be_cpu_free), so the caller's wait and the worker's for its next job
- * spin a while before they sleep (a wake-up had cost more than a small
- * kernel's split gains). */
+ * share; NULL when no thread can be had. */
+typedef struct be_worker be_worker;
 be_worker *be_worker_start(void);
-void be_worker_run(be_worker *w, void (*fn)(void *), void *arg, int spin);
+void be_worker_run(be_worker *w, void (*fn)(void *), void *arg);
 void be_worker_wait(be_worker *w);
 void be_worker_stop(be_worker *w);
 
