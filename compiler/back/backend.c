@@ -1070,9 +1070,13 @@ static void par_view(cg_walk *w, const be_ctx *c, be_state *vs)
 
 static int par_start(cg_walk *w);
 
+/* cc_compile_opts.par_min, else SPYRE_PAR_MIN (for measuring the
+ * threshold on a host: tools/par-min-bench), else PAR_MIN. */
 static long par_min(const ir_prog *p)
 {
-    return p->opts.par_min > 0 ? p->opts.par_min : PAR_MIN;
+    const char *env = getenv("SPYRE_PAR_MIN");
+    const long n = p->opts.par_min > 0 ? p->opts.par_min : env && *env ? strtol(env, NULL, 10) : 0;
+    return n > 0 ? n : PAR_MIN;
 }
 
 /* Cores 1 to n - 1 of a kernel split between this thread and the worker

@@ -4,8 +4,10 @@
 #include "backend.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 struct be_worker {
@@ -17,6 +19,23 @@ struct be_worker {
     int busy, quit;
 };
 
+static long now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000000000L + t.tv_nsec;
+}
+
+/* The host's online processors, counted once (sysconf reads a file:
+ * some 12 us).  (Atomic: compiles on several threads may ask.) */
+static long host_cpus(void)
+{
+    static _Atomic long n;
+    if (!n)
+        n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n;
+}
+
 int be_threads(const ir_prog *p)
 {
     long n = p->opts.threads;
@@ -24,12 +43,23 @@ int be_threads(const ir_prog *p)
     if (n < 1 && env && *env)
         n = strtol(env, NULL, 10);
     if (n < 1)
-        return sysconf(_SC_NPROCESSORS_ONLN) >= 2 ? 0 : 1;
+        return host_cpus() >= 2 ? 0 : 1;
     return n >= 2 ? 2 : 1;
 }
 
+/* be_cpu_free reads /proc/loadavg at most every FREE_NS (with
+ * host_cpus' sysconf, each a file opened and read, 20-35 us under load,
+ * on the thread that splits: a small kernel's split gains less);
+ * between, it answers as it last read. */
+enum { FREE_NS = 1000000 };
+
 int be_cpu_free(void)
 {
+    static _Atomic long read_at;
+    static _Atomic int last;
+    const long now = now_ns();
+    if (read_at && now - read_at < FREE_NS)
+        return last;
     /* /proc/loadavg's fourth field: runnable tasks (this thread among
      * them) / all tasks */
     FILE *f = fopen("/proc/loadavg", "r");
@@ -37,7 +67,9 @@ int be_cpu_free(void)
     const int got = f ? fscanf(f, "%*s %*s %*s %d/", &running) : 0;
     if (f)
         fclose(f);
-    return got != 1 || running < sysconf(_SC_NPROCESSORS_ONLN);
+    last = got != 1 || running < host_cpus();
+    read_at = now;
+    return last;
 }
 
 static void *worker_main(void *arg)
