@@ -531,6 +531,8 @@ static inline void be_rst_segs(be_rst *r, int64_t dst, const be_rst_seg *s, int 
  * cache appends' gathers; a row moved by whole rows, mm_gather's). */
 static inline void be_rst_segs_moved(be_rst *r, int64_t dmove, int64_t smove, int64_t times)
 {
+    if (times < 1)
+        return;
     be_rst_run *p = &r->run[r->nrun - 1];
     if (p->rep > 1 && (p->dstep != dmove || p->sstep != smove)) { /* a new run, from the last one's last time */
         const be_rst_seg s = {p->src + (p->rep - 1) * p->sstep + smove, p->ss, p->vl};
