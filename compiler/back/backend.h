@@ -526,21 +526,23 @@ static inline void be_rst_segs(be_rst *r, int64_t dst, const be_rst_seg *s, int 
 }
 /* be_rst_segs of the segment the last be_rst_segs took alone (one
  * segment of at least one element), again `times` times, each to the dst
- * before moved by dmove: be_rst_again's answers known without comparing
- * (the row before's sticks again, most rows of the KV cache appends'
- * gathers). */
-static inline void be_rst_segs_moved(be_rst *r, int64_t dmove, int64_t times)
+ * and src before moved by dmove and smove: be_rst_again's answers known
+ * without comparing (the row before's sticks again, most rows of the KV
+ * cache appends' gathers; a row moved by whole rows, mm_gather's). */
+static inline void be_rst_segs_moved(be_rst *r, int64_t dmove, int64_t smove, int64_t times)
 {
+    if (times < 1)
+        return;
     be_rst_run *p = &r->run[r->nrun - 1];
-    if (p->rep > 1 && (p->dstep != dmove || p->sstep)) { /* a new run, from the last one's last time */
-        const be_rst_seg s = {p->src + (p->rep - 1) * p->sstep, p->ss, p->vl};
+    if (p->rep > 1 && (p->dstep != dmove || p->sstep != smove)) { /* a new run, from the last one's last time */
+        const be_rst_seg s = {p->src + (p->rep - 1) * p->sstep + smove, p->ss, p->vl};
         be_rst_segs(r, p->dst + (p->rep - 1) * p->dstep + dmove, &s, 1);
         p = &r->run[r->nrun - 1];
         times--;
     }
     if (p->rep == 1 && times) {
         p->dstep = dmove;
-        p->sstep = 0;
+        p->sstep = smove;
     }
     p->rep += times;
 }

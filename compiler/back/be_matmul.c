@@ -2489,6 +2489,25 @@ static void mm_stage_block(mm_core *mc, int buf, const ir_index *idx, int64_t b,
     free(hi);
 }
 
+/* Rows from one at coordinate v on (at most n), each moving coordinate d
+ * by `by` (d -1: none), whose runs are the first's with its source moved
+ * alike (*smove a row): d stays in the buffer and, the stick dim, in its
+ * stick. */
+static int64_t mm_rows_left(const be_walk *w, int64_t v, int d, int64_t by, int64_t n, int64_t *smove)
+{
+    *smove = 0;
+    if (d < 0 || !by)
+        return n;
+    int64_t left = by > 0 ? (w->shape[d] - 1 - v) / by : v / -by; /* rows after this one */
+    *smove = by * w->rs[d] * w->stick;
+    if (d == w->sd) {
+        const int64_t lane = v % w->lanes;
+        left = cc_min(left, by > 0 ? (w->lanes - 1 - lane) / by : lane / -by);
+        *smove = by * w->esz;
+    }
+    return cc_min(n, left + 1);
+}
+
 /* Restickify an operand block from its staged sticks (at st, placed as
  * mm_stage_block's lo and go say) into an A or B slot: the slot's stick
  * (row i, group g) at slot + g*gs + i*stick gets, in lane l, the element
@@ -2528,9 +2547,15 @@ static void mm_gather(mm_core *mc, int buf, const ir_index *idx, int64_t st, con
             if (i0 >= 0 && be_wseg_move(&w, &u0, 1, co, d, (i - i0) * by, &u)) {
                 /* the row walked last's run moved by whole rows (K's tokens
                  * in QK^T, a lane on each: a walk each was 2.3 M of the
-                 * Llama-8B decode step's 3.7 M gathering) */
+                 * Llama-8B decode step's 3.7 M gathering); the rows after
+                 * whose source moves alike are taken at once */
                 seg[0] = (be_rst_seg){st + go[u.g] + (u.r - lo[u.g]) * sb + u.byte, u.dr * sb + u.db, u.n};
                 be_rst_segs(&r, slot + g * gs + i * sb, seg, 1);
+                int64_t smove;
+                const int64_t k = mm_rows_left(&w, co[d >= 0 ? d : 0] + (i - i0) * by, d, by, nrows - i, &smove);
+                be_rst_segs_moved(&r, sb, smove, k - 1);
+                i += k - 1;
+                flat += (k - 1) * down;
                 continue;
             }
             const int64_t step = idx->coef[lanevar];

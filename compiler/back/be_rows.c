@@ -2458,7 +2458,7 @@ static void rk_gather(rk_core *rc, const rk_load *L, int64_t lx, int64_t r0, int
             if (i && flat == last) { /* the row before's sticks (rk_span_row): its segments again */
                 if (ns == 1 && seg[0].n >= 1) {
                     const int64_t more = rk_rows_same(k, val, &x->idx, n - 1 - i);
-                    be_rst_segs_moved(&r, sb, 1 + more);
+                    be_rst_segs_moved(&r, sb, 0, 1 + more);
                     i += more;
                 } else {
                     be_rst_segs(&r, lx + g * gs + i * sb, seg, ns);

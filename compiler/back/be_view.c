@@ -485,10 +485,7 @@ int64_t be_view_group(const be_view *v, int64_t g)
 static void dma_rows_piece(const be_ctx *c, cc_emit *e, int op, int64_t da, int64_t la, int64_t run, int nl,
                            const int64_t *ln, const int64_t *ld, const int64_t *ll)
 {
-    cc_dma_shape sh;
-    memset(&sh, 0, sizeof sh);
-    for (int l = 0; l < ISA_MAX_LOOPS; l++)
-        sh.n[l] = 1;
+    cc_dma_shape sh; /* the levels past nl are never read (cc_emit_dma, be_heads_load) */
     sh.run = run;
     sh.levels = nl;
     for (int l = 0; l < nl; l++) {
