@@ -711,8 +711,12 @@ void isa_buf_free(isa_buf *b);
 void isa_stream_push(isa_stream *s, const isa_insn *in);
 /* Give back a stream's memory (malloc'd, mapped, or its arena slot) and empty it (an arena stream stays in its arena). */
 void isa_stream_free(isa_stream *s);
-/* isa_stream_room's slow path: s full, grown. */
+/* isa_stream_room's slow path: s full, grown (to twice its room). */
 isa_insn *isa_stream_grow(isa_stream *s);
+/* s with room for cap instructions in all, at least (and at least twice
+ * what it had when it grows), moved or grown once: for a writer that
+ * knows more is coming than a doubling would hold. */
+void isa_stream_reserve(isa_stream *s, size_t cap);
 /* Room for one more instruction at the end of s (aborts on out of
  * memory), not yet in it: a compiler builds the instruction there and
  * counts it (s->n++), instead of building it aside and copying it in.

@@ -450,19 +450,20 @@ void isa_buf_free(isa_buf *b)
     *b = (isa_buf){.arena = b->arena};
 }
 
-/* isa_stream_grow in s's arena: 0 when it has no room left.  A stream
+/* stream_grow in s's arena: 0 when it has no room left.  A stream
  * whose slot's buddy is free takes the two as its slot of the next
- * class: in place when it is the lower half, else moved down into
- * memory some stream touched already, not into a fresh slot (the kernel
- * zeroes a fresh slot's pages as they are first touched): BERT-base's 32
- * streams, growing by turns, found the buddy free in 130 of their 160
- * growths (memcpy 25.0 M instructions of its compile, now 20.7 M). */
-static int arena_grow(isa_stream *s)
+ * class (when that is what it grows to): in place when it is the lower
+ * half, else moved down into memory some stream touched already, not
+ * into a fresh slot (the kernel zeroes a fresh slot's pages as they are
+ * first touched): BERT-base's 32 streams, growing by turns, found the
+ * buddy free in 130 of their 160 growths (memcpy 25.0 M instructions of
+ * its compile, now 20.7 M). */
+static int arena_grow(isa_stream *s, size_t cap)
 {
     isa_arena *a = s->arena;
-    const int k = s->mapped == 2 ? arena_class(s->cap) : 0;
+    const int k = s->mapped == 2 ? arena_class(s->cap) : 0, to = arena_class(cap);
     const uint32_t at = s->mapped == 2 ? arena_off(a, s->insns) : 0;
-    if (s->mapped == 2 && k < a->top && list_take(&a->idle[k], at ^ (1u << k))) {
+    if (s->mapped == 2 && to == k + 1 && k < a->top && list_take(&a->idle[k], at ^ (1u << k))) {
         arena_reach(a, at & ~(1u << k), k + 1);
         isa_insn *slot = (isa_insn *)(a->base + (size_t)(at & ~(1u << k)) * ARENA_UNIT);
         if (slot != s->insns)
@@ -471,8 +472,7 @@ static int arena_grow(isa_stream *s)
         s->cap = (size_t)64 << (k + 1);
         return 1;
     }
-    const size_t cap = s->cap ? s->cap * 2 : 64;
-    const int64_t off = arena_take(s->arena, arena_class(cap));
+    const int64_t off = arena_take(s->arena, to);
     if (off < 0)
         return 0;
     isa_insn *slot = (isa_insn *)(s->arena->base + (size_t)off * ARENA_UNIT);
@@ -485,27 +485,28 @@ static int arena_grow(isa_stream *s)
     else
         free(s->insns);
     s->insns = slot;
-    s->cap = cap;
+    s->cap = (size_t)64 << to;
     s->mapped = 2;
     return 1;
 }
 
-isa_insn *isa_stream_grow(isa_stream *s)
+/* s grown to room for cap instructions (at least), moved once. */
+static void stream_grow(isa_stream *s, size_t cap)
 {
     int grown = 0;
     if (s->arena) {
         pthread_mutex_lock(&s->arena->lock);
-        grown = arena_grow(s);
+        grown = arena_grow(s, cap);
         pthread_mutex_unlock(&s->arena->lock);
     }
     if (grown)
-        return &s->insns[s->n];
+        return;
     s->arena = NULL; /* the arena full: a mapping of its own from here on */
-    const size_t page = 4096, cap = s->cap ? s->cap * 2 : 64;
+    const size_t page = 4096;
     if (!STREAM_MAPPED) {
         s->insns = xrealloc(s->insns, cap * sizeof *s->insns);
         s->cap = cap;
-        return &s->insns[s->n];
+        return;
     }
     const size_t bytes = (cap * sizeof *s->insns + page - 1) / page * page; /* the last page holds instructions too */
     void *m = s->mapped == 1 ? mremap(s->insns, s->cap * sizeof *s->insns, bytes, MREMAP_MAYMOVE)
@@ -523,7 +524,18 @@ isa_insn *isa_stream_grow(isa_stream *s)
     s->insns = m;
     s->mapped = 1;
     s->cap = bytes / sizeof *s->insns;
+}
+
+isa_insn *isa_stream_grow(isa_stream *s)
+{
+    stream_grow(s, s->cap ? s->cap * 2 : 64);
     return &s->insns[s->n];
+}
+
+void isa_stream_reserve(isa_stream *s, size_t cap)
+{
+    if (cap > s->cap)
+        stream_grow(s, cap > 2 * s->cap ? cap : 2 * s->cap);
 }
 
 void isa_stream_free(isa_stream *s)

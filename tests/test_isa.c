@@ -572,6 +572,44 @@ static void test_streams_growing_in_an_arena_keep_their_instructions(void)
     isa_program_free(p);
 }
 
+/* A stream reserved ahead (isa_stream_reserve) has room for what was
+ * asked, at least twice what it had, in one growth, its instructions
+ * kept; a reserve within its room changes nothing.  In an arena (its
+ * slots powers of two) and without (a mapping of its own, or the heap
+ * under AddressSanitizer). */
+static void reserve_keeps(isa_program *p)
+{
+    isa_stream *s = &p->cores[0];
+    for (long i = 0; i < 300; i++) {
+        isa_insn *in = isa_stream_room(s);
+        isa_insn_init(in, ISA_OP_LI);
+        in->val = i;
+        s->n++;
+    }
+    const size_t cap = s->cap;
+    const isa_insn *at = s->insns;
+    isa_stream_reserve(s, cap);
+    CU_ASSERT(s->insns == at && s->cap == cap);
+    isa_stream_reserve(s, cap + 1);
+    CU_ASSERT(s->cap >= 2 * cap);
+    isa_stream_reserve(s, 5 * cap);
+    CU_ASSERT(s->cap >= 5 * cap);
+    long bad = 0;
+    for (long i = 0; i < 300; i++)
+        bad += s->insns[i].op != ISA_OP_LI || s->insns[i].val != i;
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT_EQUAL(s->n, 300);
+    isa_program_free(p);
+}
+
+static void test_a_stream_reserved_ahead_keeps_its_instructions(void)
+{
+    isa_program *p = isa_program_new(1);
+    isa_program_arena(p, (size_t)1 << 24);
+    reserve_keeps(p);
+    reserve_keeps(isa_program_new(1));
+}
+
 /* Byte buffers in an arena (isa_buf) keep the bytes asked kept: three
  * grown by turns (slots given back by one are taken by another), one
  * small enough to stay on the heap, and (the arena 1 MB) one grown past
@@ -1321,6 +1359,7 @@ int main(void)
         {"an address past its fields is refused", test_an_address_past_its_fields_is_refused},
         {"a growing stream keeps its instructions", test_a_growing_stream_keeps_its_instructions},
         {"streams growing in an arena keep their instructions", test_streams_growing_in_an_arena_keep_their_instructions},
+        {"a stream reserved ahead keeps its instructions", test_a_stream_reserved_ahead_keeps_its_instructions},
         {"buffers in an arena keep their bytes", test_buffers_in_an_arena_keep_their_bytes},
         {"buffers sharing an arena keep their bytes at random", test_buffers_sharing_an_arena_keep_their_bytes_at_random},
         {"a buffer fits a run of free slots no aligned slot holds", test_a_buffer_fits_a_run_of_free_slots_no_aligned_slot_holds},
