@@ -203,6 +203,10 @@ static inline void cc_emit_tok(cc_emit *e, int op, isa_unit u, int tok)
     }
     cc_emit_tok_slow(e, op, u, tok);
 }
+/* Does a wait or sig (op) on unit u fit for every token handed out so
+ * far (e not failed)?  Then a caller whose tokens are all handed out may
+ * write its waits and sigs as isa_tok_insn, in room it has made. */
+int cc_toks_fit(cc_emit *e, int op, isa_unit u);
 static inline void cc_emit_wait(cc_emit *e, isa_unit u, int tok) { cc_emit_tok(e, ISA_OP_WAIT, u, tok); }
 static inline void cc_emit_sig(cc_emit *e, isa_unit u, int tok) { cc_emit_tok(e, ISA_OP_SIG, u, tok); }
 
