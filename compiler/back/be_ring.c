@@ -860,11 +860,16 @@ static void rg_release(rg_core *g, int64_t step)
         cc_emit_sig(g->e, ISA_U_RING, g->slotfree);
         return;
     }
-    /* streamed: B comes from the row above (below, in a reversed column) */
+    /* streamed: B comes from the row above (below, in a reversed column);
+     * the credit's send, its core, token and addresses the core's own, is
+     * one instruction every time in a kernel: after the first, a copy */
+    if (g->credlike >= 0) {
+        g->credlike = (int)cc_emit_again(g->e, g->credlike);
+        return;
+    }
     const int h = rg_reversed(g) ? 0 : 1, up = g->core + (h ? -1 : 1) * (int)g->gn;
     cc_dma_shape sh = cc_dma_groups(1, 1, 0, 0);
-    assert(cc_ring_like_keeps(g->e, g->credlike, ISA_OP_RING_SEND, g->cred[h], &sh));
-    g->credlike = (int)cc_emit_ring_like(g->e, g->credlike, ISA_OP_RING_SEND, up, g->cred[h], cc_abs(g->cred_in[h]),
+    g->credlike = (int)cc_emit_ring_slow(g->e, ISA_OP_RING_SEND, up, g->cred[h], cc_abs(g->cred_in[h]),
                                          cc_abs(g->cred_src), &sh);
 }
 

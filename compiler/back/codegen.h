@@ -256,6 +256,19 @@ static inline long cc_emit_ring_like(cc_emit *e, long like, int op, int core, in
     return cc_emit_ring_slow(e, op, core, tok, d, a, sh);
 }
 
+/* Instruction like (>= 0, committed earlier in this kernel) once more:
+ * its copy, committed as like was (a ring send whose core, token,
+ * addresses and shape are the same every time).  Returns its index (the
+ * next call's like), -1 on a failed emitter, which emits nothing. */
+static inline long cc_emit_again(cc_emit *e, long like)
+{
+    if (e->failed)
+        return -1;
+    isa_insn *in = isa_stream_room(e->s);
+    isa_insn_copy(in, &e->s->insns[like]);
+    return (long)e->s->n++;
+}
+
 /* cc_emit_ring_like's promise of like (< 0: none): a ring op of this
  * kernel with op, tok and sh's shape (its core: placed since). */
 static inline int cc_ring_like_keeps(const cc_emit *e, long like, int op, int tok, const cc_dma_shape *sh)
