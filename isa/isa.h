@@ -726,6 +726,15 @@ static inline isa_insn *isa_stream_room(isa_stream *s)
 {
     return s->n < s->cap ? &s->insns[s->n] : isa_stream_grow(s);
 }
+/* Room for k more instructions at the end of s (aborts on out of
+ * memory): a compiler that writes a run of them asks once, then writes
+ * them without a test each. */
+static inline isa_insn *isa_stream_room_n(isa_stream *s, size_t k)
+{
+    if (s->cap - s->n < k)
+        isa_stream_reserve(s, s->n + k);
+    return &s->insns[s->n];
+}
 /* Add a tensor; computes bytes from shape and layout; returns its index. */
 int isa_program_add_tensor(isa_program *p, const char *name, isa_role role,
                            isa_host_dtype hdt, isa_dtype_dev ddt, int rank,

@@ -606,6 +606,7 @@ typedef struct {
     mm_parts cp;
     int pipe, nseg[2], seg[2][RG_MAX_GN], down[2];
     signed char hs[2], nh; /* the ways down[h] there are, in the order rg_chunk_in sends (chars in padding, as krot) */
+    signed char tokfit;    /* every token of the core fits a wait or sig on the ring (rg_pieces_fast) */
     int64_t ra_lx, ra_cap; /* A's kept rows: where they are (m->ares) */
     be_view bv0;
     int64_t ep_at, *ep_base, ep_b; /* the block ep_b's epilogue operands: loaded up to ep_at, each at ep_base */
@@ -859,11 +860,16 @@ static void rg_release(rg_core *g, int64_t step)
         cc_emit_sig(g->e, ISA_U_RING, g->slotfree);
         return;
     }
-    /* streamed: B comes from the row above (below, in a reversed column) */
+    /* streamed: B comes from the row above (below, in a reversed column);
+     * the credit's send, its core, token and addresses the core's own, is
+     * one instruction every time in a kernel: after the first, a copy */
+    if (g->credlike >= 0) {
+        g->credlike = (int)cc_emit_again(g->e, g->credlike);
+        return;
+    }
     const int h = rg_reversed(g) ? 0 : 1, up = g->core + (h ? -1 : 1) * (int)g->gn;
     cc_dma_shape sh = cc_dma_groups(1, 1, 0, 0);
-    assert(cc_ring_like_keeps(g->e, g->credlike, ISA_OP_RING_SEND, g->cred[h], &sh));
-    g->credlike = (int)cc_emit_ring_like(g->e, g->credlike, ISA_OP_RING_SEND, up, g->cred[h], cc_abs(g->cred_in[h]),
+    g->credlike = (int)cc_emit_ring_slow(g->e, ISA_OP_RING_SEND, up, g->cred[h], cc_abs(g->cred_in[h]),
                                          cc_abs(g->cred_src), &sh);
 }
 
@@ -1005,6 +1011,69 @@ static void rg_ep_in(rg_core *g, int64_t b)
  * cycles a block on each loader with the DRAM idle behind them. */
 static int rg_ep_early(const rg_core *g, int64_t jc) { return g->mc.tl.slots && g->i == g->mid && jc == g->mc.nch - 1; }
 
+/* rg_pieces_fast's state: where the step's instructions go, each
+ * neighbour's last send, the corelets' pieces whose arrival they are told */
+typedef struct {
+    isa_insn *w, *like[2];
+    int64_t lo[2], hi[2]; /* corelet u's chunk is in at the pieces [lo, hi) (none: empty) */
+} rg_fast;
+
+/* One piece of B (piece pc at `at`) on down the column, the neighbours'
+ * credits waited for first when cw. */
+static inline __attribute__((always_inline)) void rg_piece_fast(const rg_core *g, rg_fast *f, int64_t pc, isa_addr at,
+                                                                int cw)
+{
+    isa_insn *w = f->w;
+    if (g->i != g->mid)
+        isa_tok_insn(w++, ISA_OP_WAIT, ISA_U_RING, (uint8_t)g->arr);
+    for (int u = 0; u < 2; u++) /* (both: an absent corelet's range is empty) */
+        if (pc >= f->lo[u] && pc < f->hi[u])
+            isa_tok_insn(w++, ISA_OP_SIG, ISA_U_RING, (uint8_t)g->have[u]);
+    for (int q = 0; q < g->nh; q++) {
+        const int h = g->hs[q];
+        if (cw)
+            isa_tok_insn(w++, ISA_OP_WAIT, ISA_U_RING, (uint8_t)g->cred[h]);
+        isa_insn_copy(w, f->like[h]);
+        w->d = at;
+        w->a = at;
+        f->like[h] = w++;
+    }
+    f->w = w;
+}
+
+/* rg_chunk_in's pieces of B on down the column, the emitter's tests
+ * made once for the step instead of per instruction: the core's tokens
+ * fit (g->tokfit), the emitter has not failed, each neighbour has a send
+ * to copy and every piece's address fits; then the step's room is made
+ * and its waits, sigs and sends written as cc_emit_tok and
+ * cc_emit_ring_like write them, without their tests.  0: the step takes
+ * those calls instead. */
+static int rg_pieces_fast(rg_core *g, int64_t step, int credw, int64_t bat, int64_t bs)
+{
+    cc_emit *e = g->e;
+    const int64_t ns = g->ns;
+    const isa_addr first = cc_abs(bat), last = cc_abs(bat + (ns - 1) * bs);
+    if (!g->tokfit || e->failed || bs < 0 || ns < 1 || !isa_addr_fits(&first) || !isa_addr_fits(&last))
+        return 0;
+    for (int q = 0; q < g->nh; q++)
+        if (g->like[g->hs[q]] < 0)
+            return 0;
+    rg_fast f = {isa_stream_room_n(e->s, (size_t)(ns * (1 + g->mc.nc + 2 * g->nh))), {NULL, NULL}, {0, 0}, {0, 0}};
+    for (int q = 0; q < g->nh; q++)
+        f.like[g->hs[q]] = &e->s->insns[g->like[g->hs[q]]];
+    for (int u = 0; u < g->mc.nc; u++) {
+        f.lo[u] = step == 0 ? g->cp.cst[u] : g->cp.last[u];
+        f.hi[u] = step == 0 ? g->cp.cst[u] + g->cp.cns[u] : g->cp.cns[u] > 0 ? f.lo[u] + 1 : f.lo[u];
+    }
+    rg_piece_fast(g, &f, 0, first, credw); /* only the first piece waits for credits */
+    for (int64_t pc = 1; pc < ns; pc++)
+        rg_piece_fast(g, &f, pc, cc_abs(bat + pc * bs), 0);
+    e->s->n = (size_t)(f.w - e->s->insns);
+    for (int q = 0; q < g->nh; q++)
+        g->like[g->hs[q]] = f.like[g->hs[q]] - e->s->insns;
+    return 1;
+}
+
 /* Chunk jc of K of block b (the core's step-th) in: dmai loads B's chunk
  * (the middle core; streamed, once its slot is free) and, in the first
  * block, the own A rows; the ring sends the own A rows to the grid row's
@@ -1054,7 +1123,7 @@ static void rg_chunk_in(rg_core *g, int64_t b, int64_t jc, int64_t step, int64_t
     for (int q = 0; q < g->nh; q++) /* kept by every send of the step */
         assert(cc_ring_like_keeps(e, g->like[g->hs[q]], ISA_OP_RING_SEND, g->arr, &sh));
     const int credw = stream && step - g->npre >= g->mc.tl.slots; /* the first piece waits for credits */
-    for (int64_t pc = 0; pc < g->ns; pc++) {
+    for (int64_t pc = rg_pieces_fast(g, step, credw, bat, bs) ? g->ns : 0; pc < g->ns; pc++) {
         if (g->i != g->mid)
             cc_emit_wait(e, ISA_U_RING, g->arr);
         for (int u = 0; u < g->mc.nc; u++)
@@ -1468,6 +1537,7 @@ int mm_rg_core(be_ctx *c, mm_plan *m, int core)
 {
     rg_core *g = rg_new();
     int rc = rg_setup(g, c, m, core, &c->em[core]);
+    g->tokfit = (signed char)(cc_toks_fit(g->e, ISA_OP_WAIT, ISA_U_RING) && cc_toks_fit(g->e, ISA_OP_SIG, ISA_U_RING));
     const be_pre *pre = c->pre.n > 0 && c->pre.pos == m->ep.pos ? &c->pre : &c->far;
     if (pre->n > 0 && pre->pos == m->ep.pos) {
         g->pre = pre->at;

@@ -203,6 +203,10 @@ static inline void cc_emit_tok(cc_emit *e, int op, isa_unit u, int tok)
     }
     cc_emit_tok_slow(e, op, u, tok);
 }
+/* Does a wait or sig (op) on unit u fit for every token handed out so
+ * far (e not failed)?  Then a caller whose tokens are all handed out may
+ * write its waits and sigs as isa_tok_insn, in room it has made. */
+int cc_toks_fit(cc_emit *e, int op, isa_unit u);
 static inline void cc_emit_wait(cc_emit *e, isa_unit u, int tok) { cc_emit_tok(e, ISA_OP_WAIT, u, tok); }
 static inline void cc_emit_sig(cc_emit *e, isa_unit u, int tok) { cc_emit_tok(e, ISA_OP_SIG, u, tok); }
 
@@ -250,6 +254,19 @@ static inline long cc_emit_ring_like(cc_emit *e, long like, int op, int core, in
         return (long)e->s->n++;
     }
     return cc_emit_ring_slow(e, op, core, tok, d, a, sh);
+}
+
+/* Instruction like (>= 0, committed earlier in this kernel) once more:
+ * its copy, committed as like was (a ring send whose core, token,
+ * addresses and shape are the same every time).  Returns its index (the
+ * next call's like), -1 on a failed emitter, which emits nothing. */
+static inline long cc_emit_again(cc_emit *e, long like)
+{
+    if (e->failed)
+        return -1;
+    isa_insn *in = isa_stream_room(e->s);
+    isa_insn_copy(in, &e->s->insns[like]);
+    return (long)e->s->n++;
 }
 
 /* cc_emit_ring_like's promise of like (< 0: none): a ring op of this

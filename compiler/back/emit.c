@@ -388,6 +388,11 @@ static inline int tok_fits(cc_emit *e, int op, isa_unit u, int tok)
     return tok >= 0 && tok < *fit; /* (a negative one takes cc_commit's check and message) */
 }
 
+int cc_toks_fit(cc_emit *e, int op, isa_unit u)
+{
+    return !e->failed && (e->ntokens == 0 || tok_fits(e, op, u, e->ntokens - 1));
+}
+
 void cc_emit_tok_slow(cc_emit *e, int op, isa_unit u, int tok)
 {
     /* the tokens above tok_cap no kernel takes: they signal across kernels */
