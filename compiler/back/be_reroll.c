@@ -1925,14 +1925,30 @@ static long prefix_need(long n)
     return n / 2 > RR_PREFIX_MIN ? n / 2 : RR_PREFIX_MIN;
 }
 
-/* Template t's last cut at most n whose ops kernel s has before it
+/* Does kernel s have template t's shapes that first come before place
+ * need (tmpl_shapes)?  A cut at need or later has them all among its
+ * nsh, and cut_fits takes a cut only when s has its nsh shapes: when
+ * not, no cut of t serves s (roll_prefixed takes none below need). */
+static int need_fits(const rr_scratch *sc, rr_tmpl *t, const isa_insn *s, long need)
+{
+    int sh = 0; /* (shapes are numbered in the order they first come) */
+    while (sh < t->nsh && t->pos[t->at[sh]] < (size_t)need * sizeof(isa_insn))
+        sh++;
+    return tmpl_shapes(sc, t, s, sh) == sh;
+}
+
+/* Template t's last cut at most n whose ops kernel s[0..n) has before it
  * (sc->opsh), or -1: its cuts made (tmpl_cuts) only for a kernel with
  * the ops of its prefix_need (making every template's cost decode's
- * compile 0.16 M). */
-static int ops_cut(const rr_scratch *sc, rr_tmpl *t, long n)
+ * compile 0.16 M) and its shapes before it (need_fits: decode's kernels
+ * of a template's ops but other shapes made 25 templates' cuts, 0.1 M,
+ * for no prefix). */
+static int ops_cut(const rr_scratch *sc, rr_tmpl *t, const isa_insn *s, long n)
 {
     const long need = prefix_need(n);
     if (!t->n || t->n < need || n < need || t->opsh[need] != sc->opsh[need])
+        return -1;
+    if (t->ncut < 0 && !t->clash && !t->unrolled && !need_fits(sc, t, s, need))
         return -1;
     if (t->ncut < 0)
         tmpl_cuts(t);
@@ -2036,7 +2052,7 @@ static int roll_prefixed(rr_out *o, const isa_insn *s, long n)
         sc->opsh[j + 1] = ops_run(sc->opsh[j], s[j].op);
     int top[RR_TEMPLATES], last = -1, from = -1;
     for (int q = 0; q < RR_TEMPLATES; q++)
-        top[q] = ops_cut(sc, &sc->t[q], n);
+        top[q] = ops_cut(sc, &sc->t[q], s, n);
     /* the templates by their longest cut of the kernel's ops, longest
      * first, while one can beat the best prefix found (a cut of its whose
      * shapes the kernel has: checking them is the cost) */
