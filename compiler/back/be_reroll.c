@@ -158,6 +158,8 @@ typedef struct {
     long kcap;          /* its slots, a power of 2 */
     long kmask;         /* the slots this kernel uses, less one */
     unsigned kgen;      /* this kernel's use of keys (slots_gen) */
+    unsigned kuse;      /* the kernel (rr_scratch.kuse) whose shapes tmpl_shapes has checked */
+    int kfit;           /* how many of them, from the first: their deltas and keys made */
     struct rr_code *code; /* the code emitted for it, as check_same passed it (code_keep) */
     long ncode;
     long unrolled;      /* loops its emission unrolled again for want of registers */
@@ -221,6 +223,7 @@ typedef struct {
     isa_stream rolled;  /* roll_tail: a core's tail rolled, before it replaces the tail */
     rr_tmpl t[RR_TEMPLATES]; /* the last kernels rolled from scratch, of distinct ops_key */
     int tnext;          /* the one a kernel of a new ops_key replaces */
+    unsigned kuse;      /* the kernel being rolled, counted (rr_tmpl.kuse) */
     int *seen;          /* check_same, per rolled instruction: an original of its shape (from, as a rule) */
     /* per instruction of the kernel: its address operands' offsets, as
      * make_entries reads them (having checked that no register is used),
@@ -1854,10 +1857,21 @@ static inline __attribute__((always_inline)) int shape_fits(rr_tmpl *t, const is
 static int tmpl_shapes(const rr_scratch *sc, rr_tmpl *t, const isa_insn *s, int nsh)
 {
     /* one to one: no two of the kernel's shapes alike (keys differ) */
-    keys_clear(sc, t, nsh);
-    int sh = 0;
+    if (t->kuse != sc->kuse) {
+        keys_clear(sc, t, t->nsh);
+        t->kuse = sc->kuse;
+        t->kfit = 0;
+    }
+    /* for the same kernel, on from the shapes checked already (tmpl_for's
+     * whole fit, need_fits, cut_fits; checking them again was 0.7 M of the
+     * Llama-8B prefill layer's compile): the first kfit fit, and a shape
+     * that failed fails again */
+    int sh = t->kfit;
+    if (sh >= nsh)
+        return nsh;
     for (uint64_t key; sh < nsh && shape_fits(t, s, sh, &key) && keys_enter(t, key, sh); sh++)
         ;
+    t->kfit = sh;
     return sh;
 }
 
@@ -2101,6 +2115,7 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
 {
     fields_init();
     rr_scratch *sc = o->sc;
+    sc->kuse++;
     uint64_t ops;
     rr_tmpl *t = tmpl_for(sc, s, n, &ops);
     if (t) {
