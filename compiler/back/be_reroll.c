@@ -158,6 +158,8 @@ typedef struct {
     long kcap;          /* its slots, a power of 2 */
     long kmask;         /* the slots this kernel uses, less one */
     unsigned kgen;      /* this kernel's use of keys (slots_gen) */
+    unsigned kuse;      /* the kernel (rr_scratch.kuse) whose shapes tmpl_shapes has checked */
+    int kfit;           /* how many of them, from the first: their deltas and keys made */
     struct rr_code *code; /* the code emitted for it, as check_same passed it (code_keep) */
     long ncode;
     long unrolled;      /* loops its emission unrolled again for want of registers */
@@ -221,6 +223,7 @@ typedef struct {
     isa_stream rolled;  /* roll_tail: a core's tail rolled, before it replaces the tail */
     rr_tmpl t[RR_TEMPLATES]; /* the last kernels rolled from scratch, of distinct ops_key */
     int tnext;          /* the one a kernel of a new ops_key replaces */
+    unsigned kuse;      /* the kernel being rolled, counted (rr_tmpl.kuse) */
     int *seen;          /* check_same, per rolled instruction: an original of its shape (from, as a rule) */
     /* per instruction of the kernel: its address operands' offsets, as
      * make_entries reads them (having checked that no register is used),
@@ -1854,10 +1857,21 @@ static inline __attribute__((always_inline)) int shape_fits(rr_tmpl *t, const is
 static int tmpl_shapes(const rr_scratch *sc, rr_tmpl *t, const isa_insn *s, int nsh)
 {
     /* one to one: no two of the kernel's shapes alike (keys differ) */
-    keys_clear(sc, t, nsh);
-    int sh = 0;
+    if (t->kuse != sc->kuse) {
+        keys_clear(sc, t, t->nsh);
+        t->kuse = sc->kuse;
+        t->kfit = 0;
+    }
+    /* for the same kernel, on from the shapes checked already (tmpl_for's
+     * whole fit, need_fits, cut_fits; checking them again was 0.7 M of the
+     * Llama-8B prefill layer's compile): the first kfit fit, and a shape
+     * that failed fails again */
+    int sh = t->kfit;
+    if (sh >= nsh)
+        return nsh;
     for (uint64_t key; sh < nsh && shape_fits(t, s, sh, &key) && keys_enter(t, key, sh); sh++)
         ;
+    t->kfit = sh;
     return sh;
 }
 
@@ -1925,14 +1939,30 @@ static long prefix_need(long n)
     return n / 2 > RR_PREFIX_MIN ? n / 2 : RR_PREFIX_MIN;
 }
 
-/* Template t's last cut at most n whose ops kernel s has before it
+/* Does kernel s have template t's shapes that first come before place
+ * need (tmpl_shapes)?  A cut at need or later has them all among its
+ * nsh, and cut_fits takes a cut only when s has its nsh shapes: when
+ * not, no cut of t serves s (roll_prefixed takes none below need). */
+static int need_fits(const rr_scratch *sc, rr_tmpl *t, const isa_insn *s, long need)
+{
+    int sh = 0; /* (shapes are numbered in the order they first come) */
+    while (sh < t->nsh && t->pos[t->at[sh]] < (size_t)need * sizeof(isa_insn))
+        sh++;
+    return tmpl_shapes(sc, t, s, sh) == sh;
+}
+
+/* Template t's last cut at most n whose ops kernel s[0..n) has before it
  * (sc->opsh), or -1: its cuts made (tmpl_cuts) only for a kernel with
  * the ops of its prefix_need (making every template's cost decode's
- * compile 0.16 M). */
-static int ops_cut(const rr_scratch *sc, rr_tmpl *t, long n)
+ * compile 0.16 M) and its shapes before it (need_fits: decode's kernels
+ * of a template's ops but other shapes made 25 templates' cuts, 0.1 M,
+ * for no prefix). */
+static int ops_cut(const rr_scratch *sc, rr_tmpl *t, const isa_insn *s, long n)
 {
     const long need = prefix_need(n);
     if (!t->n || t->n < need || n < need || t->opsh[need] != sc->opsh[need])
+        return -1;
+    if (t->ncut < 0 && !t->clash && !t->unrolled && !need_fits(sc, t, s, need))
         return -1;
     if (t->ncut < 0)
         tmpl_cuts(t);
@@ -2036,7 +2066,7 @@ static int roll_prefixed(rr_out *o, const isa_insn *s, long n)
         sc->opsh[j + 1] = ops_run(sc->opsh[j], s[j].op);
     int top[RR_TEMPLATES], last = -1, from = -1;
     for (int q = 0; q < RR_TEMPLATES; q++)
-        top[q] = ops_cut(sc, &sc->t[q], n);
+        top[q] = ops_cut(sc, &sc->t[q], s, n);
     /* the templates by their longest cut of the kernel's ops, longest
      * first, while one can beat the best prefix found (a cut of its whose
      * shapes the kernel has: checking them is the cost) */
@@ -2085,6 +2115,7 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
 {
     fields_init();
     rr_scratch *sc = o->sc;
+    sc->kuse++;
     uint64_t ops;
     rr_tmpl *t = tmpl_for(sc, s, n, &ops);
     if (t) {
