@@ -885,17 +885,31 @@ typedef struct {
     char *unmarked;  /* the core's row of bd's */
     int32_t *tokbal; /* bd's */
     int ntok;
+    /* the last ring op's loop counts and run (0: none, every count is at
+     * least 1) and its time: a ring exchange's sends are alike */
+    uint64_t ring_n;
+    unsigned ring_run;
+    double ring_time;
 } walk_figs;
 
 /* bd_insn and measure_dma_inline of ring op in on the walk's core. */
 static inline __attribute__((always_inline)) void walk_ring(walk_figs *f, const isa_insn *in, double *busy)
 {
-    busy[ISA_U_RING] += f->issue + (double)insn_sticks(in) * f->stick / f->ring_rate;
+    uint64_t n; /* the loop counts at once (the same shape's as the last: its time) */
+    _Static_assert(sizeof in->n == sizeof n, "four 16-bit loop counts");
+    memcpy(&n, in->n, sizeof n);
+    if (n != f->ring_n || in->run != f->ring_run) {
+        f->ring_n = n;
+        f->ring_run = in->run;
+        f->ring_time = f->issue + (double)insn_sticks(in) * f->stick / f->ring_rate;
+    }
+    busy[ISA_U_RING] += f->ring_time;
     f->top = cc_max(f->top, busy[ISA_U_RING]);
     f->ring = 1;
-    f->unmarked[in->core] = in->tok >= f->ntok;
-    if (in->tok < f->ntok)
-        f->tokbal[in->core * f->ntok + in->tok]++;
+    const int tok = in->tok, to = in->core; /* (read before the byte store, which may alias in) */
+    f->unmarked[to] = tok >= f->ntok;
+    if (tok < f->ntok)
+        f->tokbal[to * f->ntok + tok]++;
 }
 
 /* bd_insn and measure_dma_inline of another DMA op in (dma.ld, dma.st,
@@ -940,7 +954,8 @@ static void walk_kernel(cg_lane *l, int core, const isa_stream *s)
     double *busy = l->w->busy[core];
     bd_state *bd = l->bd;
     walk_figs f = {cfg->dma_issue_cycles, cfg->stick_bytes, cfg->ring_bytes_per_cycle, cfg->lx_bytes_per_cycle,
-                   c->t.stick, (int64_t)ki->dma_busy, 0, 0, bd->unmarked + (size_t)core * (size_t)bd->urow, bd->tokbal, bd->ntok};
+                   c->t.stick, (int64_t)ki->dma_busy, 0, 0, bd->unmarked + (size_t)core * (size_t)bd->urow, bd->tokbal, bd->ntok,
+                   0, 0, 0};
     int32_t tok[UINT8_MAX + 1] = {0}; /* (isa_insn's tok: a uint8_t) */
     const isa_insn *in = s->insns, *end = in + s->n;
     for (; in < end; in++) {
