@@ -880,8 +880,8 @@ typedef struct {
     double issue, stick, ring_rate, lx_rate; /* dma_time's operands, as it converts them */
     int64_t dram_stick;                      /* c->t.stick */
     int64_t top;
-    int moved; /* some op was measured: top goes back to ki->dma_busy */
-    int ring;  /* bd->kring's */
+    int dma, ring; /* some DMA, some ring op was measured (top goes back to ki->dma_busy); ring: bd->kring's */
+    double ring_busy; /* the core's ring unit's busy time (busy[ISA_U_RING]) */
     char *unmarked;  /* the core's row of bd's */
     int32_t *tokbal; /* bd's */
     int ntok;
@@ -893,7 +893,7 @@ typedef struct {
 } walk_figs;
 
 /* bd_insn and measure_dma_inline of ring op in on the walk's core. */
-static inline __attribute__((always_inline)) void walk_ring(walk_figs *f, const isa_insn *in, double *busy)
+static inline __attribute__((always_inline)) void walk_ring(walk_figs *f, const isa_insn *in)
 {
     uint64_t n; /* the loop counts at once (the same shape's as the last: its time) */
     _Static_assert(sizeof in->n == sizeof n, "four 16-bit loop counts");
@@ -903,8 +903,8 @@ static inline __attribute__((always_inline)) void walk_ring(walk_figs *f, const 
         f->ring_run = in->run;
         f->ring_time = f->issue + (double)insn_sticks(in) * f->stick / f->ring_rate;
     }
-    busy[ISA_U_RING] += f->ring_time;
-    f->top = cc_max(f->top, busy[ISA_U_RING]);
+    f->ring_busy += f->ring_time;
+    f->top = cc_max(f->top, f->ring_busy);
     f->ring = 1;
     const int tok = in->tok, to = in->core; /* (read before the byte store, which may alias in) */
     f->unmarked[to] = tok >= f->ntok;
@@ -917,6 +917,7 @@ static inline __attribute__((always_inline)) void walk_ring(walk_figs *f, const 
 static inline __attribute__((always_inline)) void walk_dma(walk_figs *f, bd_state *bd, be_kinfo *ki,
                                                            const isa_insn *in, int core, double *busy)
 {
+    f->dma = 1;
     bd_insn(bd, in, core);
     const isa_unit u = isa_class_unit(isa_op_class(in->op), in);
     const int64_t sticks = insn_sticks(in);
@@ -954,7 +955,7 @@ static void walk_kernel(cg_lane *l, int core, const isa_stream *s)
     double *busy = l->w->busy[core];
     bd_state *bd = l->bd;
     walk_figs f = {cfg->dma_issue_cycles, cfg->stick_bytes, cfg->ring_bytes_per_cycle, cfg->lx_bytes_per_cycle,
-                   c->t.stick, (int64_t)ki->dma_busy, 0, 0, bd->unmarked + (size_t)core * (size_t)bd->urow, bd->tokbal, bd->ntok,
+                   c->t.stick, (int64_t)ki->dma_busy, 0, 0, busy[ISA_U_RING], bd->unmarked + (size_t)core * (size_t)bd->urow, bd->tokbal, bd->ntok,
                    0, 0, 0};
     int32_t tok[UINT8_MAX + 1] = {0}; /* (isa_insn's tok: a uint8_t) */
     const isa_insn *in = s->insns, *end = in + s->n;
@@ -966,9 +967,8 @@ static void walk_kernel(cg_lane *l, int core, const isa_stream *s)
         }
         if (w == W_SEQ)
             break;
-        f.moved = 1;
         if (w == W_RING)
-            walk_ring(&f, in, busy);
+            walk_ring(&f, in);
         else
             walk_dma(&f, bd, ki, in, core, busy);
     }
@@ -976,7 +976,8 @@ static void walk_kernel(cg_lane *l, int core, const isa_stream *s)
     for (int t = 0; t < bd->ntok; t++)
         bal[t] += tok[t];
     bd->kring |= f.ring;
-    if (f.moved)
+    busy[ISA_U_RING] = f.ring_busy;
+    if (f.dma || f.ring)
         ki->dma_busy = (double)f.top;
     const size_t j = (size_t)(in - s->insns);
     bd_collect(bd, s, j, core);
