@@ -851,25 +851,81 @@ static inline void measure_one(const be_ctx *c, be_kinfo *ki, const isa_insn *in
 
 /* walk_kernel's work per op, from the table as compiled: none (PT, SFP,
  * bar, fence...), a sig's or wait's token balance (the value: +1, -1;
- * two in three instructions, which one load and two tests here take
- * there, not through bd_insn's switch and measure_one's), bd_insn and
- * measure_one (DMA and ring ops), or a sequencer control (bd_insn's -1),
- * from which bd_collect runs the rest. */
-enum { W_NONE = 0, W_SIG = 1, W_WAIT = -1, W_BD = 2, W_SEQ = 3 };
+ * two in three instructions, which one load and one test here take
+ * there, not through bd_insn's switch and measure_one's), a ring op's
+ * (walk_ring), another DMA's (bd_insn and the measure), or a sequencer
+ * control (bd_insn's -1), from which bd_collect runs the rest. */
+enum { W_NONE = 0, W_SIG = 1, W_WAIT = -1, W_DMA = 2, W_RING = 3, W_SEQ = 4 };
 #define W_OF(id, cls)                                                                                         \
     (ISA_OP_##id == ISA_OP_LI || ISA_OP_##id == ISA_OP_ADDI || ISA_OP_##id == ISA_OP_LOOP ||                  \
              ISA_OP_##id == ISA_OP_ENDL                                                                        \
          ? W_SEQ                                                                                               \
-     : ISA_OP_##id == ISA_OP_SIG                                   ? W_SIG                                     \
-     : ISA_OP_##id == ISA_OP_WAIT                                  ? W_WAIT                                    \
-     : (cls) == ISA_C_DMAI || (cls) == ISA_C_DMAO || (cls) == ISA_C_RING ? W_BD                               \
-                                                                         : W_NONE)
+     : ISA_OP_##id == ISA_OP_SIG                 ? W_SIG                                                       \
+     : ISA_OP_##id == ISA_OP_WAIT                ? W_WAIT                                                      \
+     : (cls) == ISA_C_RING                       ? W_RING                                                      \
+     : (cls) == ISA_C_DMAI || (cls) == ISA_C_DMAO ? W_DMA                                                      \
+                                                  : W_NONE)
 static const int8_t op_walk[ISA_NOPS] = {
 #define X(id, mn, opc, fmt, cls, cost, sem) W_OF(id, cls),
     ISA_TABLE(X)
 #undef X
 };
 #undef W_OF
+
+/* What a walk reads and adds to per DMA or ring op, in locals while it
+ * runs: through pointers, each was loaded again per instruction (a byte
+ * store to bd's flags may alias anything).  top is ki->dma_busy as
+ * measure_dma's cc_max leaves it, whole cycles (exact: far below 2^53). */
+typedef struct {
+    double issue, stick, ring_rate, lx_rate; /* dma_time's operands, as it converts them */
+    int64_t dram_stick;                      /* c->t.stick */
+    int64_t top;
+    int dma, ring; /* some DMA, some ring op was measured (top goes back to ki->dma_busy); ring: bd->kring's */
+    double ring_busy; /* the core's ring unit's busy time (busy[ISA_U_RING]) */
+    char *unmarked;  /* the core's row of bd's */
+    int32_t *tokbal; /* bd's */
+    int ntok;
+    /* the last ring op's loop counts and run (0: none, every count is at
+     * least 1) and its time: a ring exchange's sends are alike */
+    uint64_t ring_n;
+    unsigned ring_run;
+    double ring_time;
+} walk_figs;
+
+/* bd_insn and measure_dma_inline of ring op in on the walk's core. */
+static inline __attribute__((always_inline)) void walk_ring(walk_figs *f, const isa_insn *in)
+{
+    uint64_t n; /* the loop counts at once (the same shape's as the last: its time) */
+    _Static_assert(sizeof in->n == sizeof n, "four 16-bit loop counts");
+    memcpy(&n, in->n, sizeof n);
+    if (n != f->ring_n || in->run != f->ring_run) {
+        f->ring_n = n;
+        f->ring_run = in->run;
+        f->ring_time = f->issue + (double)insn_sticks(in) * f->stick / f->ring_rate;
+    }
+    f->ring_busy += f->ring_time;
+    f->top = cc_max(f->top, f->ring_busy);
+    f->ring = 1;
+    const int tok = in->tok, to = in->core; /* (read before the byte store, which may alias in) */
+    f->unmarked[to] = tok >= f->ntok;
+    if (tok < f->ntok)
+        f->tokbal[to * f->ntok + tok]++;
+}
+
+/* bd_insn and measure_dma_inline of another DMA op in (dma.ld, dma.st,
+ * dma.lx...) on core. */
+static inline __attribute__((always_inline)) void walk_dma(walk_figs *f, bd_state *bd, be_kinfo *ki,
+                                                           const isa_insn *in, int core, double *busy)
+{
+    f->dma = 1;
+    bd_insn(bd, in, core);
+    const isa_unit u = isa_class_unit(isa_op_class(in->op), in);
+    const int64_t sticks = insn_sticks(in);
+    busy[u] += f->issue + (double)sticks * f->stick / f->lx_rate;
+    f->top = cc_max(f->top, busy[u]);
+    if (in->op == ISA_OP_DMA_LD || in->op == ISA_OP_DMA_ST)
+        *(in->op == ISA_OP_DMA_LD ? &ki->dram_rd : &ki->dram_wr) += sticks * f->dram_stick;
+}
 
 /* measure_one of instructions s[first..] into ki. */
 static void measure(const be_ctx *c, be_kinfo *ki, const isa_stream *s, size_t first, double *busy)
@@ -887,28 +943,42 @@ static be_kinfo *lane_ki(const cg_lane *l)
 /* bd_collect and measure of a kernel's code on core, in one walk while
  * it is in cache (each walk read the code back from memory: a core's
  * kernel is up to some 14,000 instructions, 288 bytes each when measured); the rest from
- * the first sequencer control on (none as generated) as they run it. */
+ * the first sequencer control on (none as generated) as they run it.
+ * Waits and sigs count into tok by their token number with no test (the
+ * other ops add 0), added to the core's balances below ntok at the end:
+ * a test and a register reloaded per instruction were half the walk. */
 static void walk_kernel(cg_lane *l, int core, const isa_stream *s)
 {
     const be_ctx *c = l->w->c;
+    const chip_config *cfg = c->cfg;
     be_kinfo *ki = lane_ki(l);
     double *busy = l->w->busy[core];
     bd_state *bd = l->bd;
-    const int ntok = bd->ntok;
-    int32_t *bal = bd->tokbal + (size_t)core * (size_t)ntok; /* the core's token balances (bd_insn's) */
-    const isa_insn *in = s->insns, *end = in + s->n; /* (in locals: bd_insn's byte stores could alias s) */
+    walk_figs f = {cfg->dma_issue_cycles, cfg->stick_bytes, cfg->ring_bytes_per_cycle, cfg->lx_bytes_per_cycle,
+                   c->t.stick, (int64_t)ki->dma_busy, 0, 0, busy[ISA_U_RING], bd->unmarked + (size_t)core * (size_t)bd->urow, bd->tokbal, bd->ntok,
+                   0, 0, 0};
+    int32_t tok[UINT8_MAX + 1] = {0}; /* (isa_insn's tok: a uint8_t) */
+    const isa_insn *in = s->insns, *end = in + s->n;
     for (; in < end; in++) {
         const int w = op_walk[in->op];
-        if ((unsigned)(w - W_WAIT) <= (unsigned)(W_SIG - W_WAIT)) { /* sig +1, wait -1, neither +0: one test */
-            if (in->tok < ntok)
-                bal[in->tok] += w;
+        if (__builtin_expect(w <= W_SIG, 1)) {
+            tok[in->tok] += w;
             continue;
         }
         if (w == W_SEQ)
             break;
-        bd_insn(bd, in, core);
-        measure_dma_inline(c, ki, in, isa_op_class(in->op), busy); /* (W_BD: M_DMA's ops) */
+        if (w == W_RING)
+            walk_ring(&f, in);
+        else
+            walk_dma(&f, bd, ki, in, core, busy);
     }
+    int32_t *bal = bd->tokbal + (size_t)core * (size_t)bd->ntok;
+    for (int t = 0; t < bd->ntok; t++)
+        bal[t] += tok[t];
+    bd->kring |= f.ring;
+    busy[ISA_U_RING] = f.ring_busy;
+    if (f.dma || f.ring)
+        ki->dma_busy = (double)f.top;
     const size_t j = (size_t)(in - s->insns);
     bd_collect(bd, s, j, core);
     measure(c, ki, s, j, busy);

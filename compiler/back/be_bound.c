@@ -106,14 +106,35 @@ static void bd_add_strided(bd_state *b, int core, int write, int64_t lo, int64_t
     while (b->npieces + (size_t)n > b->cap)
         b->pieces = bd_grow(&b->piecesm, &b->cap, sizeof *b->pieces, BD_PIECES_FIRST);
     bd_piece *p = b->pieces + b->npieces;
-    for (int64_t i = 1; i < n; i++)
-        p[i - 1] = (bd_piece){lo + i * step, lo + i * step + len, core, write};
-    if (n > BD_GROUP_FROM) {
+    if (n > BD_GROUP_FROM) { /* the group's pieces written by bd_fill_groups, but the last (bd_add reads it) */
         if (b->ngroups == b->gcap)
             b->groups = bd_grow(&b->groupsm, &b->gcap, sizeof *b->groups, 64);
         b->groups[b->ngroups++] = (bd_group){b->npieces, n - 1, lo + step, step, len, core, write};
-    }
+        p[n - 2] = (bd_piece){lo + (n - 1) * step, lo + (n - 1) * step + len, core, write};
+    } else
+        for (int64_t i = 1; i < n; i++)
+            p[i - 1] = (bd_piece){lo + i * step, lo + i * step + len, core, write};
     b->npieces += (size_t)n - 1;
+}
+
+/* Piece k of group g. */
+static inline bd_piece bd_group_piece(const bd_group *g, int64_t k)
+{
+    const int64_t lo = g->lo + k * g->step;
+    return (bd_piece){lo, lo + g->len, g->core, g->write};
+}
+
+/* The groups' pieces written out (a group's are left unwritten till
+ * then: most of the Llama-8B decode step's continue an earlier group's,
+ * which then grow, bd_group_join, and are never written). */
+static void bd_fill_groups(bd_state *b)
+{
+    for (size_t k = 0; k < b->ngroups; k++) {
+        const bd_group *g = &b->groups[k];
+        bd_piece *p = b->pieces + g->first;
+        for (int64_t i = 0; i < g->n; i++)
+            p[i] = bd_group_piece(g, i);
+    }
 }
 
 void bd_lane_begin(bd_state *lane, const bd_state *b)
@@ -145,6 +166,8 @@ void bd_lanes_join(bd_state *b, bd_state *x, bd_state *y)
     /* a stable counting sort of both lanes' pieces by core: each core's
      * lie in one lane, in the order collected */
     size_t *at = ir_xalloc(((size_t)b->ncores + 1) * sizeof *at);
+    bd_fill_groups(x);
+    bd_fill_groups(y);
     const bd_state *lane[2] = {x, y};
     for (int l = 0; l < 2; l++)
         for (size_t i = 0; i < lane[l]->npieces; i++)
@@ -173,6 +196,48 @@ void bd_lane_free(bd_state *lane)
     isa_buf_free(&lane->groupsm);
 }
 
+/* The pieces of len sticks at a + i0 s[0] + i1 s[1] + ... (i_k < n[k]),
+ * innermost level first, as bd_add_strided's of the levels that stay
+ * after levels of one step go and a level whose stride is the whole of
+ * the one inside it joins it: the same pieces in the same order (a call
+ * per piece or per strided run adds the same ones; only the groups
+ * differ, which bd_needs_bar's answer and the runs do not depend on).
+ * A weight's K chunk read a piece per stick group made a call per row
+ * of its DMA (the Llama-8B decode step: 3,100 calls). */
+static void bd_dma_levels(bd_state *b, int core, int st, int64_t a, const int64_t *n, const int64_t *s, int64_t len)
+{
+    int64_t cn[ISA_MAX_LOOPS], cs[ISA_MAX_LOOPS];
+    int k = 0;
+    for (int l = 0; l < ISA_MAX_LOOPS; l++) {
+        if (n[l] < 1)
+            return; /* no piece */
+        if (n[l] == 1)
+            continue;
+        if (k && s[l] == cn[k - 1] * cs[k - 1]) {
+            cn[k - 1] *= n[l];
+            continue;
+        }
+        cn[k] = n[l];
+        cs[k++] = s[l];
+    }
+    if (!k) {
+        bd_add(b, core, st, a, a + len);
+        return;
+    }
+    int64_t i[ISA_MAX_LOOPS] = {0}; /* the outer levels' steps: an odometer */
+    for (;;) {
+        bd_add_strided(b, core, st, a, cs[0], cn[0], len);
+        int l = 1;
+        for (; l < k && ++i[l] == cn[l]; l++) {
+            i[l] = 0;
+            a -= (cn[l] - 1) * cs[l];
+        }
+        if (l == k)
+            return;
+        a += cs[l];
+    }
+}
+
 /* A dma.ld's or dma.st's DRAM sticks (this and bd_table apart from
  * bd_insn: their registers made every instruction's call save and
  * restore six). */
@@ -194,15 +259,8 @@ __attribute__((noinline)) void bd_dma(bd_state *b, const isa_insn *in, int core)
     const int sh = whole ? b->shift : 0;
     const int64_t b0 = base >> sh, s0 = str[0] >> sh, s1 = str[1] >> sh, s2 = str[2] >> sh, s3 = str[3] >> sh;
     if (whole) {
-        for (int64_t i3 = 0; i3 < in->n[3]; i3++)
-            for (int64_t i2 = 0; i2 < in->n[2]; i2++) {
-                const int64_t a = b0 + i2 * s2 + i3 * s3;
-                if (n0 == 1)
-                    bd_add_strided(b, core, st, a, s1, in->n[1], len);
-                else
-                    for (int64_t i1 = 0; i1 < in->n[1]; i1++)
-                        bd_add_strided(b, core, st, a + i1 * s1, s0, n0, len);
-            }
+        const int64_t n[ISA_MAX_LOOPS] = {n0, in->n[1], in->n[2], in->n[3]}, s[ISA_MAX_LOOPS] = {s0, s1, s2, s3};
+        bd_dma_levels(b, core, st, b0, n, s, len);
         return;
     }
     for (int64_t i3 = 0; i3 < in->n[3]; i3++)
@@ -270,7 +328,9 @@ void bd_order(bd_state *b)
 {
     if (!b->unordered)
         return; /* the rule: cores one after the other */
-    /* a stable counting sort by core (the groups' pieces move: forgotten) */
+    /* a stable counting sort by core (the groups' pieces move: written
+     * out and forgotten) */
+    bd_fill_groups(b);
     b->unordered = 0;
     b->ngroups = 0;
     size_t i, *at = ir_xalloc(((size_t)b->ncores + 1) * sizeof *at);
@@ -321,49 +381,67 @@ static int bd_group_may_clash(const bd_state *b, const bd_group *g)
     return 0;
 }
 
+/* Does piece p clash with the runs (the reason to why)?  The first run
+ * past its start is found from *at, the last piece's, when it starts no
+ * earlier than that one (*last: its start; no run before that one ends
+ * past it): mostly that same run, a DMA's pieces rising through a
+ * weight. */
+static int bd_piece_clash(const bd_state *b, const bd_piece *p, size_t *at, int64_t *last, char *why, size_t len)
+{
+    if (p->lo < *last)
+        *at = 0;
+    if (*at >= b->nruns || b->runs[*at].hi <= p->lo)
+        *at = bd_run_at(b, p->lo, *at);
+    *last = p->lo;
+    for (size_t j = *at; j < b->nruns && b->runs[j].lo < p->hi; j++) {
+        const bd_run *u = &b->runs[j];
+        const int wrote = u->w != BD_NONE && u->w != p->core + 1; /* RAW or WAW */
+        const int read = p->write && u->r != BD_NONE && u->r != p->core + 1; /* WAR */
+        if (!wrote && !read)
+            continue;
+        const int other = wrote ? u->w : u->r;
+        char who[32];
+        if (other == BD_MANY)
+            snprintf(who, sizeof who, "other cores");
+        else
+            snprintf(who, sizeof who, "core %d", other - 1);
+        snprintf(why, len, "core %d %s DRAM 0x%" PRIx64 " that %s %s", p->core, p->write ? "writes" : "reads",
+                 (uint64_t)(cc_max(u->lo, p->lo) * b->stick), who, wrote ? "wrote" : "read");
+        return 1;
+    }
+    return 0;
+}
+
 /* Does the next kernel (the collected accesses) need a bar before it?
  * The reason goes to why: the first piece that clashes, at its first
- * stick that does. */
+ * stick that does.  A group's pieces (not written yet) are made one by
+ * one from it when it may clash. */
 int bd_needs_bar(const bd_state *b, char *why, size_t len)
 {
     if (b->ring || b->kring) {
         snprintf(why, len, "ring traffic in %s", b->kring ? "this kernel" : "the kernel before");
         return 1;
     }
-    /* The first run past a piece's start, found from the last piece's
-     * when this one starts no earlier (no run before that one ends past
-     * it): mostly that same run, a DMA's pieces rising through a weight. */
     size_t at = 0, g = 0;
     int64_t last = INT64_MIN;
     for (size_t i = 0; i < b->npieces; i++) {
-        if (g < b->ngroups && b->groups[g].first == i && !bd_group_may_clash(b, &b->groups[g++])) {
-            i += (size_t)b->groups[g - 1].n - 1; /* none of its pieces clashes */
-            at = 0;
-            last = INT64_MIN;
+        if (g < b->ngroups && b->groups[g].first == i) {
+            const bd_group *gr = &b->groups[g++];
+            if (bd_group_may_clash(b, gr))
+                for (int64_t k = 0; k < gr->n; k++) {
+                    const bd_piece p = bd_group_piece(gr, k);
+                    if (bd_piece_clash(b, &p, &at, &last, why, len))
+                        return 1;
+                }
+            else { /* none of its pieces clashes */
+                at = 0;
+                last = INT64_MIN;
+            }
+            i += (size_t)gr->n - 1;
             continue;
         }
-        const bd_piece *p = &b->pieces[i];
-        if (p->lo < last)
-            at = 0;
-        if (at >= b->nruns || b->runs[at].hi <= p->lo)
-            at = bd_run_at(b, p->lo, at);
-        last = p->lo;
-        for (size_t j = at; j < b->nruns && b->runs[j].lo < p->hi; j++) {
-            const bd_run *u = &b->runs[j];
-            const int wrote = u->w != BD_NONE && u->w != p->core + 1; /* RAW or WAW */
-            const int read = p->write && u->r != BD_NONE && u->r != p->core + 1; /* WAR */
-            if (!wrote && !read)
-                continue;
-            const int other = wrote ? u->w : u->r;
-            char who[32];
-            if (other == BD_MANY)
-                snprintf(who, sizeof who, "other cores");
-            else
-                snprintf(who, sizeof who, "core %d", other - 1);
-            snprintf(why, len, "core %d %s DRAM 0x%" PRIx64 " that %s %s", p->core, p->write ? "writes" : "reads",
-                     (uint64_t)(cc_max(u->lo, p->lo) * b->stick), who, wrote ? "wrote" : "read");
+        if (bd_piece_clash(b, &b->pieces[i], &at, &last, why, len))
             return 1;
-        }
     }
     return 0;
 }
@@ -649,12 +727,12 @@ static void bd_group_join(bd_state *b)
         memmove(p + out, p + from, (y->first - from) * sizeof *p);
         out += y->first - from;
         from = y->first + (size_t)y->n;
-        for (int64_t i = 0; i < x->n; i++)
-            p[x->first + (size_t)i].hi += y->len;
         x->len += y->len;
+        y->n = 0; /* (gone: nothing to write) */
     }
     memmove(p + out, p + from, (b->npieces - from) * sizeof *p);
     b->npieces = out + b->npieces - from;
+    bd_fill_groups(b);
     b->ngroups = 0;
 }
 

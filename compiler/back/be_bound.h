@@ -56,7 +56,9 @@ typedef struct { /* (16 bytes: the sort moves each twice) */
 } bd_edge;
 
 /* n pieces of len sticks, step apart from lo on: pieces first.. of the
- * next kernel's, as bd_add_strided added them. */
+ * next kernel's, as bd_add_strided added them (its slots in pieces left
+ * unwritten, but the last, till bd_record, bd_order or bd_lanes_join
+ * writes them out). */
 typedef struct {
     size_t first;
     int64_t n, lo, step, len;
