@@ -289,20 +289,13 @@ typedef struct {
     int born; /* fusions done when it was scored (cand_live) */
 } cand;
 
-static int cmp_cand_pair(const void *x, const void *y)
+static int cmp_cand_rank(const cand *c, const cand *d)
 {
-    const cand *c = x, *d = y;
-    return c->a != d->a ? c->a - d->a : c->b - d->b;
-}
-
-static int cmp_cand_rank(const void *x, const void *y)
-{
-    const cand *c = x, *d = y;
     if (c->score != d->score)
         return c->score > d->score ? -1 : 1;
     if (c->dist != d->dist)
         return c->dist - d->dist;
-    return cmp_cand_pair(x, y);
+    return c->a != d->a ? c->a - d->a : c->b - d->b;
 }
 
 /* Restore the heap order of h[0..n) below i: each pair ranks before its
@@ -591,15 +584,18 @@ static void merge(ir_prog *p, int k1, int k2, const ir_sig *s)
     B->dead = 1;
 }
 
-/* Can k2 fuse into k1 (a pair popped off the heap)?  Their joined loops into s. */
-static int fusable(const ir_prog *p, const kgraph *G, fusion_rule rule, int k1, int k2, ir_sig *s)
+/* Can k2 fuse into k1 (a pair popped off the heap), as far as the two
+ * kernels alone say?  Their joined loops into s, how they depend on each
+ * other into dir.  The answer stays until either kernel fuses: these
+ * tests look at the two kernels' nodes and the edges between them only. */
+static int fusable(const ir_prog *p, const kgraph *G, fusion_rule rule, int k1, int k2, ir_sig *s, dep_dir *dir)
 {
     const ir_kernel *A = &p->kernels[k1], *B = &p->kernels[k2];
     int e12 = has_edge(G, k1, k2), e21 = has_edge(G, k2, k1);
     if (e12 && e21)
         return 0;
-    dep_dir dir = e12 ? DEP_12 : e21 ? DEP_21 : DEP_NONE;
-    if (!rule(A, B, dir) || ir_sig_join(&A->sig, &B->sig, s) || !nodes_fit(p, k1, k2, s) ||
+    *dir = e12 ? DEP_12 : e21 ? DEP_21 : DEP_NONE;
+    if (!rule(A, B, *dir) || ir_sig_join(&A->sig, &B->sig, s) || !nodes_fit(p, k1, k2, s) ||
         !indices_match(p, k1, k2, s))
         return 0;
     if (epilogue_reads_across_n(p, k1, k2, s) || (s->kind == IR_MATMUL && kept_apart(p, k1, k2)))
@@ -610,20 +606,26 @@ static int fusable(const ir_prog *p, const kgraph *G, fusion_rule rule, int k1, 
      * had makes a reduction the back half cannot run (it reduces one) */
     if (s->kind == IR_REDUCTION && s->nred > 1 && s->nred > A->sig.nred && s->nred > B->sig.nred)
         return 0;
-    if (s->kind == IR_MATMUL && some_read(p, k1, k2, s, 1, scalar_read))
-        return 0;
-    /* A path through a third kernel: fusing would make a cycle. */
-    return !((dir != DEP_21 && indirect_path(p, G, k1, k2)) || (dir != DEP_12 && indirect_path(p, G, k2, k1)));
+    return !(s->kind == IR_MATMUL && some_read(p, k1, k2, s, 1, scalar_read));
+}
+
+/* A path through a third kernel: fusing would make a cycle.  Fusions of
+ * other kernels can end such a path. */
+static int makes_cycle(const ir_prog *p, const kgraph *G, int k1, int k2, dep_dir dir)
+{
+    return (dir != DEP_21 && indirect_path(p, G, k1, k2)) || (dir != DEP_12 && indirect_path(p, G, k2, k1));
 }
 
 /* fuse's pairs, kept up to date across fusions instead of built again
- * after each: the heap h; the pairs popped and refused since the last
- * fusion (it may have made them legal: they are tried again, as in a
- * fresh build); per kernel the fusion that last changed it, which makes
- * its pairs scored before stale (cand_live).  A fusion changes only the
- * pairs of its two kernels (the others share the same buffers as
- * before), and the heap pops in its total order whatever its layout, so
- * the pairs are tried in the order that a build after every fusion gave. */
+ * after each: the heap h; the pairs popped and refused for a cycle since
+ * the last fusion (it may have ended the path: they are tried again, as
+ * in a fresh build; a pair fusable refuses stays refused until one of its
+ * kernels fuses, and then it is stale); per kernel the fusion that last
+ * changed it, which makes its pairs scored before stale (cand_live).  A
+ * fusion changes only the pairs of its two kernels (the others share the
+ * same buffers as before), and the heap pops in its total order whatever
+ * its layout, so the first pair that fuses is the one that a build after
+ * every fusion gave. */
 typedef struct {
     cand *h, *refused;
     int nh, caph, nref, capref;
@@ -715,9 +717,10 @@ static int fuse(ir_prog *p, fusion_rule rule)
         F.h[0] = F.h[--F.nh];
         cand_sift(F.h, F.nh, 0);
         ir_sig s;
-        if (!cand_live(&F, &c))
+        dep_dir dir;
+        if (!cand_live(&F, &c) || !fusable(p, &G, rule, c.a, c.b, &s, &dir))
             continue;
-        if (!fusable(p, &G, rule, c.a, c.b, &s)) {
+        if (makes_cycle(p, &G, c.a, c.b, dir)) {
             if (F.nref == F.capref)
                 F.refused = ir_xgrow(F.refused, &F.capref, F.nref + 1, sizeof *F.refused);
             F.refused[F.nref++] = c;
