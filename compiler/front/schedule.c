@@ -899,7 +899,8 @@ static char *kernel_name(const ir_prog *p, const ir_kernel *K, int pos)
                                         "permute", "expand", "clone", "contiguous", "slice", "select",
                                         "unsqueeze", "squeeze", "detach", "alias", "split", NULL};
     char parts[3][48], name[16 + 3 * sizeof parts[0]]; /* "k" and an int, then 3 parts: never cut */
-    int o = snprintf(name, sizeof name, "k%d", pos), np = 0;
+    name[0] = 'k';
+    int o = 1 + (int)gr_int_text(pos, name + 1), np = 0; /* not snprintf: graph.c's "Printing" says why */
     for (int pass = 0; pass < 2 && !np; pass++)
         for (int i = 0; i < K->nops && np < 3; i++) {
             const char *op = p->src[K->ops[i]].op, *s = strchr(op, '.');
