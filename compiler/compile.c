@@ -36,12 +36,7 @@ static ir_prog *prog_new(const gr_graph *g, const cc_compile_opts *opts, char *e
         p->src[n].line = g->nodes[n].line;
     }
     /* The program's graph text: the source graph as the printer writes it. */
-    size_t len = 0;
-    FILE *f = open_memstream(&p->graph_text, &len);
-    if (!f)
-        abort();
-    gr_graph_print(g, f);
-    fclose(f);
+    p->graph_text = gr_graph_text(g);
     return p;
 }
 

@@ -11,6 +11,8 @@
  *      the data flow allows (Kahn's algorithm taking the earliest ready
  *      node first); what is left over contains a cycle, which is reported.
  * The first error wins; nothing after it is looked at. */
+/* strfromd (ISO/IEC TS 18661-1), for the printer */
+#define __STDC_WANT_IEC_60559_BFP_EXT__ 1
 #include "graph.h"
 #include "isa.h"
 
@@ -1512,11 +1514,12 @@ void gr_graph_free(gr_graph *g)
 
 /* ---- Printing ---- */
 
-/* The printing below puts its text together without printf: in a
- * process linked with OpenBLAS, libquadmath has registered its printf
+/* The printing below puts its text together without printf or stdio: in
+ * a process linked with OpenBLAS, libquadmath has registered its printf
  * hooks, and every printf call then takes glibc's slow positional path
  * (a tensor type's text cost some 6,000 instructions; the graph's text,
- * which every compile prints, 1.6% of the Llama-8B decode step's). */
+ * which every compile prints, 1.6% of the Llama-8B decode step's).  The
+ * text grows in memory (each fputs to a stream locks and copies it). */
 
 /* s put at buf + *o as snprintf would put it (cut to len, NUL-ended),
  * *o counting it whole as snprintf's return does. */
@@ -1531,13 +1534,42 @@ static void str_put(char *buf, size_t len, size_t *o, const char *s)
     *o += n;
 }
 
-/* n strings to f, one after another. */
-static void puts_n(FILE *f, int n, ...)
+/* A text growing in memory, always NUL-ended once anything is put. */
+typedef struct {
+    char *s;
+    size_t n, cap;
+} gr_text;
+
+static void text_mem(gr_text *t, const char *s, size_t n)
+{
+    if (t->n + n + 1 > t->cap) {
+        size_t cap = t->cap ? t->cap : 256;
+        while (cap < t->n + n + 1)
+            cap *= 2;
+        t->s = realloc(t->s, cap);
+        if (!t->s)
+            abort();
+        t->cap = cap;
+    }
+    memcpy(t->s + t->n, s, n);
+    t->n += n;
+    t->s[t->n] = 0;
+}
+
+static void text_chr(gr_text *t, char c)
+{
+    text_mem(t, &c, 1);
+}
+
+/* n strings, one after another. */
+static void text_strs(gr_text *t, int n, ...)
 {
     va_list ap;
     va_start(ap, n);
-    for (int i = 0; i < n; i++)
-        fputs(va_arg(ap, const char *), f);
+    for (int i = 0; i < n; i++) {
+        const char *s = va_arg(ap, const char *);
+        text_mem(t, s, strlen(s));
+    }
     va_end(ap);
 }
 
@@ -1583,140 +1615,164 @@ void gr_value_type_str(const gr_value *v, char *buf, size_t len)
         gr_ttype_str(&v->type, buf, len);
         return;
     }
-    size_t o = (size_t)snprintf(buf, len, "(");
+    size_t o = 0;
+    str_put(buf, len, &o, "(");
     for (int i = 0; i < v->ntuple && o < len; i++) {
         if (i)
-            o += (size_t)snprintf(buf + o, len - o, ", ");
+            str_put(buf, len, &o, ", ");
         if (o < len)
             gr_ttype_str(&v->tuple[i], buf + o, len - o);
         o += strlen(buf + o);
     }
-    if (o < len)
-        snprintf(buf + o, len - o, ")");
+    str_put(buf, len, &o, ")");
 }
 
-static void print_string(const char *s, FILE *f)
+static void text_string(gr_text *t, const char *s)
 {
-    fputc('"', f);
+    text_chr(t, '"');
     for (; *s; s++) {
         if (*s == '"' || *s == '\\')
-            puts_n(f, 2, "\\", (char[2]){*s, 0});
+            text_strs(t, 2, "\\", (char[2]){*s, 0});
         else if (*s == '\n')
-            fputs("\\n", f);
+            text_mem(t, "\\n", 2);
         else if (*s == '\t')
-            fputs("\\t", f);
+            text_mem(t, "\\t", 2);
         else
-            fputc(*s, f);
+            text_chr(t, *s);
     }
-    fputc('"', f);
+    text_chr(t, '"');
 }
 
 /* The shortest text that reads back as the same double, and as a float
- * (with a '.' or an exponent). */
-static void print_float(double x, FILE *f)
+ * (with a '.' or an exponent).  strfromd formats as snprintf's "%.*g"
+ * does, without going through printf (see above). */
+static void text_float(gr_text *t, double x)
 {
     if (isnan(x)) {
-        fputs("nan", f);
+        text_strs(t, 1, "nan");
         return;
     }
     if (isinf(x)) {
-        fputs(x < 0 ? "-inf" : "inf", f);
+        text_strs(t, 1, x < 0 ? "-inf" : "inf");
         return;
     }
     char buf[64];
     for (int prec = 1; prec <= 17; prec++) {
-        snprintf(buf, sizeof buf, "%.*g", prec, x);
+        char fmt[32] = "%."; /* "%.<prec>g" */
+        strcat(fmt + 2 + gr_int_text(prec, fmt + 2), "g");
+        strfromd(buf, sizeof buf, fmt, x);
         if (strtod(buf, NULL) == x)
             break;
     }
     if (!strpbrk(buf, ".e"))
         strcat(buf, ".0");
-    fputs(buf, f);
+    text_strs(t, 1, buf);
+}
+
+static void text_arg(gr_text *t, const gr_graph *g, const gr_arg *a)
+{
+    char d[24];
+    switch (a->kind) {
+    case GR_ARG_VALUE:
+        text_strs(t, 2, "%", a->value >= 0 && a->value < g->nvalues ? g->values[a->value].name : "?");
+        break;
+    case GR_ARG_INT:
+        text_mem(t, d, gr_int_text((long long)a->i, d));
+        break;
+    case GR_ARG_FLOAT:
+        text_float(t, a->f);
+        break;
+    case GR_ARG_BOOL:
+        text_strs(t, 1, a->i ? "True" : "False");
+        break;
+    case GR_ARG_NONE:
+        text_strs(t, 1, "None");
+        break;
+    case GR_ARG_STR:
+        text_string(t, a->s ? a->s : "");
+        break;
+    case GR_ARG_DTYPE:
+        text_strs(t, 1, a->i >= 0 && a->i < GR_NDTYPES ? gr_dtype_names[a->i] : "?");
+        break;
+    case GR_ARG_LIST:
+        text_chr(t, '[');
+        for (int i = 0; i < a->nitems; i++) {
+            if (i)
+                text_mem(t, ", ", 2);
+            text_arg(t, g, &a->items[i]);
+        }
+        text_chr(t, ']');
+        break;
+    }
 }
 
 void gr_arg_print(const gr_graph *g, const gr_arg *a, FILE *f)
 {
-    switch (a->kind) {
-    case GR_ARG_VALUE:
-        puts_n(f, 2, "%", a->value >= 0 && a->value < g->nvalues ? g->values[a->value].name : "?");
-        break;
-    case GR_ARG_INT: {
-        char d[24];
-        gr_int_text((long long)a->i, d);
-        fputs(d, f);
-        break;
-    }
-    case GR_ARG_FLOAT:
-        print_float(a->f, f);
-        break;
-    case GR_ARG_BOOL:
-        fputs(a->i ? "True" : "False", f);
-        break;
-    case GR_ARG_NONE:
-        fputs("None", f);
-        break;
-    case GR_ARG_STR:
-        print_string(a->s ? a->s : "", f);
-        break;
-    case GR_ARG_DTYPE:
-        fputs(a->i >= 0 && a->i < GR_NDTYPES ? gr_dtype_names[a->i] : "?", f);
-        break;
-    case GR_ARG_LIST:
-        fputc('[', f);
-        for (int i = 0; i < a->nitems; i++) {
-            if (i)
-                fputs(", ", f);
-            gr_arg_print(g, &a->items[i], f);
-        }
-        fputc(']', f);
-        break;
-    }
+    gr_text t = {0};
+    text_arg(&t, g, a);
+    fwrite(t.s, 1, t.n, f);
+    free(t.s);
 }
 
-void gr_graph_print(const gr_graph *g, FILE *f)
+/* The lines of nodes: "%name: type = op(args)". */
+static void text_nodes(gr_text *t, const gr_graph *g)
 {
     char ty[1024];
-    puts_n(f, 3, "graph ", g->name ? g->name : "graph", "\n");
-    if (g->weights) {
-        fputs("weights ", f);
-        print_string(g->weights, f);
-        fputc('\n', f);
-    }
-    for (int i = 0; i < g->ninputs; i++) {
-        const gr_value *v = &g->values[g->inputs[i]];
-        gr_value_type_str(v, ty, sizeof ty);
-        puts_n(f, 5, "input %", v->name, ": ", ty, "\n");
-    }
-    for (int i = 0; i < g->nparams; i++) {
-        const gr_value *v = &g->values[g->params[i]];
-        gr_value_type_str(v, ty, sizeof ty);
-        puts_n(f, 5, v->state ? "state %" : "param %", v->name, ": ", ty, " = ");
-        print_string(v->param_key ? v->param_key : "", f);
-        fputc('\n', f);
-    }
     for (int n = 0; n < g->nnodes; n++) {
         const gr_node *nd = &g->nodes[n];
         const gr_value *v = &g->values[nd->out];
         gr_value_type_str(v, ty, sizeof ty);
-        puts_n(f, 6, "%", v->name, ": ", ty, " = ", nd->op);
-        fputc('(', f);
+        text_strs(t, 7, "%", v->name, ": ", ty, " = ", nd->op, "(");
         for (int i = 0; i < nd->nargs; i++) {
             if (i)
-                fputs(", ", f);
+                text_mem(t, ", ", 2);
             if (nd->args[i].key)
-                puts_n(f, 2, nd->args[i].key, "=");
-            gr_arg_print(g, &nd->args[i], f);
+                text_strs(t, 2, nd->args[i].key, "=");
+            text_arg(t, g, &nd->args[i]);
         }
-        fputs(")\n", f);
+        text_mem(t, ")\n", 2);
     }
-    fputs("output ", f);
+}
+
+char *gr_graph_text(const gr_graph *g)
+{
+    gr_text t = {0};
+    char ty[1024];
+    text_strs(&t, 3, "graph ", g->name ? g->name : "graph", "\n");
+    if (g->weights) {
+        text_strs(&t, 1, "weights ");
+        text_string(&t, g->weights);
+        text_chr(&t, '\n');
+    }
+    for (int i = 0; i < g->ninputs; i++) {
+        const gr_value *v = &g->values[g->inputs[i]];
+        gr_value_type_str(v, ty, sizeof ty);
+        text_strs(&t, 5, "input %", v->name, ": ", ty, "\n");
+    }
+    for (int i = 0; i < g->nparams; i++) {
+        const gr_value *v = &g->values[g->params[i]];
+        gr_value_type_str(v, ty, sizeof ty);
+        text_strs(&t, 5, v->state ? "state %" : "param %", v->name, ": ", ty, " = ");
+        text_string(&t, v->param_key ? v->param_key : "");
+        text_chr(&t, '\n');
+    }
+    text_nodes(&t, g);
+    text_strs(&t, 1, "output ");
     for (int i = 0; i < g->noutputs; i++)
-        puts_n(f, 3, i ? ", " : "", "%", g->values[g->outputs[i]].name);
-    fputc('\n', f);
+        text_strs(&t, 3, i ? ", " : "", "%", g->values[g->outputs[i]].name);
+    text_chr(&t, '\n');
     for (int i = 0; i < g->nupdates; i++)
-        puts_n(f, 5, "update %", g->values[g->updates[i].state].name, " = %", g->values[g->updates[i].value].name, "\n");
+        text_strs(&t, 5, "update %", g->values[g->updates[i].state].name, " = %", g->values[g->updates[i].value].name, "\n");
     for (int i = 0; i < g->nhints; i++)
-        puts_n(f, 3, "hint ", g->hints[i], "\n");
+        text_strs(&t, 3, "hint ", g->hints[i], "\n");
+    return t.s;
+}
+
+void gr_graph_print(const gr_graph *g, FILE *f)
+{
+    char *s = gr_graph_text(g);
+    fputs(s, f);
+    free(s);
 }
 
 /* ---- Helpers ---- */

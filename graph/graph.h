@@ -106,6 +106,8 @@ gr_graph *gr_graph_load(const char *path, char *err, size_t errlen);
 void gr_graph_free(gr_graph *g);
 /* Print in the text format (parses back to the same graph). */
 void gr_graph_print(const gr_graph *g, FILE *f);
+/* The same text, malloc'ed (the caller frees it). */
+char *gr_graph_text(const gr_graph *g);
 /* Print one argument as the text format writes it. */
 void gr_arg_print(const gr_graph *g, const gr_arg *a, FILE *f);
 

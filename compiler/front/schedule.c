@@ -286,22 +286,16 @@ typedef struct {
     int a, b; /* a < b */
     int64_t score;
     int dist; /* of their first nodes: nearer pairs first */
+    int born; /* fusions done when it was scored (cand_live) */
 } cand;
 
-static int cmp_cand_pair(const void *x, const void *y)
+static int cmp_cand_rank(const cand *c, const cand *d)
 {
-    const cand *c = x, *d = y;
-    return c->a != d->a ? c->a - d->a : c->b - d->b;
-}
-
-static int cmp_cand_rank(const void *x, const void *y)
-{
-    const cand *c = x, *d = y;
     if (c->score != d->score)
         return c->score > d->score ? -1 : 1;
     if (c->dist != d->dist)
         return c->dist - d->dist;
-    return cmp_cand_pair(x, y);
+    return c->a != d->a ? c->a - d->a : c->b - d->b;
 }
 
 /* Restore the heap order of h[0..n) below i: each pair ranks before its
@@ -323,6 +317,17 @@ static void cand_sift(cand *h, int n, int i)
     }
 }
 
+/* c into heap h (of *n, room *cap). */
+static void cand_push(cand **h, int *n, int *cap, cand c)
+{
+    if (*n == *cap)
+        *h = ir_xgrow(*h, cap, *n + 1, sizeof **h);
+    int i = (*n)++;
+    for (; i > 0 && cmp_cand_rank(&c, &(*h)[(i - 1) / 2]) < 0; i = (i - 1) / 2)
+        (*h)[i] = (*h)[(i - 1) / 2];
+    (*h)[i] = c;
+}
+
 /* Pair (ka, kb) sharing a buffer of bytes into cs[0..*m), added to the
  * pair's entry when it has one (found by slot, a hash of the pairs
  * holding index + 1, of size a power of two). */
@@ -336,7 +341,7 @@ static void cand_add(const ir_prog *p, cand *cs, int *m, int *slot, int size, in
         return;
     }
     slot[h] = *m + 1;
-    cs[*m] = (cand){ka, kb, bytes, abs(p->kernels[ka].nodes[0] - p->kernels[kb].nodes[0])};
+    cs[*m] = (cand){ka, kb, bytes, abs(p->kernels[ka].nodes[0] - p->kernels[kb].nodes[0]), 0};
     (*m)++;
 }
 
@@ -344,7 +349,8 @@ static void cand_add(const ir_prog *p, cand *cs, int *m, int *slot, int size, in
  * first: fuse takes pairs off the top until one fuses, usually after a
  * few of them, so sorting them all would be wasted; and the heap's order
  * does not depend on the pairs' order, so they are merged by a hash, not
- * sorted by pair (fuse builds them after every fusion). */
+ * sorted by pair (fuse builds them once and keeps them up to date:
+ * fuse_state). */
 static cand *candidates(const ir_prog *p, const kgraph *G, int *ncand)
 {
     int most = 0, size = 2, m = 0;
@@ -578,47 +584,153 @@ static void merge(ir_prog *p, int k1, int k2, const ir_sig *s)
     B->dead = 1;
 }
 
+/* Can k2 fuse into k1 (a pair popped off the heap), as far as the two
+ * kernels alone say?  Their joined loops into s, how they depend on each
+ * other into dir.  The answer stays until either kernel fuses: these
+ * tests look at the two kernels' nodes and the edges between them only. */
+static int fusable(const ir_prog *p, const kgraph *G, fusion_rule rule, int k1, int k2, ir_sig *s, dep_dir *dir)
+{
+    const ir_kernel *A = &p->kernels[k1], *B = &p->kernels[k2];
+    int e12 = has_edge(G, k1, k2), e21 = has_edge(G, k2, k1);
+    if (e12 && e21)
+        return 0;
+    *dir = e12 ? DEP_12 : e21 ? DEP_21 : DEP_NONE;
+    if (!rule(A, B, *dir) || ir_sig_join(&A->sig, &B->sig, s) || !nodes_fit(p, k1, k2, s) ||
+        !indices_match(p, k1, k2, s))
+        return 0;
+    if (epilogue_reads_across_n(p, k1, k2, s) || (s->kind == IR_MATMUL && kept_apart(p, k1, k2)))
+        return 0;
+    if (s->kind == IR_REDUCTION && some_read(p, k1, k2, s, 1, per_row_read_in_sticks))
+        return 0;
+    /* refining the reduced loops into more of them than either kernel
+     * had makes a reduction the back half cannot run (it reduces one) */
+    if (s->kind == IR_REDUCTION && s->nred > 1 && s->nred > A->sig.nred && s->nred > B->sig.nred)
+        return 0;
+    return !(s->kind == IR_MATMUL && some_read(p, k1, k2, s, 1, scalar_read));
+}
+
+/* A path through a third kernel: fusing would make a cycle.  Fusions of
+ * other kernels can end such a path. */
+static int makes_cycle(const ir_prog *p, const kgraph *G, int k1, int k2, dep_dir dir)
+{
+    return (dir != DEP_21 && indirect_path(p, G, k1, k2)) || (dir != DEP_12 && indirect_path(p, G, k2, k1));
+}
+
+/* fuse's pairs, kept up to date across fusions instead of built again
+ * after each: the heap h; the pairs popped and refused for a cycle since
+ * the last fusion (it may have ended the path: they are tried again, as
+ * in a fresh build; a pair fusable refuses stays refused until one of its
+ * kernels fuses, and then it is stale); per kernel the fusion that last
+ * changed it, which makes its pairs scored before stale (cand_live).  A
+ * fusion changes only the pairs of its two kernels (the others share the
+ * same buffers as before), and the heap pops in its total order whatever
+ * its layout, so the first pair that fuses is the one that a build after
+ * every fusion gave. */
+typedef struct {
+    cand *h, *refused;
+    int nh, caph, nref, capref;
+    int nf;             /* fusions done */
+    int *changed;       /* per kernel: nf after its last fusion, 0 if none */
+    int *bmark, *kmark; /* per buffer, per kernel: nf when last counted */
+    int64_t *score;     /* per kernel: bytes shared with the fused kernel */
+    int *near;          /* the kernels sharing a buffer with it */
+} fuse_state;
+
+static int cand_live(const fuse_state *F, const cand *c)
+{
+    return F->changed[c->a] <= c->born && F->changed[c->b] <= c->born;
+}
+
+/* Buffer b's bytes to the score of every kernel touching it beside k,
+ * once per buffer. */
+static void share(const ir_prog *p, const kgraph *G, fuse_state *F, int k, int b, int *nnear)
+{
+    if (F->bmark[b] == F->nf || G->ntouch[b] < 2)
+        return;
+    F->bmark[b] = F->nf;
+    const int64_t bytes = ir_buf_bytes(&p->bufs[b]);
+    for (int i = 0; i < G->ntouch[b]; i++) {
+        const int x = G->touch[b][i];
+        if (x == k)
+            continue;
+        if (F->kmark[x] != F->nf) {
+            F->kmark[x] = F->nf;
+            F->score[x] = 0;
+            F->near[(*nnear)++] = x;
+        }
+        F->score[x] += bytes;
+    }
+}
+
+/* After k2 fused into k1: the refused pairs back in the heap, k1's pairs
+ * scored again (as candidates scores them: bytes of the buffers shared). */
+static void fuse_rescore(const ir_prog *p, const kgraph *G, fuse_state *F, int k1, int k2)
+{
+    F->changed[k1] = F->changed[k2] = ++F->nf;
+    for (int i = 0; i < F->nref; i++)
+        if (cand_live(F, &F->refused[i]))
+            cand_push(&F->h, &F->nh, &F->caph, F->refused[i]);
+    F->nref = 0;
+    const ir_kernel *A = &p->kernels[k1];
+    int nnear = 0;
+    for (int i = 0; i < A->nnodes; i++) {
+        const ir_node *n = &p->nodes[A->nodes[i]];
+        if (n->dead)
+            continue;
+        share(p, G, F, k1, n->out, &nnear);
+        for (int r = 0; r < n->nreads; r++)
+            share(p, G, F, k1, n->reads[r].buf, &nnear);
+    }
+    for (int i = 0; i < nnear; i++) {
+        const int x = F->near[i], a = x < k1 ? x : k1, b = x < k1 ? k1 : x;
+        const int dist = abs(p->kernels[a].nodes[0] - p->kernels[b].nodes[0]);
+        cand_push(&F->h, &F->nh, &F->caph, (cand){a, b, F->score[x], dist, F->nf});
+    }
+}
+
+static void fuse_free(fuse_state *F)
+{
+    free(F->h);
+    free(F->refused);
+    free(F->changed);
+    free(F->bmark);
+    free(F->kmark);
+    free(F->score);
+    free(F->near);
+}
+
 /* Fuse the best-scoring legal pair until none is left. */
 static int fuse(ir_prog *p, fusion_rule rule)
 {
     kgraph G = {0};
     kgraph_build(p, &G);
-    for (int fused = 1; fused;) {
-        int nc;
-        cand *cs = candidates(p, &G, &nc);
-        fused = 0;
-        while (nc > 0 && !fused) {
-            int k1 = cs[0].a, k2 = cs[0].b;
-            cs[0] = cs[--nc];
-            cand_sift(cs, nc, 0);
-            const ir_kernel *A = &p->kernels[k1], *B = &p->kernels[k2];
-            int e12 = has_edge(&G, k1, k2), e21 = has_edge(&G, k2, k1);
-            if (e12 && e21)
-                continue;
-            dep_dir dir = e12 ? DEP_12 : e21 ? DEP_21 : DEP_NONE;
-            ir_sig s;
-            if (!rule(A, B, dir) || ir_sig_join(&A->sig, &B->sig, &s) || !nodes_fit(p, k1, k2, &s) ||
-                !indices_match(p, k1, k2, &s))
-                continue;
-            if (epilogue_reads_across_n(p, k1, k2, &s) || (s.kind == IR_MATMUL && kept_apart(p, k1, k2)))
-                continue;
-            if (s.kind == IR_REDUCTION && some_read(p, k1, k2, &s, 1, per_row_read_in_sticks))
-                continue;
-            /* refining the reduced loops into more of them than either kernel
-             * had makes a reduction the back half cannot run (it reduces one) */
-            if (s.kind == IR_REDUCTION && s.nred > 1 && s.nred > A->sig.nred && s.nred > B->sig.nred)
-                continue;
-            if (s.kind == IR_MATMUL && some_read(p, k1, k2, &s, 1, scalar_read))
-                continue;
-            /* A path through a third kernel: fusing would make a cycle. */
-            if ((dir != DEP_21 && indirect_path(p, &G, k1, k2)) || (dir != DEP_12 && indirect_path(p, &G, k2, k1)))
-                continue;
-            merge(p, k1, k2, &s);
-            kgraph_merge(p, &G, k1, k2);
-            fused = 1;
+    fuse_state F = {0};
+    F.h = candidates(p, &G, &F.nh);
+    F.caph = F.nh;
+    F.changed = ir_xalloc((size_t)p->nkernels * sizeof *F.changed);
+    F.kmark = ir_xalloc((size_t)p->nkernels * sizeof *F.kmark);
+    F.score = ir_xalloc((size_t)p->nkernels * sizeof *F.score);
+    F.near = ir_xalloc((size_t)p->nkernels * sizeof *F.near);
+    F.bmark = ir_xalloc((size_t)p->nbufs * sizeof *F.bmark);
+    while (F.nh > 0) {
+        const cand c = F.h[0];
+        F.h[0] = F.h[--F.nh];
+        cand_sift(F.h, F.nh, 0);
+        ir_sig s;
+        dep_dir dir;
+        if (!cand_live(&F, &c) || !fusable(p, &G, rule, c.a, c.b, &s, &dir))
+            continue;
+        if (makes_cycle(p, &G, c.a, c.b, dir)) {
+            if (F.nref == F.capref)
+                F.refused = ir_xgrow(F.refused, &F.capref, F.nref + 1, sizeof *F.refused);
+            F.refused[F.nref++] = c;
+            continue;
         }
-        free(cs);
+        merge(p, c.a, c.b, &s);
+        kgraph_merge(p, &G, c.a, c.b);
+        fuse_rescore(p, &G, &F, c.a, c.b);
     }
+    fuse_free(&F);
     kgraph_free(&G);
     return 0;
 }
@@ -787,7 +899,8 @@ static char *kernel_name(const ir_prog *p, const ir_kernel *K, int pos)
                                         "permute", "expand", "clone", "contiguous", "slice", "select",
                                         "unsqueeze", "squeeze", "detach", "alias", "split", NULL};
     char parts[3][48], name[16 + 3 * sizeof parts[0]]; /* "k" and an int, then 3 parts: never cut */
-    int o = snprintf(name, sizeof name, "k%d", pos), np = 0;
+    name[0] = 'k';
+    int o = 1 + (int)gr_int_text(pos, name + 1), np = 0; /* not snprintf: graph.c's "Printing" says why */
     for (int pass = 0; pass < 2 && !np; pass++)
         for (int i = 0; i < K->nops && np < 3; i++) {
             const char *op = p->src[K->ops[i]].op, *s = strchr(op, '.');
