@@ -633,6 +633,8 @@ static bd_group *bd_group_continued(bd_state *b, const size_t *open, int nopen, 
  * step's 25,900 pieces were 1.6% of its compile.) */
 static void bd_group_join(bd_state *b)
 {
+    if (!b->ngroups) /* (nothing to join; and no pieces may mean none allocated: memmove of NULL) */
+        return;
     size_t open[BD_GROUP_OPEN], out = 0, from = 0;
     int nopen = 0, next = 0;
     bd_piece *p = b->pieces;
