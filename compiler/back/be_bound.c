@@ -80,9 +80,9 @@ static inline void bd_add(bd_state *b, int core, int write, int64_t lo, int64_t 
         bd_group_drop_last(b);
         return;
     }
+    b->unordered |= last && core < last->core; /* (before bd_grow, which may free last's room) */
     if (b->npieces == b->cap)
         b->pieces = bd_grow(&b->piecesm, &b->cap, sizeof *b->pieces, BD_PIECES_FIRST);
-    b->unordered |= last && core < last->core;
     b->pieces[b->npieces++] = (bd_piece){lo, hi, core, write};
 }
 
