@@ -80,9 +80,9 @@ static inline void bd_add(bd_state *b, int core, int write, int64_t lo, int64_t 
         bd_group_drop_last(b);
         return;
     }
+    b->unordered |= last && core < last->core; /* (before bd_grow, which may free last's room) */
     if (b->npieces == b->cap)
         b->pieces = bd_grow(&b->piecesm, &b->cap, sizeof *b->pieces, BD_PIECES_FIRST);
-    b->unordered |= last && core < last->core;
     b->pieces[b->npieces++] = (bd_piece){lo, hi, core, write};
 }
 
@@ -711,6 +711,8 @@ static bd_group *bd_group_continued(bd_state *b, const size_t *open, int nopen, 
  * step's 25,900 pieces were 1.6% of its compile.) */
 static void bd_group_join(bd_state *b)
 {
+    if (!b->ngroups) /* (nothing to join; and no pieces may mean none allocated: memmove of NULL) */
+        return;
     size_t open[BD_GROUP_OPEN], out = 0, from = 0;
     int nopen = 0, next = 0;
     bd_piece *p = b->pieces;

@@ -2064,7 +2064,7 @@ static int roll_prefixed(rr_out *o, const isa_insn *s, long n)
     sc->opsh[0] = 0;
     for (long j = 0; j < n; j++)
         sc->opsh[j + 1] = ops_run(sc->opsh[j], s[j].op);
-    int top[RR_TEMPLATES], last = -1, from = -1;
+    int top[RR_TEMPLATES];
     for (int q = 0; q < RR_TEMPLATES; q++)
         top[q] = ops_cut(sc, &sc->t[q], s, n);
     /* the templates by their longest cut of the kernel's ops, longest
@@ -2082,12 +2082,12 @@ static int roll_prefixed(rr_out *o, const isa_insn *s, long n)
         if (c && c->p >= (cut ? cut->p + 1 : prefix_need(n))) {
             u = &sc->t[q];
             cut = c;
-            from = top[q];
         }
-        last = q;
         top[q] = -1;
     }
-    if (!cut || (u != &sc->t[last] && cut_fits(sc, u, s, from) != cut)) /* (its deltas and keys again) */
+    /* (u's deltas and keys are still cut_fits': they are u's own, and no
+     * template is checked twice) */
+    if (!cut)
         return 0;
     const long p = cut->p, m = n - p;
     sc->soff = scratch_array(sc, &sc->soffm, m, sizeof *sc->soff);
