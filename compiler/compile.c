@@ -462,12 +462,7 @@ void cc_result_free(cc_result *p)
         free(p->src[i].op);
     free(p->src);
     free(p->host);
-    gr_graph_free(p->dg);
-    free(p->dfrom);
-    free(p->dnan);
-    for (int i = 0; i < p->ndconsts; i++)
-        free(p->dconsts[i].data);
-    free(p->dconsts);
+    ir_free_dgraph(p); /* (a compile that stopped before lower) */
     ir_arena_free(&p->A);
     for (int b = 0; b < p->nbufs; b++) {
         free(p->bufs[b].name);

@@ -447,8 +447,9 @@ static void masked_decode_is_pytorchs(const char *func, int want_nans, const cha
 
 /* The mask drops sequence 0's keys from 10 on and every key of sequence
  * 1: PyTorch's output is NaN across sequence 1's row (its softmax row is
- * -inf throughout), numbers elsewhere.  Before the upload rule was every
- * write's, the cards' -inf went up as DL16's NINF: sequence 0 NaN too. */
+ * -inf throughout), numbers elsewhere.  The cards' inputs are written
+ * through rt_set_input: an -inf sent up as DL16's NINF would make
+ * sequence 0 NaN too. */
 static void test_tp_mask_rows_masked_whole_are_nan_as_pytorch(void)
 {
     masked_decode_is_pytorchs("llama_tiny_decode_masked", 64, "within_tol=1.000000 (128/128)");

@@ -412,6 +412,8 @@ int ir_decompose(ir_prog *p, const gr_graph *g); /* decompose.c */
 #define IR_MASK_NONE (-2)
 int ir_mask_axis(const gr_graph *g, int x);
 int ir_lower(ir_prog *p);                        /* lower.c */
+/* What decompose left for lower (dg, dfrom, dnan, dconsts), freed (lower.c). */
+void ir_free_dgraph(ir_prog *p);
 int ir_check_int_exact(ir_prog *p);              /* intexact.c: run by ir_lower */
 int ir_deps(ir_prog *p);                         /* schedule.c */
 int ir_dce(ir_prog *p);

@@ -2651,7 +2651,7 @@ static void mark_whole_values(lctx *c)
  * reads it, and the program lives on through both attempts' back half,
  * whose peak of heap is what the compile faults in (54 KB of BERT-base's
  * 910 KB). */
-static void free_dgraph(ir_prog *p)
+void ir_free_dgraph(ir_prog *p)
 {
     gr_graph_free(p->dg);
     p->dg = NULL;
@@ -2729,6 +2729,6 @@ done:
     free(c->consumers);
     free(c->flat);
     free(c);
-    free_dgraph(p);
+    ir_free_dgraph(p);
     return rc ? rc : ir_check_int_exact(p);
 }
