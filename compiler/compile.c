@@ -340,27 +340,47 @@ static double floor_est(cc_result *r)
     return r->floor;
 }
 
+/* What the choice between the attempts reads of one: whether there is
+ * one (a failed attempt is none), whether it is planned only, its host
+ * ops and floor_est.  A planned attempt set aside (shelve) keeps it. */
+typedef struct {
+    int live, planned, hops;
+    double est;
+} standing;
+
+static standing standing_of(cc_result *r)
+{
+    return r ? (standing){1, planned(r), host_ops(r), floor_est(r)} : (standing){0};
+}
+
 /* alt is sure to be the better program than r, whatever codegen makes
  * of r if planned (its fallback only adds host ops, or fails): r failed,
  * or alt runs fewer source ops on the host (the fallback), or as many and
  * is estimated faster.  Between compiled ones, whether it is better. */
-static int sure_better(cc_result *alt, cc_result *r)
+static int sure_better(standing alt, standing r)
 {
-    if (!alt || planned(alt))
+    if (!alt.live || alt.planned)
         return 0;
-    if (!r)
+    if (!r.live)
         return 1;
-    const int ha = host_ops(alt), hr = host_ops(r);
-    return ha < hr || (ha == hr && be_estimate_total(alt) < floor_est(r));
+    return alt.hops < r.hops || (alt.hops == r.hops && alt.est < r.est);
 }
 
 /* alt, planned, may turn out the better program than r once compiled. */
-static int may_better(cc_result *alt, cc_result *r)
+static int may_better(standing alt, standing r)
 {
-    if (!r || planned(r))
+    if (!r.live || r.planned)
         return 1;
-    const int ha = host_ops(alt), hr = host_ops(r);
-    return ha < hr || (ha == hr && floor_est(alt) < be_estimate_total(r));
+    return alt.hops < r.hops || (alt.hops == r.hops && alt.est < r.est);
+}
+
+/* Whether a planned attempt (is_alt: the products apart, else the fused
+ * ones) may still be kept against the other: the products apart while
+ * they may turn out better, the fused ones unless the other is sure to
+ * be better. */
+static int may_keep(int is_alt, standing self, standing other)
+{
+    return is_alt ? may_better(self, other) : !sure_better(other, self);
 }
 
 /* Which of the planned attempts *r (fuse_siblings as asked) and *alt
@@ -375,17 +395,40 @@ static cc_result **next_codegen(cc_result **r, cc_result **alt, int tried, char 
         const int ha = host_ops(*alt), hr = host_ops(*r);
         return ha < hr || (ha == hr && floor_est(*alt) < floor_est(*r)) ? alt : r;
     }
-    if (planned(*alt) && !may_better(*alt, *r)) {
+    if (planned(*alt) && !may_keep(1, standing_of(*alt), standing_of(*r))) {
         cc_result_free(*alt);
         *alt = NULL;
     }
-    if (planned(*r) && sure_better(*alt, *r)) {
+    if (planned(*r) && !may_keep(0, standing_of(*r), standing_of(*alt))) {
         cc_result_free(*r);
         *r = NULL;
         if (errlen)
             err[0] = 0;
     }
     return planned(*r) ? r : planned(*alt) ? alt : NULL;
+}
+
+/* A planned attempt set aside while the other one's codegen runs: its
+ * program and plan (two plans and a codegen at once were the compile's
+ * peak of heap, which it faults in page by page) are freed; its standing
+ * and host marks are kept to judge it and, while it may still be kept,
+ * plan it again (the same plan: an attempt reads only the graph, the
+ * options and the marks). */
+typedef struct {
+    cc_result **r; /* its slot; NULL when none is set aside */
+    standing st;
+    char *host;
+} shelf;
+
+static shelf shelve(cc_result **r)
+{
+    shelf s = {0};
+    if (!planned(*r))
+        return s;
+    s = (shelf){r, standing_of(*r), ir_xmemdup((*r)->host, (size_t)(*r)->nsrc + 1)};
+    cc_result_free(*r);
+    *r = NULL;
+    return s;
 }
 
 /* Products that share A are fused (fuse_siblings) only where that saves
@@ -395,7 +438,8 @@ static cc_result **next_codegen(cc_result **r, cc_result **alt, int tried, char 
  * planned first (the passes before codegen) and codegen runs only for
  * those that can still be kept: the plan's estimates bound the
  * program's from below (be_estimate_floor), and were equal to them on
- * the bench graphs.  A dump shows the passes of both: compiled whole.
+ * the bench graphs; the other plan is set aside (shelve) while one's
+ * codegen runs.  A dump shows the passes of both: compiled whole.
  * The attempts share the row kernels' span cache (be_rows.c): found by
  * what the walks read, it holds for every attempt. */
 cc_result *cc_compile(const gr_graph *g, const cc_compile_opts *opts, char *err, size_t errlen)
@@ -424,9 +468,19 @@ cc_result *cc_compile(const gr_graph *g, const cc_compile_opts *opts, char *err,
         }
         if (!(next = next_codegen(&r, &alt, tried, err, errlen)))
             break;
+        const shelf sh = shelve(next == &r ? &alt : &r);
         *next = compile_finish(*next, g, next == &r ? opts : &apart, next == &r ? &fused : &afused);
+        if (sh.r && may_keep(sh.r == &alt, sh.st, standing_of(*next)))
+            *sh.r = sh.r == &alt
+                        ? compile_graph(g, &apart, sh.host, 1, aerr, sizeof aerr, NULL, NULL, &afused, &spans, NULL)
+                        : compile_graph(g, opts, sh.host, 1, err, errlen, NULL, NULL, &fused, &spans, NULL);
+        else if (sh.r) {
+            free(sh.host);
+            if (sh.r == &r && errlen)
+                err[0] = 0; /* r dropped, as next_codegen drops it */
+        }
     }
-    if (sure_better(alt, r)) {
+    if (sure_better(standing_of(alt), standing_of(r))) {
         cc_result *t = r;
         r = alt;
         alt = t;
