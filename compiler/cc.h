@@ -134,6 +134,11 @@ typedef struct {
      * the joins than they save.  0: the default, 20,000 (docs/compiler.md, "Two
      * threads"); 1 splits every kernel of two cores or more (the tests). */
     long par_min;
+    /* Tests: a planned attempt set aside while the other's codegen runs
+     * (compile.c, shelve) is planned again even when it can no longer be
+     * kept, as it is after a failed codegen, which no test graph meets:
+     * the program must be the same. */
+    int replan;
 } cc_compile_opts;
 enum { CC_SIBLINGS_ESTIMATE, CC_SIBLINGS_NEVER, CC_SIBLINGS_ALWAYS };
 enum { CC_PLACE_FREE, CC_PLACE_INDEPENDENT, CC_PLACE_NONE };

@@ -91,7 +91,7 @@ static void copy_ir(ir_prog *q, const ir_prog *p)
  * is not copied: nothing after lower reads it.  A field added to
  * cc_result must be copied here too (or left out with a reason), and
  * freed in cc_result_free: the size check stops the build until it is. */
-_Static_assert(sizeof(struct cc_result) == 456, "compile.c's prog_copy copies every cc_result field: add the new one");
+_Static_assert(sizeof(struct cc_result) == 464, "compile.c's prog_copy copies every cc_result field: add the new one");
 static ir_prog *prog_copy(const ir_prog *p)
 {
     assert(!p->be && !p->program && !p->order && !p->ndconsts == !p->dconsts && !p->dnan);
@@ -470,7 +470,7 @@ cc_result *cc_compile(const gr_graph *g, const cc_compile_opts *opts, char *err,
             break;
         const shelf sh = shelve(next == &r ? &alt : &r);
         *next = compile_finish(*next, g, next == &r ? opts : &apart, next == &r ? &fused : &afused);
-        if (sh.r && may_keep(sh.r == &alt, sh.st, standing_of(*next)))
+        if (sh.r && (opts->replan || may_keep(sh.r == &alt, sh.st, standing_of(*next))))
             *sh.r = sh.r == &alt
                         ? compile_graph(g, &apart, sh.host, 1, aerr, sizeof aerr, NULL, NULL, &afused, &spans, NULL)
                         : compile_graph(g, opts, sh.host, 1, err, errlen, NULL, NULL, &fused, &spans, NULL);

@@ -922,6 +922,41 @@ static void test_codegen_on_two_threads_writes_the_program_one_thread_writes(voi
         }
 }
 
+/* The attempt set aside while the other's codegen runs (compile.c,
+ * shelve), planned again from its host marks, is the same plan: forced
+ * to be planned again (cc_compile_opts.replan) the compile writes the
+ * same program and report as without, on traces whose products share
+ * an input (two attempts: fused and apart), on both chips. */
+static void test_an_attempt_planned_again_after_being_set_aside_gives_the_same_program(void)
+{
+    static const char *const dirs[] = {"bert_handwritten_small", "gpt2_small_block_tiny"};
+    static const char *const chips[] = {"spyre", "spyre-4core"};
+    for (int d = 0; d < 2; d++)
+        for (int k = 0; k < 2; k++) {
+            char path[512], err[1024], *rep[2];
+            snprintf(path, sizeof path, "%s/traces/%s", SPYRE_SOURCE_DIR, dirs[d]);
+            gr_graph *g = gr_graph_load(path, err, sizeof err);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+            chip_config cfg;
+            tu_config(chips[k], &cfg);
+            isa_program *p[2];
+            for (int replan = 0; replan < 2; replan++) {
+                cc_compile_opts o = {.target = &cfg, .replan = replan};
+                p[replan] = compile_reported(g, &o, &rep[replan]);
+            }
+            CU_ASSERT_EQUAL(p[0]->ncores, p[1]->ncores);
+            for (int c = 0; c < p[0]->ncores && c < p[1]->ncores; c++)
+                CU_ASSERT(p[0]->cores[c].n == p[1]->cores[c].n &&
+                          !memcmp(p[0]->cores[c].insns, p[1]->cores[c].insns, p[0]->cores[c].n * sizeof(isa_insn)));
+            CU_ASSERT_STRING_EQUAL(rep[0], rep[1]);
+            for (int i = 0; i < 2; i++) {
+                isa_program_free(p[i]);
+                free(rep[i]);
+            }
+            gr_graph_free(g);
+        }
+}
+
 /* ---- the report and work-division overrides ---- */
 
 /* The mlp trace, optionally with extra lines (hints) appended to its text. */
@@ -6234,6 +6269,8 @@ int main(void)
          test_kernels_rolled_as_emitted_are_the_program_rolled_after_codegen},
         {"codegen on two threads writes the program one thread writes",
          test_codegen_on_two_threads_writes_the_program_one_thread_writes},
+        {"an attempt planned again after being set aside gives the same program",
+         test_an_attempt_planned_again_after_being_set_aside_gives_the_same_program},
         {"the report shows each kernel's split, tiles, LX and DRAM on spyre",
          test_report_shows_each_kernels_split_tiles_lx_and_dram_on_spyre},
         {"work_div forces a grid that validates with other cycles",
