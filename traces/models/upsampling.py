@@ -136,14 +136,19 @@ def super_resolution():
     return ESPCN().eval(), (torch.randn(1, 1, 12, 12),)
 
 
+def _fcn_resnet50():
+    """torchvision's fcn_resnet50, random weights seeded, 5 classes, no auxiliary head."""
+    import torchvision
+    torch.manual_seed(0)
+    return torchvision.models.segmentation.fcn_resnet50(
+        weights=None, weights_backbone=None, num_classes=5, aux_loss=False)
+
+
 def fcn_resnet50_head():
     """torchvision's fcn_resnet50 (random weights, 5 classes), its classifier (FCNHead:
     3x3 conv 2048 -> 512, BN, ReLU, dropout, 1x1) and bilinear upsample to the input's size,
     on the backbone's features of a 64x64 image ([1, 2048, 8, 8], dilated stride 8)."""
-    import torchvision
-    torch.manual_seed(0)
-    model = torchvision.models.segmentation.fcn_resnet50(
-        weights=None, weights_backbone=None, num_classes=5, aux_loss=False)
+    model = _fcn_resnet50()
 
     class Head(nn.Module):
         def __init__(self):
@@ -159,10 +164,7 @@ def fcn_resnet50_head():
 
 def fcn_resnet50():
     """The whole torchvision fcn_resnet50 on a 1x3x64x64 image."""
-    import torchvision
-    torch.manual_seed(0)
-    model = torchvision.models.segmentation.fcn_resnet50(
-        weights=None, weights_backbone=None, num_classes=5, aux_loss=False)
+    model = _fcn_resnet50()
 
     class Out(nn.Module):
         def __init__(self):
