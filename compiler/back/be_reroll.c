@@ -169,7 +169,6 @@ typedef struct {
     int64_t *li;        /* emit_as_code, per li of code in order: its value for the kernel */
     struct rr_cut *cut; /* where a prefix of its code serves another kernel's prefix (tmpl_cuts) */
     int ncut;           /* -1: not made yet (ops_cut makes them for a kernel with enough of its ops) */
-    int clash;          /* two of its shapes had one key (rr_shapes) */
     uint64_t *opsh;     /* per place p of it: ops_run's hash of its ops before */
     /* the memory of shop, shape, pos, off, at, delta, keys, code, low and li (scratch_array), and
      * of cut and opsh (heap_array) */
@@ -1607,7 +1606,7 @@ static void emit_as_code(rr_out *o, rr_tmpl *t, const isa_insn *s, const rr_cut 
         in = os->insns + os->n;
     }
     os->n = (size_t)(in - os->insns);
-    o->ks->unrolled += cut ? 0 : t->unrolled; /* (a template with cuts unrolled none) */
+    o->ks->unrolled += t->unrolled; /* (0 for a template with cuts) */
 }
 
 /* Entry x's key and shape, its instruction x->in's, given the shape of the
@@ -1895,14 +1894,10 @@ static int tmpl_fits(const rr_scratch *sc, rr_tmpl *t, const isa_insn *s, long n
 
 /* Template t's cuts (rr_cut) that start an item of its code at the top
  * level (a cut is such a start: no loop holds the same shape on both
- * sides of it), in order.  None when its shapes had a key in common
- * (rolling then pairs items by key, across a cut) or its code unrolled a
- * loop for registers (its count is the whole code's). */
+ * sides of it), in order. */
 static void tmpl_cuts(rr_tmpl *t)
 {
     t->ncut = 0;
-    if (!t->n || t->clash || t->unrolled)
-        return;
     const uint64_t *const opsh = t->opsh;
     t->cut = heap_array(&t->cutm, t->ncode, sizeof *t->cut);
     /* shapes are numbered in the order they first come: those before p
@@ -1962,7 +1957,7 @@ static int ops_cut(const rr_scratch *sc, rr_tmpl *t, const isa_insn *s, long n)
     const long need = prefix_need(n);
     if (!t->n || t->n < need || n < need || t->opsh[need] != sc->opsh[need])
         return -1;
-    if (t->ncut < 0 && !t->clash && !t->unrolled && !need_fits(sc, t, s, need))
+    if (t->ncut < 0 && !need_fits(sc, t, s, need))
         return -1;
     if (t->ncut < 0)
         tmpl_cuts(t);
@@ -2151,9 +2146,11 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
     code_keep(sc, t, c, nc, to.from, to.nfrom);
     t->unrolled = o->ks->unrolled - unrolled;
     /* its cuts made when a kernel asks (ops_cut), from its ops' hashes,
-     * roll_prefixed's of this kernel, given to it */
-    t->ncut = -1;
-    t->clash = sc->shapes.clash;
+     * roll_prefixed's of this kernel, given to it; none when its shapes
+     * had a key in common (rolling then pairs items by key, across a cut)
+     * or its code unrolled a loop for registers (its count is the whole
+     * code's) */
+    t->ncut = sc->shapes.clash || t->unrolled ? 0 : -1;
     const isa_buf b = t->opshm;
     t->opshm = sc->opshm;
     t->opsh = sc->opsh;
