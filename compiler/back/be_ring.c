@@ -676,6 +676,12 @@ static int64_t rg_mid(const mm_tiling *tl, int64_t gm, int64_t j)
     return !tl->slots ? gm / 2 : j % 2 == 0 ? gm - 1 : 0;
 }
 
+/* Is core (of a gm x gn grid over the ring) its column's loader? */
+static int rg_is_loader(const mm_tiling *tl, int64_t gm, int64_t gn, int core)
+{
+    return core / gn == rg_mid(tl, gm, core % gn);
+}
+
 /* Does the product store its results in DRAM?  Then, B streamed in
  * blocks and LX to spare, every block gets its own C and the results of
  * all but the last are stored after the last block's: stored at each
@@ -1454,7 +1460,7 @@ static int rg_pre_room(be_ctx *c, mm_plan *m, int from, int64_t above, int64_t *
         int64_t g0, ns;
         cc_split(m->GN, gn, core % gn, &g0, &ns);
         if (ns == seen[0] || ns == seen[1]) { /* as a core set up before, and so m->rg_tl is the tiling */
-            if (core / gn == rg_mid(&m->rg_tl, c->work[pos].gm, core % gn) && core < *loader)
+            if (rg_is_loader(&m->rg_tl, c->work[pos].gm, gn, core) && core < *loader)
                 *loader = core;
             continue;
         }
@@ -1505,7 +1511,7 @@ int mm_rg_prefetch(be_ctx *c, mm_plan *m, int from, int64_t above, double budget
     for (int core = 0; core < c->work[pos].cores && n > 0; core++) {
         /* only the columns' loaders load; the others' setup, which
          * rg_pre_room's passed for their column sticks, is not needed */
-        if (core / gn != rg_mid(tl, gm, core % gn))
+        if (!rg_is_loader(tl, gm, gn, core))
             continue;
         rg_core *g = rg_new();
         cc_emit probe;

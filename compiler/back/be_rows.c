@@ -2556,7 +2556,7 @@ static void rk_measure(rk_plan *k)
 {
     be_ctx *c = k->c;
     cc_emit dry = {0};
-    dry.failed = 1;
+    cc_emit_fail(&dry);
     be_tile T = {0};
     T.c = c;
     T.e = &dry;
