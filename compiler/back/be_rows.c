@@ -905,6 +905,15 @@ static double rk_col_tree_cycles(const rk_plan *k, int64_t cores)
  * together after their exchange: BERT-base's output projection and FFN
  * down product before their layer norms); otherwise the time saved must
  * pay for the bar as a shared load's does (RK_SHARE_BAR). */
+/* Does the kernel before pos end in a bar a column tree after it would
+ * need anyway: a product whose grid broadcasts or splits K? (The plan's
+ * key reads it as rk_col_tree_pick does.) */
+static int rk_bar_paid(const be_ctx *c, int pos)
+{
+    const be_work *prev = pos > 0 ? &c->work[pos - 1] : NULL;
+    return prev && c->p->kernels[c->p->order[pos - 1]].kind == IR_MATMUL && (prev->bcast || prev->gk > 1);
+}
+
 static int rk_col_tree_pick(const be_ctx *c, rk_plan *k, int64_t cores, double *cost)
 {
     double tree;
@@ -912,8 +921,7 @@ static int rk_col_tree_pick(const be_ctx *c, rk_plan *k, int64_t cores, double *
     *cost = rows_cost_as(c, k, cores, 0, can ? &tree : NULL);
     if (!can)
         return 0;
-    const be_work *prev = k->pos > 0 ? &c->work[k->pos - 1] : NULL;
-    const int bar_paid = prev && c->p->kernels[c->p->order[k->pos - 1]].kind == IR_MATMUL && (prev->bcast || prev->gk > 1);
+    const int bar_paid = rk_bar_paid(c, k->pos);
     if (tree >= *cost || (!bar_paid && *cost - tree <= RK_SHARE_BAR * rk_prev_est(k)))
         return 0;
     *cost = tree;
@@ -1346,8 +1354,7 @@ typedef struct {
 struct rk_planned {
     int64_t rows, cols;
     int cores, cleared; /* cleared: a split taken from the producer was dropped (aligned_to 0) */
-    int prev_read;      /* the plan asked the kernel before's estimate (rk_prev_est): prev */
-    double prev;
+    double prev;        /* the kernel before's estimate (rk_prev_est), 0 when the plan did not ask it */
     int nrestick;
     char tiles[sizeof((be_kinfo *)0)->tiles], restick[sizeof((be_kinfo *)0)->restick];
 };
@@ -2177,8 +2184,7 @@ static void rk_key_nodes(be_key *q, const be_ctx *c, const rk_plan *k, const int
  * comment above), into q. */
 static void rk_plan_key(be_ctx *c, int pos, rk_plan *k, be_key *q)
 {
-    const be_work *prev = pos > 0 ? &c->work[pos - 1] : NULL;
-    const int bar_paid = prev && c->p->kernels[c->p->order[pos - 1]].kind == IR_MATMUL && (prev->bcast || prev->gk > 1);
+    const int bar_paid = rk_bar_paid(c, pos);
     be_key_put(q, &c->cfg, sizeof c->cfg); /* the target (the cache is the compile's: one) */
     be_key_put(q, &c->t, sizeof c->t);
     const int64_t f[] = {pos > 0,  bar_paid, c->waits,  be_lx_budget(c, pos), k->nvars, k->colvar, k->cols,
@@ -2204,7 +2210,7 @@ static const struct rk_planned *rk_planned_find(be_ctx *c, rk_plan *k)
 {
     const struct rk_planned *x;
     for (int i = 0; (x = be_planmemo_next(&rk_cache(c)->plans, &i));)
-        if (!x->prev_read || rk_prev_est(k) == x->prev)
+        if (!x->prev || rk_prev_est(k) == x->prev)
             return x;
     return NULL;
 }
@@ -2216,7 +2222,7 @@ static struct rk_planned rk_planned_of(be_ctx *c, int pos, const rk_plan *k, int
     const be_work *w = &c->work[pos];
     const be_kinfo *ki = &state_of(c)->k[pos];
     struct rk_planned a = {.rows = w->rows, .cols = w->cols, .cores = w->cores, .cleared = had && !w->aligned_to,
-                           .prev_read = k->prev_est != 0, .prev = k->prev_est, .nrestick = ki->nrestick};
+                           .prev = k->prev_est, .nrestick = ki->nrestick};
     memcpy(a.tiles, ki->tiles, sizeof a.tiles);
     memcpy(a.restick, ki->restick, sizeof a.restick);
     return a;
@@ -2239,7 +2245,7 @@ static void rk_planned_put(be_ctx *c, int pos, const struct rk_planned *a)
 static int rk_planned_same(const struct rk_planned *a, const struct rk_planned *b)
 {
     return a->rows == b->rows && a->cols == b->cols && a->cores == b->cores && a->cleared == b->cleared &&
-           a->prev_read == b->prev_read && a->prev == b->prev && a->nrestick == b->nrestick && !strcmp(a->tiles, b->tiles) && !strcmp(a->restick, b->restick);
+           a->prev == b->prev && a->nrestick == b->nrestick && !strcmp(a->tiles, b->tiles) && !strcmp(a->restick, b->restick);
 }
 
 static int rows_plan(be_ctx *c, int pos, rk_plan *k);
