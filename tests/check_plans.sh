@@ -24,4 +24,5 @@ for g in $(find "$traces" -name graph.txt | sort | xargs -n1 dirname); do
     done
 done
 echo "checked $n compiles"
+[ "$n" -gt 0 ] || { echo "check_plans: no graph.txt under '$traces'" >&2; exit 1; }
 exit $status
