@@ -3712,6 +3712,28 @@ static int run_and_read(const char *text, const char *path, const char *cfgname,
 
 static const char *const both_chips[] = {"spyre", "spyre-4core"};
 
+/* A float attention mask that may hold +inf (here where(x > 0, inf, 0))
+ * makes those rows of scaled_dot_product_attention NaN as
+ * in PyTorch (inf - inf in its softmax), not one-hot: the softmax's guard
+ * is asked of the mask's source as softmax's own is (may_be_inf).  The
+ * reference executor's outputs, NaN rows included, on both chips. */
+static void test_sdpa_with_a_float_mask_holding_plus_inf_is_nan_as_pytorch(void)
+{
+    const char *text = "graph sdpa_inf\ninput %q: f32[1, 4, 8]\ninput %k: f32[1, 4, 8]\ninput %v: f32[1, 4, 8]\n"
+                       "input %x: f32[4, 4]\n"
+                       "%t: bool[4, 4] = aten.gt.Scalar(%x, 0.0)\n"
+                       "%m: f32[4, 4] = aten.where.ScalarOther(%t, inf, 0.0)\n"
+                       "%y: f32[1, 4, 8] = aten.scaled_dot_product_attention.default(%q, %k, %v, %m)\n"
+                       "output %y\n";
+    const char *names[] = {"y"};
+    for (int c = 0; c < 2; c++) {
+        float *v[1] = {0};
+        int64_t n[1] = {0};
+        CU_ASSERT_EQUAL(run_and_read(text, "sdpa_inf.txt", both_chips[c], 1, names, v, n), 0);
+        free(v[0]);
+    }
+}
+
 /* A graph whose every op falls back to the host compiles on both chips:
  * codegen's DRAM-access check then sees no piece of any kernel (none
  * allocated), and joins no group of them (bd_record; the sanitizer build,
@@ -6271,6 +6293,8 @@ int main(void)
          test_codegen_on_two_threads_writes_the_program_one_thread_writes},
         {"an attempt planned again after being set aside gives the same program",
          test_an_attempt_planned_again_after_being_set_aside_gives_the_same_program},
+        {"sdpa with a float mask holding +inf is NaN as PyTorch",
+         test_sdpa_with_a_float_mask_holding_plus_inf_is_nan_as_pytorch},
         {"the report shows each kernel's split, tiles, LX and DRAM on spyre",
          test_report_shows_each_kernels_split_tiles_lx_and_dram_on_spyre},
         {"work_div forces a grid that validates with other cycles",

@@ -1228,9 +1228,18 @@ static int r_sdpa(dctx *c, const gr_node *n, int *out)
         int tril = DC_EMIT(c, "aten.tril.default", tt, da_val(ones), da_int(0));
         s = dc_where_s(c, tril, s, -INFINITY, 0);
     }
-    if (mask >= 0)
-        s = dc_T(c, mask).dtype == GR_BOOL ? dc_where_s(c, mask, s, -INFINITY, 0) : dc_bin(c, "aten.add.Tensor", s, mask);
-    out[0] = dc_matmul(c, "aten.matmul.default", softmax(c, s, -1, 0, mask >= 0), v);
+    /* the infinities softmax must guard (may_be_inf, as r_softmax asks it):
+     * a boolean mask's -inf; a float mask's as its source may hold */
+    int inf_rows = 0;
+    if (mask >= 0 && dc_T(c, mask).dtype == GR_BOOL) {
+        s = dc_where_s(c, mask, s, -INFINITY, 0);
+        inf_rows = INF_NEG;
+    } else if (mask >= 0) {
+        s = dc_bin(c, "aten.add.Tensor", s, mask);
+        c->one_mask = -1;
+        inf_rows = may_be_inf(c, gr_node_arg(n, 3, "attn_mask")->value, 0, 1);
+    }
+    out[0] = dc_matmul(c, "aten.matmul.default", softmax(c, s, -1, 0, inf_rows), v);
     return 1;
 }
 
