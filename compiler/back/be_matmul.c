@@ -1788,12 +1788,13 @@ static double mm_grid_cost(mm_plan *m, int64_t gm, int64_t gn, mm_tiling *tl)
     return e;
 }
 
-/* Bit g set when g parts of axis (rows of M or sticks of columns) keep
- * the staged results' sticks whole (mm_parts_whole), for g up to the
- * cores, the axis's extent and 63. */
+/* Bit g set when g parts of axis (rows of M, sticks of columns or the
+ * batch) keep the staged results' sticks whole (mm_parts_whole), for g up
+ * to the cores, the axis's extent and 63. */
 static uint64_t mm_whole_parts(const be_ctx *c, const mm_plan *m, int axis)
 {
-    const int64_t most = cc_min(cc_min(c->cfg->cores, axis == MM_SPLIT_ROWS ? m->M : m->GN), 63);
+    const int64_t extent = axis == MM_SPLIT_ROWS ? m->M : axis == MM_SPLIT_COLS ? m->GN : m->nbatch;
+    const int64_t most = cc_min(cc_min(c->cfg->cores, extent), 63);
     uint64_t whole = 0;
     for (int64_t g = 1; g <= most; g++)
         whole |= (uint64_t)mm_parts_whole(c, m, axis, g) << g;
@@ -1807,14 +1808,14 @@ static int mm_whole_at(const be_ctx *c, const mm_plan *m, uint64_t whole, int ax
 }
 
 /* Every gb x gk x gm x gn grid not skipped, priced (mm_plan_search);
- * whole[0], whole[1]: mm_whole_parts of the rows and the columns. */
-static void mm_grid_search(be_ctx *c, int pos, mm_plan *m, const uint64_t whole[2], double *best)
+ * whole[]: mm_whole_parts of the rows, the columns and the batch. */
+static void mm_grid_search(be_ctx *c, int pos, mm_plan *m, const uint64_t whole[3], double *best)
 {
     be_work *w = &c->work[pos];
     const int64_t cores = c->cfg->cores;
     const int64_t most_gb = cc_min(cores, m->nbatch);
     for (int64_t gb = 1; gb <= most_gb; gb++) {
-        if (gb > 1 && !mm_parts_whole(c, m, MM_SPLIT_BATCH, gb))
+        if (gb > 1 && !mm_whole_at(c, m, whole[2], MM_SPLIT_BATCH, gb))
             continue;
         for (int64_t gk = 1; gk <= (m->nbatch > 1 ? 1 : cc_min(cores, m->KG)); gk++)
             for (int64_t gm = 1; gm <= cc_min(cores / (gb * gk), m->M); gm++) {
@@ -1853,11 +1854,12 @@ static void mm_grid_search(be_ctx *c, int pos, mm_plan *m, const uint64_t whole[
  * the floors, given what mm_whole_share reads of an operand staged whole:
  * for a product of a PT pass of rows or more its buffer's bytes, kept in
  * the key's G (the search's key has no grid), else more (no key); whole
- * (mm_whole_parts of the rows and the columns, read from the program; up
- * to 63 cores, else no key) as gm and gn; mt and ns -2, which no tile's key has.  The results' lxonly flags
+ * (mm_whole_parts of the rows, the columns and the batch, read from the
+ * program; up to 63 cores, else no key) as gm, gn and ns; mt -2, which no
+ * tile's key has.  The results' lxonly flags
  * are read only for a batch (mm_keeps_rows): without one they are left
  * out, as mm_block_key_of leaves them.  -1: no key. */
-static int mm_search_key_of(const be_ctx *c, const mm_plan *m, const uint64_t whole[2], mm_block_key *k)
+static int mm_search_key_of(const be_ctx *c, const mm_plan *m, const uint64_t whole[3], mm_block_key *k)
 {
     if (((m->aw || m->bw) && m->M < c->cfg->pt_rows) || c->cfg->cores > 63 || mm_plan_key_of(m, k))
         return -1;
@@ -1869,7 +1871,8 @@ static int mm_search_key_of(const be_ctx *c, const mm_plan *m, const uint64_t wh
     k->G.b_bytes = m->bw ? (double)be_buf_bytes(c, m->mm->b) : 0;
     k->gm = (int64_t)whole[0];
     k->gn = (int64_t)whole[1];
-    k->mt = k->ns = -2;
+    k->ns = (int64_t)whole[2];
+    k->mt = -2;
     return 0;
 }
 
@@ -1902,7 +1905,8 @@ static void mm_plan_search(be_ctx *c, int pos, mm_plan *m, double *best)
     w->gk = w->gb = 1;
     mm_gmemo_begin(m, c->cfg->cores);
     mm_block_key k;
-    const uint64_t whole[2] = {mm_whole_parts(c, m, MM_SPLIT_ROWS), mm_whole_parts(c, m, MM_SPLIT_COLS)};
+    const uint64_t whole[3] = {mm_whole_parts(c, m, MM_SPLIT_ROWS), mm_whole_parts(c, m, MM_SPLIT_COLS),
+                               mm_whole_parts(c, m, MM_SPLIT_BATCH)};
     const int keyed = !mm_search_key_of(c, m, whole, &k);
     const uint64_t h = keyed ? mm_block_hash(&k) : 0;
     const mm_search_result *r = keyed ? be_mmsearch_find(c, &k, sizeof k, h) : NULL;
