@@ -84,6 +84,10 @@ typedef enum { ISA_COST_FIXED, ISA_COST_SIMPLE, ISA_COST_COMPLEX } isa_cost;
 
 /* Value types of SFP and ring operands (`t`). */
 typedef enum { ISA_T_DL16, ISA_T_F32 } isa_dtype_dev;
+/* DL16 has no infinity (its NINF reads back as NaN): +-2^30 stands in for
+ * one, in the compiler's constants, the runtime's uploads and its checks
+ * (docs/compiler.md, "Infinities"). */
+#define ISA_DL16_INF 0x1p30f
 
 /* SFP operand-b modes (`bm`): a stick, one element broadcast to every lane,
  * or the immediate `imm` broadcast to every lane. */

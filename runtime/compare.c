@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DL16_INF 0x1p30 /* the device's stand-in for an infinity (docs/compiler.md) */
 
 /* An equal infinity is exact, and so is the device's stand-in for it (+-2^30
  * or beyond, the same sign), and an infinity read into a 16-bit host dtype
@@ -20,7 +19,7 @@ static int same_value(isa_host_dtype hdt, float y, double ref)
         return 1;
     int same_sign = (y < 0) == (ref < 0);
     if (isinf(ref))
-        return same_sign && fabs(y) >= DL16_INF;
+        return same_sign && fabs(y) >= ISA_DL16_INF;
     return same_sign && isinf(y) && (fabs(ref) > FLT_MAX || isinf(isa_host_round(hdt, (float)ref)));
 }
 

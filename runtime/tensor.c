@@ -90,12 +90,11 @@ static void infinity_rule(const isa_tensor *t, float *v)
         nan_rows(t, v);
     /* DL16 has no infinity (its NINF reads back as NaN): an infinite
      * value, such as the -inf of an additive causal mask, becomes +-2^30,
-     * the stand-in the compiler uses for infinite constants (BE_DL16_INF,
-     * docs/compiler.md) */
+     * the stand-in the compiler uses for infinite constants (ISA_DL16_INF) */
     int64_t n = rt_tensor_elems(t);
     for (int64_t i = 0; t->dev_dtype == ISA_T_DL16 && i < n; i++)
         if (isinf(v[i]))
-            v[i] = v[i] < 0 ? -1073741824.0f : 1073741824.0f;
+            v[i] = v[i] < 0 ? -ISA_DL16_INF : ISA_DL16_INF;
 }
 
 int rt_keep_host(rt_program *prog, int i, const float *values, char *err, size_t errlen)

@@ -440,7 +440,7 @@ static void test_gpt2_block_with_a_minus_inf_causal_mask_validates_on_both_chips
 {
     /* masked_fill(scores, mask, -inf) then softmax: DL16 has no infinity
      * (NINF reads back as NaN), so the -inf immediate is written as the
-     * finite stand-in -BE_DL16_INF; before the fix 1920 of the 2048
+     * finite stand-in -ISA_DL16_INF; before the fix 1920 of the 2048
      * outputs were NaN */
     expect_trace_validates_on_both_chips("gpt2_small_block_tiny", NULL);
 }

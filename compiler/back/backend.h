@@ -614,10 +614,8 @@ void be_bind(be_tile *T, int e, const be_val *v);
 /* Classify expression e over the kernel's row/column variables: the
  * class its value will have (loads only; see be_rows.c). */
 
-/* The finite stand-in for an infinite constant in DL16 arithmetic (DL16
- * has no infinity; be_rows.c): 2^30.  be_dl16_imm(v) is v as an SFP
- * immediate, +-inf replaced by +-BE_DL16_INF. */
-#define BE_DL16_INF 1073741824.0f
+/* be_dl16_imm(v) is v as an SFP immediate, +-inf replaced by the
+ * finite stand-in +-ISA_DL16_INF. */
 float be_dl16_imm(double v);
 
 /* SFP helpers: a temp of class cls in the tile's scratch; one SFP

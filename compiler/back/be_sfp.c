@@ -206,14 +206,14 @@ static void shape_for(const be_tile *T, be_vclass cls, cc_sfp_args *s)
  * alike and reads back as NaN, so an infinite constant written to a DL16
  * tile (masked_fill(x, mask, -inf) before a softmax) would make the whole
  * row NaN through max and exp.  An infinite immediate becomes
- * +-BE_DL16_INF instead: finite, far beyond any activation, and with room
+ * +-ISA_DL16_INF instead: finite, far beyond any activation, and with room
  * left below the largest DL16 (about 8.6e9) so that softmax's
  * x - max(x) stays finite; exp of it is exactly 0.  (A row whose every
  * element is masked comes out uniform instead of NaN.) */
 float be_dl16_imm(double v)
 {
     if (isinf(v))
-        return v < 0 ? -BE_DL16_INF : BE_DL16_INF;
+        return v < 0 ? -ISA_DL16_INF : ISA_DL16_INF;
     return (float)v;
 }
 

@@ -453,9 +453,10 @@ int dc_where_s(dctx *c, int cond, int a, double s, int scalar_first)
 
 /* ---- Shared pieces of rules ---- */
 
-/* DL16 has no infinity: the device's infinity is the stand-in +-2^30 and
- * beyond (docs/compiler.md, "Infinities"), as runtime/compare.c reads it */
-#define DL16_INF 0x1p30
+/* DL16 has no infinity: the device's infinity is the stand-in
+ * +-ISA_DL16_INF and beyond (docs/compiler.md, "Infinities"), as
+ * runtime/compare.c reads it */
+#define DL16_INF ((double)ISA_DL16_INF)
 
 /* What infinity source value v may hold, as bits: INF_NEG when only -inf
  * (the stand-in -2^30) can reach it, INF_ANY when +inf may too.

@@ -18,11 +18,6 @@ typedef struct {
     char *fx;   /* mark_from's */
 } walk;
 
-static int is_float(gr_dtype d)
-{
-    return d == GR_F32 || d == GR_F16 || d == GR_BF16 || d == GR_F64;
-}
-
 static int is_op(const gr_node *n, const char *const *ops, size_t nops)
 {
     for (size_t i = 0; i < nops; i++)
@@ -122,7 +117,7 @@ static int step(walk *w, const gr_node *n, int v, const int *m, int added, int *
     const gr_ttype *in = &g->values[v].type, *out = &g->values[n->out].type;
     if (is_op(n, soft, 4))
         return softmax_row(w, n, v, m, added) ? -1 : 0;
-    if (g->values[n->out].ntuple || !is_float(out->dtype))
+    if (g->values[n->out].ntuple || !ir_dtype_is_float(out->dtype))
         return -1;
     if (is_op(n, same, 5) && out->rank == in->rank) {
         memcpy(o, m, sizeof *o * (size_t)in->rank);
@@ -183,7 +178,7 @@ static int visit(walk *w, int v, const int *m, int added)
 int ir_mask_axis(const gr_graph *g, int x)
 {
     const gr_value *X = &g->values[x];
-    if (X->kind != GR_VAL_INPUT || !is_float(X->type.dtype))
+    if (X->kind != GR_VAL_INPUT || !ir_dtype_is_float(X->type.dtype))
         return IR_MASK_NONE;
     walk w = {g, x, ROW_NONE, 256, ir_xalloc((size_t)g->nvalues + 1)};
     mark_from(g, x, w.fx);
