@@ -139,6 +139,7 @@ static void test_percentile(void)
     CU_ASSERT_DOUBLE_EQUAL(sv_percentile(v, 5, 50), 3.0, EPS);
     CU_ASSERT_DOUBLE_EQUAL(sv_percentile(v, 5, 90), 4.6, EPS);
     CU_ASSERT_DOUBLE_EQUAL(sv_percentile(v, 5, 100), 5.0, EPS);
+    CU_ASSERT(isnan(sv_percentile(v, 0, 50))); /* none: no percentile */
 }
 
 /* Each bad file gives one line naming its line, and exit 2. */
@@ -279,6 +280,14 @@ static void step_cost_is_the_graphs_at(int tp)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "prefill_steps=1\ndecode_steps=0\n"));
     /* one output token has no time per output token: not 0 */
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "\ntpot_p50_s=nan\ntpot_p90_s=nan\ntpot_p99_s=nan\n"));
+    /* nor in the report, where JSON has no NaN */
+    char jpath[4300];
+    snprintf(jpath, sizeof jpath, "%s/o.json", dir);
+    size_t jn;
+    char *json = tu_read_file(jpath, &jn);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(json);
+    CU_ASSERT_PTR_NOT_NULL(strstr(json, "\"tpot_s\": {\"p50\": null, \"p90\": null, \"p99\": null, \"mean\": null, \"count\": 0}"));
+    free(json);
     tu_rmtree(dir);
     free(out);
 }

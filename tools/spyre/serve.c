@@ -122,9 +122,8 @@ static void print_summary(const sv_request *req, int n, const sv_run *r)
             if (!k || req[i].output > 1)
                 v[m++] = k ? r->res[i].tpot : r->res[i].ttft;
         const char *key = k ? "tpot" : "ttft";
-        /* no request of two tokens or more: no TPOT, nan rather than 0 */
-        printf("%s_p50_s=%.9g\n%s_p90_s=%.9g\n%s_p99_s=%.9g\n", key, m ? sv_percentile(v, m, 50) : NAN, key,
-               m ? sv_percentile(v, m, 90) : NAN, key, m ? sv_percentile(v, m, 99) : NAN);
+        printf("%s_p50_s=%.9g\n%s_p90_s=%.9g\n%s_p99_s=%.9g\n", key, sv_percentile(v, m, 50), key,
+               sv_percentile(v, m, 90), key, sv_percentile(v, m, 99));
     }
     printf("tokens_per_s=%.2f\n", r->makespan > 0 ? r->out_tokens / r->makespan : 0);
     free(v);

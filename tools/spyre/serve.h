@@ -97,7 +97,7 @@ extern const char *const sv_report_suffixes[];
 int sv_write_reports(const char *prefix, const sv_request *req, int n, const sv_run *r, int kv_blocks,
                      char *err, size_t errlen);
 /* p-th percentile (0..100) of v[0..n), linear between order statistics. */
-double sv_percentile(const double *v, int n, double p);
+double sv_percentile(const double *v, int n, double p); /* NaN when n is 0 */
 
 /* An SVG line plot panel (serve_svg.c). */
 typedef struct {

@@ -2,6 +2,7 @@
  * request), PREFIX.json (percentiles, throughput, KV use over time),
  * PREFIX_latency.svg (TTFT and TPOT CDFs) and PREFIX_timeline.svg
  * (throughput and KV occupancy over time); docs/serving.md, "Reports". */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,7 +30,7 @@ static int cmp_double(const void *a, const void *b)
 double sv_percentile(const double *v, int n, double p)
 {
     if (n <= 0)
-        return 0;
+        return NAN; /* none: no TPOT when no request has two tokens */
     double *s = malloc((size_t)n * sizeof *s);
     if (!s)
         return 0;
@@ -87,6 +88,10 @@ static double mean(const double *v, int n)
 
 static void percentiles(FILE *f, const char *key, const double *v, int n)
 {
+    if (!n) { /* JSON has no NaN */
+        fprintf(f, "  \"%s\": {\"p50\": null, \"p90\": null, \"p99\": null, \"mean\": null, \"count\": 0},\n", key);
+        return;
+    }
     fprintf(f, "  \"%s\": {\"p50\": %.9g, \"p90\": %.9g, \"p99\": %.9g, \"mean\": %.9g, \"count\": %d},\n", key,
             sv_percentile(v, n, 50), sv_percentile(v, n, 90), sv_percentile(v, n, 99), mean(v, n), n);
 }
