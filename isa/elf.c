@@ -811,9 +811,8 @@ static int parse_tensors(const reader *r, blob b, isa_program *p)
             return -1;
         }
         t->lx_core = (int)core;
-        if (nan1 > rank || (nan1 && !(t->flags & ISA_TF_NANROW))) {
-            rfail(r, "corrupt .spyre.tensors: tensor %s: NaN-row axis %d without its flag or out of range", t->name,
-                  (int)nan1 - 1);
+        if (nan1 && !(t->flags & ISA_TF_NANROW)) { /* (its range: check_tensor) */
+            rfail(r, "corrupt .spyre.tensors: tensor %s: NaN-row axis %d without its flag", t->name, (int)nan1 - 1);
             return -1;
         }
         t->nan_axis = t->flags & ISA_TF_NANROW ? (int)nan1 - 1 : 0;
