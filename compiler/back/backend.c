@@ -801,8 +801,7 @@ typedef struct cg_walk {
  * between DRAM and LX, and its busiest DMA unit so far (ki->dma_busy, the
  * largest over the cores so far; busy: the core's units' time in the
  * kernel so far). */
-static inline __attribute__((always_inline)) void measure_dma_inline(const be_ctx *c, be_kinfo *ki, const isa_insn *in,
-                                                                     isa_class cls, double *busy)
+static void measure_dma(const be_ctx *c, be_kinfo *ki, const isa_insn *in, isa_class cls, double *busy)
 {
     const isa_unit u = isa_class_unit(cls, in);
     const int64_t sticks = insn_sticks(in); /* (exact in a double: far below 2^53) */
@@ -813,13 +812,6 @@ static inline __attribute__((always_inline)) void measure_dma_inline(const be_ct
     *(in->op == ISA_OP_DMA_LD ? &ki->dram_rd : &ki->dram_wr) += sticks * c->t.stick;
 }
 
-/* measure_dma_inline, apart for measure_one (walk_kernel's loop, which
- * sends it only DMA and ring ops, takes it inline: the call's saves and
- * restores were a third of it). */
-static void measure_dma(const be_ctx *c, be_kinfo *ki, const isa_insn *in, isa_class cls, double *busy)
-{
-    measure_dma_inline(c, ki, in, cls, busy);
-}
 
 /* measure_one's work per op, from the table as compiled: a DMA or ring
  * unit's time (M_DMA), the loop flag, or nothing (most: waits and sigs,
@@ -892,7 +884,7 @@ typedef struct {
     double ring_time;
 } walk_figs;
 
-/* bd_insn and measure_dma_inline of ring op in on the walk's core. */
+/* bd_insn and measure_dma of ring op in on the walk's core. */
 static inline __attribute__((always_inline)) void walk_ring(walk_figs *f, const isa_insn *in)
 {
     uint64_t n; /* the loop counts at once (the same shape's as the last: its time) */
@@ -912,7 +904,7 @@ static inline __attribute__((always_inline)) void walk_ring(walk_figs *f, const 
         f->tokbal[to * f->ntok + tok]++;
 }
 
-/* bd_insn and measure_dma_inline of another DMA op in (dma.ld, dma.st,
+/* bd_insn and measure_dma of another DMA op in (dma.ld, dma.st,
  * dma.lx...) on core. */
 static inline __attribute__((always_inline)) void walk_dma(walk_figs *f, bd_state *bd, be_kinfo *ki,
                                                            const isa_insn *in, int core, double *busy)

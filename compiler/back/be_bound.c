@@ -13,9 +13,6 @@ void bd_begin(bd_state *b, const be_ctx *c, isa_arena *arena)
     memset(b, 0, sizeof *b);
     b->runsm.arena = b->outm.arena = b->edgesm.arena = b->prevm.arena = arena;
     b->piecesm.arena = b->sortedm.arena = b->endsm.arena = arena;
-    /* (the groups, a few KB, on the heap: a slot of the arena's they took
-     * made a core's stream grow by a copy once more, 230 k instructions
-     * of the Llama-8B decode step's compile) */
     b->stick = c->t.stick;
     b->shift = b->stick > 0 && !(b->stick & (b->stick - 1)) ? __builtin_ctzll((unsigned long long)b->stick) : -1;
     b->regs = ir_xalloc((size_t)c->cfg->cores * sizeof *b->regs);

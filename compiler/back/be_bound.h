@@ -97,7 +97,11 @@ typedef struct {
     int32_t *tokbal;             /* per core and token: the next kernel's signals (sig, ring arrivals) less its waits */
     /* the memory of runs, out, edges, prev, pieces, sorted and ends, in an
      * arena (bd_begin's; on huge pages, not first touched 4 KB by 4 KB) */
-    isa_buf runsm, outm, edgesm, prevm, piecesm, sortedm, endsm, groupsm;
+    isa_buf runsm, outm, edgesm, prevm, piecesm, sortedm, endsm;
+    /* groups', a few KB, on the heap: in the arena their slot made a core's
+     * stream grow by one more copy (230 k instructions of the decode step's
+     * compile) */
+    isa_buf groupsm;
 } bd_state;
 
 /* Start (the DRAM stick size, a register file per core; the scratch in
