@@ -226,10 +226,9 @@ static int by_from(const void *x, const void *y)
 /* The whole huge pages of a's free memory [from, to) given back, none
  * past its reach (never touched): giving back part of a huge page splits
  * it (some 7 us) and frees it 4 KB by 4 KB, and a madvise over nothing
- * still costs a call.  BERT-base's runs were parts of pages its program
- * keeps and untouched space (its trims 31-39 us a compile, now 2 us;
- * decode's 50-63 us, now 15-22 us); the prefill layer's scratch, in long
- * runs, leaves whole pages as before. */
+ * still costs a call (trimming every free run took 31-39 us of a
+ * BERT-base compile, whose free runs are parts of pages its program keeps
+ * and untouched space; whole pages only, 2 us). */
 #define HUGE_PAGE ((uintptr_t)2 << 20)
 static void trim_run(const isa_arena *a, uint32_t from, uint32_t to)
 {

@@ -2320,9 +2320,9 @@ void be_reroll_core(be_ctx *c, struct be_rrlane *l, int core)
  * will outgrow twice that room, it grows once to four times its room, not
  * twice by doubling (each growth copies the stream: BERT-base's streams,
  * 476 instructions after its first of 9 kernels and some 1,700-1,900 at
- * its end, grew 512 -> 1,024 -> 2,048, copying 5.3 MB; now 512 -> 2,048,
- * 1.95 MB).  Growing further than a doubling only on that prediction keeps
- * a program whose first kernels are its largest in slots its code needs. */
+ * its end, copy 1.95 MB growing 512 -> 2,048 against 5.3 MB by doubling).
+ * Growing further than a doubling only on that prediction keeps a program
+ * whose first kernels are its largest in slots its code needs. */
 static void home_ahead(isa_stream *home, long n, int pos, int npos)
 {
     if (!pos || home->n + (size_t)n <= home->cap)
