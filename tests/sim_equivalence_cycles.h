@@ -121,26 +121,14 @@
  * llama_gen/decode 24,901 -> 21,971 on both, on spyre-4core
  * transformer_small 68,640 -> 66,809 and decoder_small 19,937 -> 20,303;
  * three other programs changed with the same cycles.
- * Branch nanfix: a softmax whose input may hold an infinite constant (the
- * causal masked_fill(-inf)) maps a row whose max is infinite to NaN, as
- * PyTorch: gpt2_small_block_tiny 12,979 -> 13,345 on spyre and 12,613 ->
- * 12,979 on spyre-4core (both timings).
- * Branch fix34: a float graph input added in before a softmax (an
- * additive -inf mask) and a product's -inf bias are guarded too; rows
- * recorded with the simulator before fix34's simulator change (the drain
- * slice and limit), built with the new compiler: bert_handwritten_small
- * another program of the same cycles, transformer_small 68,273 -> 70,023
- * on spyre and 66,809 -> 68,640 on spyre-4core (its padding mask).
- * Branch guard2: a softmax whose input may hold only -inf (those masks,
- * gpt2's causal masked_fill) floors its row max at -2^29 instead, so a
- * row masked whole is 0/0; rows built with the new compiler, the
- * simulator unchanged: bert_handwritten_small another program of the
- * same cycles, gpt2_small_block_tiny 13,345 -> 12,979 on spyre (spyre-4core
- * another program of the same cycles), transformer_small 70,023 -> 68,273
- * on spyre and 68,640 -> 67,541 on spyre-4core.
- * Branch guard3: a graph input used only as an additive softmax mask is
- * NaN-rowed by the runtime at upload (ISA_TF_NANROW), with no device
- * guard: bert_handwritten_small back to main's program and rows. */
+ * Session 34: a softmax row whose max is infinite is NaN as in PyTorch.
+ * A softmax whose input may hold an infinite constant (the causal
+ * masked_fill(-inf), a product's -inf bias) floors its row max at -2^29,
+ * so a row masked whole is 0/0; a graph input used only as an additive
+ * softmax mask is NaN-rowed by the runtime at upload (ISA_TF_NANROW), with
+ * no device guard: gpt2_small_block_tiny 12,613 -> 12,979 on spyre-4core
+ * and transformer_small 66,809 -> 67,541 on spyre-4core (its padding
+ * mask); bert_handwritten_small and the rest as before. */
 {"bert_handwritten_small", "spyre", 0x7ff34f3d4c1573f6ull, 11148.1875, 11148.1875},
 {"bert_handwritten_small", "spyre-4core", 0xdef120ffcf3a3c72ull, 11148.1875, 11148.1875},
 {"gpt2_gen/prefill", "spyre", 0x1e43ba269e07ce94ull, 25188.375, 24877.125},
