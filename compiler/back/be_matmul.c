@@ -1033,10 +1033,13 @@ static int mm_block_search(const mm_plan *m, const mm_grid_est *G, mm_tiling *ou
 enum { MM_KEY_LOADS = 16, MM_KEY_NODES = 16 };
 typedef struct {
     int64_t gm, gn, mt, ns;
-    mm_grid_est G;
+    /* G's parts but those made from the key's grid, tile and sizes and
+     * the target (its gm, gn, mt, ns, sb, nbat, nbc and cores): each of
+     * BERT-base's some 400 keys is written once, to fresh memory */
+    double a_bytes, b_bytes, o_core, o_chip, w_core, w_chip, stage;
     int64_t nbatch, M, GN, KG, Kd, Kc, KGc, gk, gb, stage_bytes, whole_bytes, mb, nbs, kc, budget;
     double sscale;
-    int waits, ag, bg, at, bt, aw, bw, whole_dram, ends, atile, alx, ahd, bhd, lxonly, nl, nexpr, nn;
+    int a_lx, kept, waits, ag, bg, at, bt, aw, bw, whole_dram, ends, atile, alx, ahd, bhd, lxonly, nl, nexpr, nn;
     signed char cls[MM_KEY_LOADS], dram[MM_KEY_NODES], lxo[MM_KEY_NODES];
 } mm_block_key;
 
@@ -1076,25 +1079,26 @@ static int mm_plan_key_of(const mm_plan *m, mm_block_key *k)
  * results' lxonly flags only in mm_grid_of (G->kept, G->o_chip, which the
  * key holds; the DRAM's waits do not change them): plans that differ in
  * those flags alone share a search (BERT-base's second workdiv round). */
-static int mm_block_key_of(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_t ns, mm_block_key *k)
+static int mm_block_key_of(const mm_plan *m, const mm_grid_est *G, mm_block_key *k)
 {
     if (mm_plan_key_of(m, k))
         return -1;
     k->lxonly = 0;
     memset(k->lxo, 0, sizeof k->lxo);
-    k->gm = gm, k->gn = gn, k->mt = mt, k->ns = ns;
-    mm_grid_of(m, gm, gn, mt, ns, &k->G);
+    k->gm = G->gm, k->gn = G->gn, k->mt = G->mt, k->ns = G->ns;
+    k->a_bytes = G->a_bytes, k->b_bytes = G->b_bytes, k->o_core = G->o_core, k->o_chip = G->o_chip;
+    k->w_core = G->w_core, k->w_chip = G->w_chip, k->stage = G->stage, k->a_lx = G->a_lx, k->kept = G->kept;
     return 0;
 }
 
 /* (the high bits folded down once at the end, not after every word: the
- * memo's slots take the low bits, and a key is some 70 words; G's are
+ * memo's slots take the low bits, and a key is some 43 words; G's are
  * left out, made from the grid, the tile and the plan: keys are still
  * compared whole) */
 static uint64_t mm_block_hash(const mm_block_key *k)
 {
     uint64_t h = 0, v;
-    for (size_t i = 0; i < offsetof(mm_block_key, G); i += sizeof v) {
+    for (size_t i = 0; i < offsetof(mm_block_key, a_bytes); i += sizeof v) {
         memcpy(&v, (const char *)k + i, sizeof v);
         h = (h ^ v) * 0x9e3779b97f4a7c15u;
     }
@@ -1114,16 +1118,16 @@ static uint64_t mm_block_hash(const mm_block_key *k)
  * too (out is then left as it is: no caller reads it). */
 static int mm_block(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_t ns, mm_tiling *out)
 {
+    mm_grid_est G;
+    mm_grid_of(m, gm, gn, mt, ns, &G);
     mm_block_key k;
-    if (mm_block_key_of(m, gm, gn, mt, ns, &k)) {
-        mm_grid_of(m, gm, gn, mt, ns, &k.G);
-        return mm_block_search(m, &k.G, out);
-    }
+    if (mm_block_key_of(m, &G, &k))
+        return mm_block_search(m, &G, out);
     const uint64_t h = mm_block_hash(&k);
     const int found = be_mmblock_find(m->c, &k, sizeof k, h, out);
     if (found >= 0)
         return found ? -1 : 0;
-    const int rc = mm_block_search(m, &k.G, out); /* (the key's parts: the grid's, as it would make them) */
+    const int rc = mm_block_search(m, &G, out);
     be_mmblock_keep(m->c, &k, sizeof k, h, rc ? NULL : out);
     return rc;
 }
@@ -1867,8 +1871,8 @@ static int mm_search_key_of(const be_ctx *c, const mm_plan *m, const uint64_t wh
         k->lxonly = 0;
         memset(k->lxo, 0, sizeof k->lxo);
     }
-    k->G.a_bytes = m->aw ? (double)be_buf_bytes(c, m->mm->a) : 0;
-    k->G.b_bytes = m->bw ? (double)be_buf_bytes(c, m->mm->b) : 0;
+    k->a_bytes = m->aw ? (double)be_buf_bytes(c, m->mm->a) : 0;
+    k->b_bytes = m->bw ? (double)be_buf_bytes(c, m->mm->b) : 0;
     k->gm = (int64_t)whole[0];
     k->gn = (int64_t)whole[1];
     k->ns = (int64_t)whole[2];
