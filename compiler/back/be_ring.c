@@ -1168,8 +1168,6 @@ static void rg_chunk_pt(rg_core *g, int64_t b, int64_t jc, int64_t step, int64_t
     const mm_core *mc = &g->mc;
     const int64_t sb = c->t.stick, lanes = c->t.lanes16, MT = mc->MB, KC = mc->KC;
     const int64_t kc = cc_min(KC, m->Kd - k0), gi = k0 / lanes;
-    /* P's rows a column stick (f32 sums): here, not a division per product */
-    const int64_t prows = cc_ceil_div(lanes, c->t.lanes32) * MT;
     const int64_t *crow = g->cp.crow, *cnr = g->cp.cnr, *cst = g->cp.cst, *cns = g->cp.cns;
     const int first = jc == 0, lastc = jc == mc->nch - 1;
     for (int u = 0; u < mc->nc; u++) {
@@ -1189,7 +1187,7 @@ static void rg_chunk_pt(rg_core *g, int64_t b, int64_t jc, int64_t step, int64_t
                 const int64_t r0 = parts ? g->rs.off[g->seg[u][r]] : crow[u];
                 const int64_t rn = parts ? g->rs.len[g->seg[u][r]] : cnr[u];
                 if (rn > 0 && ncols > 0) { /* an edge block can leave corelet 1 nothing */
-                    const int64_t poff = (r0 + s0 * prows) * sb;
+                    const int64_t poff = (r0 + s0 * c->t.f32_sticks * MT) * sb;
                     int64_t as;
                     const isa_addr a = cc_abs(rg_a_at(g, gi, r0, &as));
                     /* every field given: no zeroing first (21 instructions a product) */
