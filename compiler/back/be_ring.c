@@ -1187,7 +1187,7 @@ static void rg_chunk_pt(rg_core *g, int64_t b, int64_t jc, int64_t step, int64_t
                 const int64_t r0 = parts ? g->rs.off[g->seg[u][r]] : crow[u];
                 const int64_t rn = parts ? g->rs.len[g->seg[u][r]] : cnr[u];
                 if (rn > 0 && ncols > 0) { /* an edge block can leave corelet 1 nothing */
-                    const int64_t poff = (r0 + s0 * cc_ceil_div(lanes, c->t.lanes32) * MT) * sb;
+                    const int64_t poff = (r0 + s0 * c->t.f32_sticks * MT) * sb;
                     int64_t as;
                     const isa_addr a = cc_abs(rg_a_at(g, gi, r0, &as));
                     /* every field given: no zeroing first (21 instructions a product) */

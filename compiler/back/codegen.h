@@ -30,6 +30,7 @@ typedef struct {
     int64_t stick;            /* bytes per stick */
     int64_t lanes16;          /* DL16 elements per stick */
     int64_t lanes32;          /* fp32 elements per stick */
+    int64_t f32_sticks;       /* fp32 sticks a DL16 stick's elements take (a matmul's partial sums) */
     int corelets;             /* PT/SFP pairs per core the ISA can address (<= 2) */
     int64_t pt_rows;          /* rows of A one PT pass consumes */
     int64_t pt_cols_per_pass; /* output columns one PT pass produces */

@@ -24,6 +24,7 @@ void cc_target_init(cc_target *t, const chip_config *cfg)
     t->stick = cfg->stick_bytes;
     t->lanes16 = cfg->stick_bytes / 2;
     t->lanes32 = cfg->stick_bytes / 4;
+    t->f32_sticks = cc_ceil_div(t->lanes16, t->lanes32);
     t->corelets = cfg->corelets < 2 ? (cfg->corelets < 1 ? 1 : cfg->corelets) : 2;
     t->pt_rows = (int64_t)or_default(cfg->pt_rows, 8);
     /* A pass of the array: pt_rows rows of A against pt_cols x pt_lanes columns of B. */
