@@ -715,6 +715,9 @@ void isa_buf_free(isa_buf *b);
 void isa_stream_push(isa_stream *s, const isa_insn *in);
 /* Give back a stream's memory (malloc'd, mapped, or its arena slot) and empty it (an arena stream stays in its arena). */
 void isa_stream_free(isa_stream *s);
+/* A stream's least room (instructions): an empty one grows to it, and
+ * an arena's slots are it times a power of two. */
+#define ISA_STREAM_LEAST 64
 /* isa_stream_room's slow path: s full, grown (to twice its room). */
 isa_insn *isa_stream_grow(isa_stream *s);
 /* s with room for cap instructions in all, at least (and at least twice

@@ -92,7 +92,7 @@ void isa_program_free(isa_program *p)
  * not touched until taken); a stream larger than class top, or that
  * finds the arena full, grows on in a mapping of its own. */
 #define ARENA_TOP 10 /* the largest slot: 65,536 instructions, 19 MB */
-#define ARENA_UNIT (64 * sizeof(isa_insn)) /* a slot of class 0 */
+#define ARENA_UNIT (ISA_STREAM_LEAST * sizeof(isa_insn)) /* a slot of class 0 */
 typedef struct {
     uint32_t *v; /* offsets in ARENA_UNITs */
     size_t n, cap;
@@ -136,7 +136,7 @@ void isa_arena_free(isa_arena *a)
 static int arena_class(size_t cap)
 {
     int k = 0;
-    while ((size_t)64 << k < cap)
+    while ((size_t)ISA_STREAM_LEAST << k < cap)
         k++;
     return k;
 }
@@ -400,7 +400,7 @@ static void buf_release(isa_buf *b)
  * back, or -1: none to be had. */
 static int64_t buf_take(isa_buf *b, uint32_t u)
 {
-    const int k = arena_class((size_t)u * 64);
+    const int k = arena_class((size_t)u * ISA_STREAM_LEAST);
     isa_arena *a = b->arena;
     pthread_mutex_lock(&a->lock);
     int64_t off = u >= BUF_FIT ? fit_run(a, u) : -1;
@@ -468,7 +468,7 @@ static int arena_grow(isa_stream *s, size_t cap)
         if (slot != s->insns)
             memcpy(slot, s->insns, s->n * sizeof *s->insns);
         s->insns = slot;
-        s->cap = (size_t)64 << (k + 1);
+        s->cap = (size_t)ISA_STREAM_LEAST << (k + 1);
         return 1;
     }
     const int64_t off = arena_take(s->arena, to);
@@ -484,7 +484,7 @@ static int arena_grow(isa_stream *s, size_t cap)
     else
         free(s->insns);
     s->insns = slot;
-    s->cap = (size_t)64 << to;
+    s->cap = (size_t)ISA_STREAM_LEAST << to;
     s->mapped = 2;
     return 1;
 }
@@ -527,7 +527,7 @@ static void stream_grow(isa_stream *s, size_t cap)
 
 isa_insn *isa_stream_grow(isa_stream *s)
 {
-    stream_grow(s, s->cap ? s->cap * 2 : 64);
+    stream_grow(s, s->cap ? s->cap * 2 : ISA_STREAM_LEAST);
     return &s->insns[s->n];
 }
 

@@ -2331,10 +2331,10 @@ void be_reroll_core(be_ctx *c, struct be_rrlane *l, int core)
 static void home_ahead(isa_stream *home, long n, int pos, int npos)
 {
     if (!pos) {
-        size_t room = 64; /* the slots' least: isa_stream_grow's first */
+        size_t room = ISA_STREAM_LEAST;
         while (room < (size_t)n)
             room *= 2;
-        if (room > 64 && home->cap < 2 * room && (size_t)n * (size_t)npos > 4 * room)
+        if (room > ISA_STREAM_LEAST && home->cap < 2 * room && (size_t)n * (size_t)npos > 4 * room)
             isa_stream_reserve(home, 2 * room);
         return;
     }
