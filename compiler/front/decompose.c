@@ -488,7 +488,8 @@ static int sign_keeping(const gr_node *n)
     return 0;
 }
 
-static int may_be_inf(dctx *c, int v, int depth, int add_in)
+/* *one_mask: the mask input taken as finite so far, -1 none yet */
+static int may_be_inf(dctx *c, int v, int depth, int add_in, int *one_mask)
 {
     const gr_graph *g = c->g;
     static const struct {
@@ -502,8 +503,8 @@ static int may_be_inf(dctx *c, int v, int depth, int add_in)
         return 0;
     /* A mask's rows of -inf are NaN already (maskrows.c), but a row masked
      * whole only by two masks together is not */
-    if (gv->kind == GR_VAL_INPUT && add_in && c->mask[v] && (c->one_mask < 0 || c->one_mask == v))
-        return c->one_mask = v, 0;
+    if (gv->kind == GR_VAL_INPUT && add_in && c->mask[v] && (*one_mask < 0 || *one_mask == v))
+        return *one_mask = v, 0;
     if (gv->kind == GR_VAL_INPUT)
         return add_in ? INF_NEG : 0;
     if (gv->kind == GR_VAL_PARAM)
@@ -514,7 +515,7 @@ static int may_be_inf(dctx *c, int v, int depth, int add_in)
     for (size_t i = 0; i < sizeof sums / sizeof *sums; i++)
         if (!strcmp(n->base, sums[i].base)) {
             const gr_arg *b = sums[i].bias ? gr_node_arg(n, sums[i].pos, sums[i].bias) : NULL;
-            int r = b && b->kind == GR_ARG_VALUE ? may_be_inf(c, b->value, depth + 1, 1) : 0;
+            int r = b && b->kind == GR_ARG_VALUE ? may_be_inf(c, b->value, depth + 1, 1, one_mask) : 0;
             /* a bias scaled (beta) may change its sign */
             return r && gr_node_arg(n, 3, "beta") ? INF_ANY : r;
         }
@@ -522,13 +523,20 @@ static int may_be_inf(dctx *c, int v, int depth, int add_in)
     for (int i = 0; i < n->nargs; i++) {
         const gr_arg *a = &n->args[i];
         int ri = a->kind == GR_ARG_FLOAT && isinf(a->f) ? (a->f < 0 ? INF_NEG : INF_ANY)
-                 : a->kind == GR_ARG_VALUE           ? may_be_inf(c, a->value, depth + 1, add_in || adds)
+                 : a->kind == GR_ARG_VALUE           ? may_be_inf(c, a->value, depth + 1, add_in || adds, one_mask)
                                                      : 0;
         /* sub's first operand keeps its sign, its second is negated */
         int kept = keeps || (!strcmp(n->base, "sub") && i == 0 && !gr_node_arg(n, 99, "alpha"));
         r |= ri && !kept ? INF_ANY : ri;
     }
     return r & INF_ANY ? INF_ANY : r;
+}
+
+/* The infinities a softmax over v must guard (may_be_inf's, from the top). */
+static int inf_rows_of(dctx *c, int v, int add_in)
+{
+    int one_mask = -1;
+    return may_be_inf(c, v, 0, add_in, &one_mask);
 }
 
 static int softmax(dctx *c, int x, int64_t dim, int logsoft, int inf_rows)
@@ -546,7 +554,7 @@ static int softmax(dctx *c, int x, int64_t dim, int logsoft, int inf_rows)
     int s = dc_red(c, "aten.sum.dim_IntList", e, 1, &d, 1);
     /* a row whose max is infinite (every element -inf: a row masked whole;
      * or a +inf) is NaN in PyTorch (inf - inf); the device's stand-in
-     * +-2^30 would give a uniform or one-hot row.  inf_rows: may_be_inf's */
+     * +-2^30 would give a uniform or one-hot row.  inf_rows: inf_rows_of's */
     if (inf_rows == INF_ANY)
         s = dc_where_s(c, dc_cmps(c, "aten.ge.Scalar", dc_un(c, "aten.abs.default", m), DL16_INF), s, NAN, 1);
     if (logsoft)
@@ -756,8 +764,7 @@ static int r_softmax(dctx *c, const gr_node *n, int *out)
         if (dt >= 0)
             x = dc_cast(c, x, (gr_dtype)dt);
     }
-    c->one_mask = -1;
-    int inf_rows = may_be_inf(c, gr_node_arg(n, 0, "self")->value, 0, 0);
+    int inf_rows = inf_rows_of(c, gr_node_arg(n, 0, "self")->value, 0);
     out[0] = softmax(c, x, dim, strstr(n->base, "log_") != NULL, inf_rows);
     return 1;
 }
@@ -1229,7 +1236,7 @@ static int r_sdpa(dctx *c, const gr_node *n, int *out)
         int tril = DC_EMIT(c, "aten.tril.default", tt, da_val(ones), da_int(0));
         s = dc_where_s(c, tril, s, -INFINITY, 0);
     }
-    /* the infinities softmax must guard (may_be_inf, as r_softmax asks it):
+    /* the infinities softmax must guard (inf_rows_of, as r_softmax asks it):
      * a boolean mask's -inf; a float mask's as its source may hold */
     int inf_rows = 0;
     if (mask >= 0 && dc_T(c, mask).dtype == GR_BOOL) {
@@ -1237,8 +1244,7 @@ static int r_sdpa(dctx *c, const gr_node *n, int *out)
         inf_rows = INF_NEG;
     } else if (mask >= 0) {
         s = dc_bin(c, "aten.add.Tensor", s, mask);
-        c->one_mask = -1;
-        inf_rows = may_be_inf(c, gr_node_arg(n, 3, "attn_mask")->value, 0, 1);
+        inf_rows = inf_rows_of(c, gr_node_arg(n, 3, "attn_mask")->value, 1);
     }
     out[0] = dc_matmul(c, "aten.matmul.default", softmax(c, s, -1, 0, inf_rows), v);
     return 1;

@@ -22,7 +22,6 @@ typedef struct {
     int cur;           /* the source node being decomposed */
     int fresh;         /* d values from here on were made by the current rule */
     char *mask;        /* source value -> 1: an input that is a softmax mask (ir_mask_axis) */
-    int one_mask;      /* may_be_inf: the mask input it took as finite, -1 none yet */
     jmp_buf fail;
 } dctx;
 
