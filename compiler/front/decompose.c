@@ -358,6 +358,27 @@ int dc_transpose(dctx *c, int a, int64_t d0, int64_t d1)
     return DC_EMIT(c, "aten.transpose.int", t, da_val(a), da_int(d0), da_int(d1));
 }
 
+int dc_permute(dctx *c, int x, const int64_t *perm)
+{
+    gr_ttype t = dc_T(c, x), u = t;
+    for (int i = 0; i < t.rank; i++)
+        u.shape[i] = t.shape[perm[i]];
+    return DC_EMIT(c, "aten.permute.default", u, da_val(x), da_ints(t.rank, perm));
+}
+
+int dc_flip(dctx *c, int x, int nd, const int64_t *dims)
+{
+    return DC_EMIT(c, "aten.flip.default", dc_T(c, x), da_val(x), da_ints(nd, dims));
+}
+
+int dc_pad(dctx *c, int x, int n, const int64_t *pads, double v)
+{
+    gr_ttype t = dc_T(c, x);
+    for (int k = 0; k < n; k++)
+        t.shape[t.rank - 1 - k] += pads[2 * k] + pads[2 * k + 1];
+    return DC_EMIT(c, "aten.constant_pad_nd.default", t, da_val(x), da_ints(2 * n, pads), da_num(v));
+}
+
 int dc_unsqueeze(dctx *c, int a, int64_t dim)
 {
     gr_ttype t = dc_T(c, a);
@@ -2147,10 +2168,7 @@ static int pool_pad(dctx *c, int x, const pool2d *g, double v)
     }
     if (!pad[0] && !pad[1] && !pad[2] && !pad[3])
         return x;
-    gr_ttype t = dc_T(c, x);
-    t.shape[t.rank - 2] += pad[2] + pad[3];
-    t.shape[t.rank - 1] += pad[0] + pad[1];
-    return DC_EMIT(c, "aten.constant_pad_nd.default", t, da_val(x), da_ints(4, pad), da_num(v));
+    return dc_pad(c, x, 2, pad, v);
 }
 
 /* Window element (i, j) of every output position: a strided slice of the padded x. */
