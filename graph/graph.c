@@ -15,6 +15,7 @@
 #define __STDC_WANT_IEC_60559_BFP_EXT__ 1
 #include "graph.h"
 #include "isa.h"
+#include "strbuf.h"
 
 #include <limits.h>
 #include <math.h>
@@ -1521,55 +1522,19 @@ void gr_graph_free(gr_graph *g)
  * which every compile prints, 1.6% of the Llama-8B decode step's).  The
  * text grows in memory (each fputs to a stream locks and copies it). */
 
-/* s put at buf + *o as snprintf would put it (cut to len, NUL-ended),
- * *o counting it whole as snprintf's return does. */
+/* s put at buf + *o as snprintf would put it (isa_cut_put). */
 static void str_put(char *buf, size_t len, size_t *o, const char *s)
 {
-    const size_t n = strlen(s);
-    if (*o < len) {
-        const size_t k = n < len - *o - 1 ? n : len - *o - 1;
-        memcpy(buf + *o, s, k);
-        buf[*o + k] = 0;
-    }
-    *o += n;
-}
-
-/* A text growing in memory, always NUL-ended once anything is put. */
-typedef struct {
-    char *s;
-    size_t n, cap;
-} gr_text;
-
-static void text_mem(gr_text *t, const char *s, size_t n)
-{
-    if (t->n + n + 1 > t->cap) {
-        size_t cap = t->cap ? t->cap : 256;
-        while (cap < t->n + n + 1)
-            cap *= 2;
-        t->s = realloc(t->s, cap);
-        if (!t->s)
-            abort();
-        t->cap = cap;
-    }
-    memcpy(t->s + t->n, s, n);
-    t->n += n;
-    t->s[t->n] = 0;
-}
-
-static void text_chr(gr_text *t, char c)
-{
-    text_mem(t, &c, 1);
+    isa_cut_put(buf, len, o, s, strlen(s));
 }
 
 /* n strings, one after another. */
-static void text_strs(gr_text *t, int n, ...)
+static void text_strs(strbuf *t, int n, ...)
 {
     va_list ap;
     va_start(ap, n);
-    for (int i = 0; i < n; i++) {
-        const char *s = va_arg(ap, const char *);
-        text_mem(t, s, strlen(s));
-    }
+    for (int i = 0; i < n; i++)
+        isa_sb_puts(t, va_arg(ap, const char *));
     va_end(ap);
 }
 
@@ -1627,26 +1592,26 @@ void gr_value_type_str(const gr_value *v, char *buf, size_t len)
     str_put(buf, len, &o, ")");
 }
 
-static void text_string(gr_text *t, const char *s)
+static void text_string(strbuf *t, const char *s)
 {
-    text_chr(t, '"');
+    isa_sb_chr(t, '"');
     for (; *s; s++) {
         if (*s == '"' || *s == '\\')
             text_strs(t, 2, "\\", (char[2]){*s, 0});
         else if (*s == '\n')
-            text_mem(t, "\\n", 2);
+            isa_sb_put(t, "\\n", 2);
         else if (*s == '\t')
-            text_mem(t, "\\t", 2);
+            isa_sb_put(t, "\\t", 2);
         else
-            text_chr(t, *s);
+            isa_sb_chr(t, *s);
     }
-    text_chr(t, '"');
+    isa_sb_chr(t, '"');
 }
 
 /* The shortest text that reads back as the same double, and as a float
  * (with a '.' or an exponent).  strfromd formats as snprintf's "%.*g"
  * does, without going through printf (see above). */
-static void text_float(gr_text *t, double x)
+static void text_float(strbuf *t, double x)
 {
     if (isnan(x)) {
         text_strs(t, 1, "nan");
@@ -1669,7 +1634,7 @@ static void text_float(gr_text *t, double x)
     text_strs(t, 1, buf);
 }
 
-static void text_arg(gr_text *t, const gr_graph *g, const gr_arg *a)
+static void text_arg(strbuf *t, const gr_graph *g, const gr_arg *a)
 {
     char d[24];
     switch (a->kind) {
@@ -1677,7 +1642,7 @@ static void text_arg(gr_text *t, const gr_graph *g, const gr_arg *a)
         text_strs(t, 2, "%", a->value >= 0 && a->value < g->nvalues ? g->values[a->value].name : "?");
         break;
     case GR_ARG_INT:
-        text_mem(t, d, gr_int_text((long long)a->i, d));
+        isa_sb_put(t, d, gr_int_text((long long)a->i, d));
         break;
     case GR_ARG_FLOAT:
         text_float(t, a->f);
@@ -1695,27 +1660,27 @@ static void text_arg(gr_text *t, const gr_graph *g, const gr_arg *a)
         text_strs(t, 1, a->i >= 0 && a->i < GR_NDTYPES ? gr_dtype_names[a->i] : "?");
         break;
     case GR_ARG_LIST:
-        text_chr(t, '[');
+        isa_sb_chr(t, '[');
         for (int i = 0; i < a->nitems; i++) {
             if (i)
-                text_mem(t, ", ", 2);
+                isa_sb_put(t, ", ", 2);
             text_arg(t, g, &a->items[i]);
         }
-        text_chr(t, ']');
+        isa_sb_chr(t, ']');
         break;
     }
 }
 
 void gr_arg_print(const gr_graph *g, const gr_arg *a, FILE *f)
 {
-    gr_text t = {0};
+    strbuf t = {0};
     text_arg(&t, g, a);
-    fwrite(t.s, 1, t.n, f);
-    free(t.s);
+    fwrite(t.buf, 1, t.len, f);
+    free(t.buf);
 }
 
 /* The lines of nodes: "%name: type = op(args)". */
-static void text_nodes(gr_text *t, const gr_graph *g)
+static void text_nodes(strbuf *t, const gr_graph *g)
 {
     char ty[1024];
     for (int n = 0; n < g->nnodes; n++) {
@@ -1725,24 +1690,24 @@ static void text_nodes(gr_text *t, const gr_graph *g)
         text_strs(t, 7, "%", v->name, ": ", ty, " = ", nd->op, "(");
         for (int i = 0; i < nd->nargs; i++) {
             if (i)
-                text_mem(t, ", ", 2);
+                isa_sb_put(t, ", ", 2);
             if (nd->args[i].key)
                 text_strs(t, 2, nd->args[i].key, "=");
             text_arg(t, g, &nd->args[i]);
         }
-        text_mem(t, ")\n", 2);
+        isa_sb_put(t, ")\n", 2);
     }
 }
 
 char *gr_graph_text(const gr_graph *g)
 {
-    gr_text t = {0};
+    strbuf t = {0};
     char ty[1024];
     text_strs(&t, 3, "graph ", g->name ? g->name : "graph", "\n");
     if (g->weights) {
         text_strs(&t, 1, "weights ");
         text_string(&t, g->weights);
-        text_chr(&t, '\n');
+        isa_sb_chr(&t, '\n');
     }
     for (int i = 0; i < g->ninputs; i++) {
         const gr_value *v = &g->values[g->inputs[i]];
@@ -1754,18 +1719,18 @@ char *gr_graph_text(const gr_graph *g)
         gr_value_type_str(v, ty, sizeof ty);
         text_strs(&t, 5, v->state ? "state %" : "param %", v->name, ": ", ty, " = ");
         text_string(&t, v->param_key ? v->param_key : "");
-        text_chr(&t, '\n');
+        isa_sb_chr(&t, '\n');
     }
     text_nodes(&t, g);
     text_strs(&t, 1, "output ");
     for (int i = 0; i < g->noutputs; i++)
         text_strs(&t, 3, i ? ", " : "", "%", g->values[g->outputs[i]].name);
-    text_chr(&t, '\n');
+    isa_sb_chr(&t, '\n');
     for (int i = 0; i < g->nupdates; i++)
         text_strs(&t, 5, "update %", g->values[g->updates[i].state].name, " = %", g->values[g->updates[i].value].name, "\n");
     for (int i = 0; i < g->nhints; i++)
         text_strs(&t, 3, "hint ", g->hints[i], "\n");
-    return t.s;
+    return t.buf;
 }
 
 void gr_graph_print(const gr_graph *g, FILE *f)

@@ -60,14 +60,6 @@ static void sb_printf(strbuf *s, const char *fmt, ...)
     s->len += (size_t)n;
 }
 
-static void sb_bytes(strbuf *s, const void *p, size_t n)
-{
-    isa_sb_grow(s, n);
-    memcpy(s->buf + s->len, p, n);
-    s->len += n;
-    s->buf[s->len] = 0;
-}
-
 /* ---- assembler ---- */
 
 typedef struct {
@@ -558,7 +550,7 @@ static int dir_const(assembler *a, char **tok, int n)
             if (hi < 0 || lo < 0)
                 return fail(a, ".const: '%s' is not hex bytes", tok[i]);
             uint8_t byte = (uint8_t)(hi << 4 | lo);
-            sb_bytes(&a->consts, &byte, 1);
+            isa_sb_put(&a->consts, &byte, 1);
         }
     }
     return 0;
@@ -675,8 +667,8 @@ static int assemble_line(assembler *a, const char *text, size_t len)
         const char *g = s[6] ? s + 7 : s + 6;
         while (len && line[len - 1] == '\r') /* every one, not the CRLF's alone: dis writes none */
             line[--len] = 0;
-        sb_bytes(&a->graph, g, strlen(g));
-        sb_bytes(&a->graph, "\n", 1);
+        isa_sb_put(&a->graph, g, strlen(g));
+        isa_sb_put(&a->graph, "\n", 1);
         a->have_graph = 1;
         return 0;
     }
@@ -848,7 +840,7 @@ char *isa_disassemble(const isa_program *p)
         while (keep && g[keep - 1] == '\r') /* the assembler would take them for a line end */
             keep--;
         sb_printf(&s, ".graph%s", keep ? " " : "");
-        sb_bytes(&s, g, keep);
+        isa_sb_put(&s, g, keep);
         sb_printf(&s, "\n");
         g += len + (g[len] == '\n');
     }

@@ -274,10 +274,8 @@ static int check_kernel(const isa_program *p, size_t i, char *msg, size_t len)
 /* Append a NUL-terminated string; returns its offset. */
 static size_t sb_add(strbuf *s, const char *str)
 {
-    size_t n = strlen(str) + 1, off = s->len;
-    isa_sb_grow(s, n);
-    memcpy(s->buf + s->len, str, n);
-    s->len += n;
+    const size_t off = s->len;
+    isa_sb_put(s, str, strlen(str) + 1);
     return off;
 }
 

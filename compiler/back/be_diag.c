@@ -1,6 +1,7 @@
 /* be_diag.c: the back half's diagnostics: errors naming the kernel, and
  * the notes the kernel planners leave for the report (be_diag.h). */
 #include "be_diag.h"
+#include "strbuf.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -39,9 +40,7 @@ typedef struct {
 
 static void fmt_put(fmt_out *w, const char *s, size_t n)
 {
-    for (size_t i = 0; i < n && w->o + i + 1 < w->cap; i++)
-        w->d[w->o + i] = s[i];
-    w->o += n;
+    isa_cut_put(w->d, w->cap, &w->o, s, n);
 }
 
 /* The next conversion of fmt (at the '%') put, fmt moved past it; 0 one

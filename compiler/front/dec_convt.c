@@ -16,7 +16,6 @@
 #include "decompose.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 typedef struct {
     int64_t in, out, s, p, d, k; /* the op's, along one spatial axis */
@@ -71,9 +70,9 @@ static ct_phase axis_phase(const ct_axis *a, int64_t r)
  * flipped along its spatial axes. */
 static int conv_weight(dctx *c, int w, int64_t g, int nsp)
 {
-    gr_ttype t = dc_T(c, w);
-    int64_t dims[2] = {2, 3};
-    w = DC_EMIT(c, "aten.flip.default", t, da_val(w), da_ints(nsp, dims));
+    const gr_ttype t = dc_T(c, w);
+    const int64_t dims[2] = {2, 3};
+    w = dc_flip(c, w, nsp, dims);
     if (g == 1)
         return dc_transpose(c, w, 0, 1);
     int64_t split[GR_MAX_RANK] = {g, t.shape[0] / g, t.shape[1]}, back[GR_MAX_RANK] = {g * t.shape[1], t.shape[0] / g};
@@ -93,6 +92,15 @@ typedef struct {
     int one_dim; /* where its first phase axis is (then the next): 2 or 1 */
     int shifted; /* one's phases and rows are of o + p (phases_as_sums), not of o */
 } ct_op;
+
+/* A stride-1 convolution of the op's input by w, of type yt. */
+static int conv(dctx *c, const ct_op *o, gr_ttype yt, int w, gr_arg bias, const int64_t *pad, const int64_t *dil,
+                int64_t groups)
+{
+    const int64_t one[2] = {1, 1}, zero[2] = {0, 0};
+    return DC_EMIT(c, "aten.convolution.default", yt, da_val(o->x), da_val(w), bias, da_ints(o->nsp, one),
+                   da_ints(o->nsp, pad), da_ints(o->nsp, dil), da_bool(0), da_ints(o->nsp, zero), da_int(groups));
+}
 
 /* v [N, Cout, ..] plus the op's bias along Cout, if it has one. */
 static int plus_bias(dctx *c, const ct_op *o, int v)
@@ -144,15 +152,12 @@ static int phases_as_one(dctx *c, const ct_op *o)
         return -1;
     const gr_ttype xt = dc_T(c, o->x), wt = dc_T(c, o->w);
     const int64_t cin = wt.shape[0], co = wt.shape[1], n = o->nsp;
-    int64_t perm[4] = {1, 2, n == 2 ? 3 : 0, 0}, ws[4] = {co * taps, cin, 1, 1}, zero[2] = {0, 0}, one[2] = {1, 1};
-    gr_ttype pt = {.dtype = wt.dtype, .rank = wt.rank, .shape = {co, wt.shape[2], n == 2 ? wt.shape[3] : cin, cin}};
-    int w = DC_EMIT(c, "aten.permute.default", pt, da_val(o->w), da_ints(wt.rank, perm));
-    w = dc_reshape(c, w, wt.rank, ws);
+    const int64_t perm[4] = {1, 2, n == 2 ? 3 : 0, 0}, ws[4] = {co * taps, cin, 1, 1}, zero[2] = {0, 0}, one[2] = {1, 1};
+    const int w = dc_reshape(c, dc_permute(c, o->w, perm), wt.rank, ws);
     const gr_arg b = phases_bias(c, o, co, taps, 1);
     gr_ttype yt = xt;
     yt.shape[1] = co * taps;
-    int y = DC_EMIT(c, "aten.convolution.default", yt, da_val(o->x), da_val(w), b, da_ints(o->nsp, one),
-                    da_ints(o->nsp, zero), da_ints(o->nsp, one), da_bool(0), da_ints(o->nsp, zero), da_int(1));
+    int y = conv(c, o, yt, w, b, zero, one, 1);
     int64_t split[6] = {xt.shape[0], co, o->ax[0].s, n == 2 ? o->ax[1].s : xt.shape[2]};
     for (int i = 0; i < o->nsp; i++)
         split[2 + n + i] = xt.shape[2 + i];
@@ -181,7 +186,6 @@ static int sums_weight(dctx *c, const ct_op *o)
     const gr_ttype wt = dc_T(c, o->w);
     const int n = o->nsp;
     int64_t split[6] = {wt.shape[0], wt.shape[1]}, perm[6], flat[4] = {wt.shape[1], wt.shape[0], 1, 1};
-    gr_ttype pt = {.dtype = wt.dtype, .rank = 2 + 2 * n};
     for (int i = 0; i < n; i++) {
         split[2 + 2 * i] = sums_taps(&o->ax[i]);
         split[3 + 2 * i] = o->ax[i].s;
@@ -191,20 +195,15 @@ static int sums_weight(dctx *c, const ct_op *o)
     }
     perm[n] = 1;
     perm[1 + 2 * n] = 0;
-    for (int i = 0; i < pt.rank; i++)
-        pt.shape[i] = split[perm[i]];
-    int w = o->w;
+    int w = o->w, padded = 0;
     int64_t pads[4] = {0, 0, 0, 0};
-    gr_ttype wp = wt;
     for (int i = 0; i < n; i++) {
-        wp.shape[2 + i] = split[2 + 2 * i] * o->ax[i].s;
-        pads[2 * (n - 1 - i) + 1] = wp.shape[2 + i] - o->ax[i].k;
+        pads[2 * (n - 1 - i) + 1] = split[2 + 2 * i] * o->ax[i].s - o->ax[i].k;
+        padded |= pads[2 * (n - 1 - i) + 1] != 0;
     }
-    if (memcmp(&wp, &wt, sizeof wt))
-        w = DC_EMIT(c, "aten.constant_pad_nd.default", wp, da_val(w), da_ints(2 * n, pads), da_num(0));
-    w = dc_reshape(c, w, pt.rank, split);
-    w = DC_EMIT(c, "aten.permute.default", pt, da_val(w), da_ints(pt.rank, perm));
-    return dc_reshape(c, w, 2 + n, flat);
+    if (padded)
+        w = dc_pad(c, w, n, pads, 0);
+    return dc_reshape(c, dc_permute(c, dc_reshape(c, w, 2 + 2 * n, split), perm), 2 + n, flat);
 }
 
 /* Dilation 1, one group and every kernel a multiple of its stride (K = J
@@ -237,9 +236,7 @@ static int phases_as_sums(dctx *c, const ct_op *o)
     yt.shape[1] = wt.shape[1] * blocks;
     for (int i = 0; i < n; i++)
         yt.shape[1] *= o->ax[i].s;
-    int y = DC_EMIT(c, "aten.convolution.default", yt, da_val(o->x), da_val(sums_weight(c, o)),
-                    (gr_arg){.kind = GR_ARG_NONE}, da_ints(n, one), da_ints(n, zero), da_ints(n, one), da_bool(0),
-                    da_ints(n, zero), da_int(1));
+    int y = conv(c, o, yt, sums_weight(c, o), (gr_arg){.kind = GR_ARG_NONE}, zero, one, 1);
     int64_t rows[5] = {xt.shape[0], blocks, yt.shape[1] / blocks}, block[6] = {xt.shape[0], wt.shape[1]};
     for (int i = 0; i < n; i++) {
         rows[3 + i] = xt.shape[2 + i];
@@ -250,16 +247,14 @@ static int phases_as_sums(dctx *c, const ct_op *o)
     int sum = -1;
     for (int64_t b = 0; b < blocks; b++) {
         int v = dc_reshape(c, dc_select(c, y, 1, b), 2 + 2 * n, block);
-        gr_ttype t = dc_T(c, v);
         int64_t pads[4], j = b;
         for (int i = n - 1; i >= 0; i--) {
             const int64_t ji = j % sums_taps(&o->ax[i]), at = 2 * (n - 1 - i);
             j /= sums_taps(&o->ax[i]);
             pads[at] = ji;
             pads[at + 1] = len[i] - o->ax[i].in - ji;
-            t.shape[2 + n + i] = len[i];
         }
-        v = DC_EMIT(c, "aten.constant_pad_nd.default", t, da_val(v), da_ints(2 * n, pads), da_num(0));
+        v = dc_pad(c, v, n, pads, 0);
         sum = sum < 0 ? v : dc_bin(c, "aten.add.Tensor", sum, v);
     }
     return plus_bias(c, o, sum);
@@ -323,10 +318,7 @@ static int union_weight(dctx *c, const ct_op *o, const ct_union *u)
             pads[at] = before;
             pads[at + 1] = u->lo[i] + u->hi[i] + 1 - before - p->taps;
         }
-        gr_ttype t = dc_T(c, w);
-        for (int i = 0; i < o->nsp; i++)
-            t.shape[2 + i] = u->lo[i] + u->hi[i] + 1;
-        v[k] = DC_EMIT(c, "aten.constant_pad_nd.default", t, da_val(w), da_ints(2 * o->nsp, pads), da_num(0));
+        v[k] = dc_pad(c, w, o->nsp, pads, 0);
     }
     gr_ttype wt = dc_T(c, v[0]);
     wt.shape[0] *= u->taps;
@@ -353,7 +345,7 @@ static int phases_as_union(dctx *c, const ct_op *o)
         return -1;
     int w = union_weight(c, o, &u);
     const gr_arg b = phases_bias(c, o, co, u.taps, 0);
-    int64_t pad[2], one[2] = {1, 1}, zero[2] = {0, 0}, split[6] = {xt.shape[0]};
+    int64_t pad[2], one[2] = {1, 1}, split[6] = {xt.shape[0]};
     gr_ttype yt = xt;
     yt.shape[1] = u.taps * co;
     for (int i = 0; i < o->nsp; i++) {
@@ -364,8 +356,7 @@ static int phases_as_union(dctx *c, const ct_op *o)
         split[2 + o->nsp + i] = yt.shape[2 + i];
     }
     split[1 + o->nsp] = co;
-    int y = DC_EMIT(c, "aten.convolution.default", yt, da_val(o->x), da_val(w), b, da_ints(o->nsp, one),
-                    da_ints(o->nsp, pad), da_ints(o->nsp, one), da_bool(0), da_ints(o->nsp, zero), da_int(1));
+    int y = conv(c, o, yt, w, b, pad, one, 1);
     y = dc_reshape(c, y, 2 + 2 * o->nsp, split);
     for (int i = 0; i < o->nsp; i++)
         if (pad[i] - u.lo[i] || split[2 + o->nsp + i] != o->ax[i].q)
@@ -388,7 +379,7 @@ static int phase_conv(dctx *c, const ct_op *o, const int64_t *r)
         return v;
     }
     const gr_ttype xt = dc_T(c, o->x), wt = dc_T(c, o->w);
-    int64_t shape[4] = {xt.shape[0], wt.shape[0]}, one[2] = {1, 1}, pad[2], dil[2];
+    int64_t shape[4] = {xt.shape[0], wt.shape[0]}, pad[2], dil[2];
     ct_phase f[2];
     int w = o->w;
     for (int i = 0; i < o->nsp; i++) {
@@ -406,10 +397,7 @@ static int phase_conv(dctx *c, const ct_op *o, const int64_t *r)
     yt.shape[1] = wt.shape[0];
     for (int i = 0; i < o->nsp; i++)
         yt.shape[2 + i] = o->ax[i].in + 2 * f[i].pad - f[i].dil * (f[i].taps - 1);
-    int y = DC_EMIT(c, "aten.convolution.default", yt, da_val(o->x), da_val(w),
-                    o->bias >= 0 ? da_val(o->bias) : (gr_arg){.kind = GR_ARG_NONE}, da_ints(o->nsp, one),
-                    da_ints(o->nsp, pad), da_ints(o->nsp, dil), da_bool(0), da_ints(o->nsp, (int64_t[2]){0, 0}),
-                    da_int(o->g));
+    int y = conv(c, o, yt, w, o->bias >= 0 ? da_val(o->bias) : (gr_arg){.kind = GR_ARG_NONE}, pad, dil, o->g);
     for (int i = 0; i < o->nsp; i++)
         if (f[i].off || yt.shape[2 + i] != o->ax[i].q)
             y = dc_slice(c, y, 2 + i, f[i].off, f[i].off + o->ax[i].q, 1);
@@ -501,16 +489,12 @@ static int shuffle_sums(dctx *c, const ct_op *o)
     const gr_ttype t = dc_T(c, o->one);
     const int n = o->nsp;
     int64_t perm[6] = {0, 1}, flat[4] = {t.shape[0], t.shape[1]};
-    gr_ttype pt = {.dtype = t.dtype, .rank = t.rank, .shape = {t.shape[0], t.shape[1]}};
     for (int i = 0; i < n; i++) {
         perm[2 + 2 * i] = 2 + n + i;
         perm[3 + 2 * i] = 2 + i;
         flat[2 + i] = t.shape[2 + n + i] * t.shape[2 + i];
     }
-    for (int i = 0; i < t.rank; i++)
-        pt.shape[i] = t.shape[perm[i]];
-    int y = DC_EMIT(c, "aten.permute.default", pt, da_val(o->one), da_ints(t.rank, perm));
-    y = dc_reshape(c, y, 2 + n, flat);
+    int y = dc_reshape(c, dc_permute(c, o->one, perm), 2 + n, flat);
     for (int i = 0; i < n; i++)
         if (o->ax[i].p || flat[2 + i] != o->ax[i].out)
             y = dc_slice(c, y, 2 + i, o->ax[i].p, o->ax[i].p + o->ax[i].out, 1);

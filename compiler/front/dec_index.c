@@ -25,14 +25,6 @@ static int iota(dctx *c, int64_t n, int rank, int d)
     return dc_reshape(c, a, rank, shape);
 }
 
-static int permute(dctx *c, int x, const int64_t *perm)
-{
-    gr_ttype t = dc_T(c, x), u = t;
-    for (int i = 0; i < t.rank; i++)
-        u.shape[i] = t.shape[perm[i]];
-    return DC_EMIT(c, "aten.permute.default", u, da_val(x), da_ints(t.rank, perm));
-}
-
 /* x with dim d moved last (back: 0), or last moved back to d (back: 1). */
 static int move_last(dctx *c, int x, int d, int back)
 {
@@ -48,7 +40,7 @@ static int move_last(dctx *c, int x, int d, int back)
         if (!back && i < r - 1)
             k++;
     }
-    return permute(c, x, perm);
+    return dc_permute(c, x, perm);
 }
 
 static int lnot(dctx *c, int a)

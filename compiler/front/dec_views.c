@@ -31,11 +31,6 @@ static int arange(dctx *c, int64_t n)
     return DC_EMIT(c, "aten.arange.default", t, da_int(n), da_kw("dtype", da_dtype(GR_I64)));
 }
 
-static int flip(dctx *c, int x, int nd, const int64_t *dims)
-{
-    return DC_EMIT(c, "aten.flip.default", dc_T(c, x), da_val(x), da_ints(nd, dims));
-}
-
 /* cumsum(self, dim, dtype): along the last dim the rows times U, U[k][i]
  * = (k <= i); along another L, L[i][k] = (k <= i), times x seen as (pre,
  * n, post), so no result is transposed.  Integer inputs stay for the
@@ -133,11 +128,11 @@ int dc_r_rot90(dctx *c, const gr_node *n, int *out)
         dc_fail(c, "dims must differ");
     k = ((k % 4) + 4) % 4;
     if (k == 1)
-        x = dc_transpose(c, flip(c, x, 1, &d1), d0, d1);
+        x = dc_transpose(c, dc_flip(c, x, 1, &d1), d0, d1);
     else if (k == 2)
-        x = flip(c, x, 2, both);
+        x = dc_flip(c, x, 2, both);
     else if (k == 3)
-        x = flip(c, dc_transpose(c, x, d0, d1), 1, &d1);
+        x = dc_flip(c, dc_transpose(c, x, d0, d1), 1, &d1);
     out[0] = x;
     return 1;
 }

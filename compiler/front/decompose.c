@@ -358,6 +358,27 @@ int dc_transpose(dctx *c, int a, int64_t d0, int64_t d1)
     return DC_EMIT(c, "aten.transpose.int", t, da_val(a), da_int(d0), da_int(d1));
 }
 
+int dc_permute(dctx *c, int x, const int64_t *perm)
+{
+    gr_ttype t = dc_T(c, x), u = t;
+    for (int i = 0; i < t.rank; i++)
+        u.shape[i] = t.shape[perm[i]];
+    return DC_EMIT(c, "aten.permute.default", u, da_val(x), da_ints(t.rank, perm));
+}
+
+int dc_flip(dctx *c, int x, int nd, const int64_t *dims)
+{
+    return DC_EMIT(c, "aten.flip.default", dc_T(c, x), da_val(x), da_ints(nd, dims));
+}
+
+int dc_pad(dctx *c, int x, int n, const int64_t *pads, double v)
+{
+    gr_ttype t = dc_T(c, x);
+    for (int k = 0; k < n; k++)
+        t.shape[t.rank - 1 - k] += pads[2 * k] + pads[2 * k + 1];
+    return DC_EMIT(c, "aten.constant_pad_nd.default", t, da_val(x), da_ints(2 * n, pads), da_num(v));
+}
+
 int dc_unsqueeze(dctx *c, int a, int64_t dim)
 {
     gr_ttype t = dc_T(c, a);
@@ -488,7 +509,8 @@ static int sign_keeping(const gr_node *n)
     return 0;
 }
 
-static int may_be_inf(dctx *c, int v, int depth, int add_in)
+/* *one_mask: the mask input taken as finite so far, -1 none yet */
+static int may_be_inf(dctx *c, int v, int depth, int add_in, int *one_mask)
 {
     const gr_graph *g = c->g;
     static const struct {
@@ -502,8 +524,8 @@ static int may_be_inf(dctx *c, int v, int depth, int add_in)
         return 0;
     /* A mask's rows of -inf are NaN already (maskrows.c), but a row masked
      * whole only by two masks together is not */
-    if (gv->kind == GR_VAL_INPUT && add_in && c->mask[v] && (c->one_mask < 0 || c->one_mask == v))
-        return c->one_mask = v, 0;
+    if (gv->kind == GR_VAL_INPUT && add_in && c->mask[v] && (*one_mask < 0 || *one_mask == v))
+        return *one_mask = v, 0;
     if (gv->kind == GR_VAL_INPUT)
         return add_in ? INF_NEG : 0;
     if (gv->kind == GR_VAL_PARAM)
@@ -514,7 +536,7 @@ static int may_be_inf(dctx *c, int v, int depth, int add_in)
     for (size_t i = 0; i < sizeof sums / sizeof *sums; i++)
         if (!strcmp(n->base, sums[i].base)) {
             const gr_arg *b = sums[i].bias ? gr_node_arg(n, sums[i].pos, sums[i].bias) : NULL;
-            int r = b && b->kind == GR_ARG_VALUE ? may_be_inf(c, b->value, depth + 1, 1) : 0;
+            int r = b && b->kind == GR_ARG_VALUE ? may_be_inf(c, b->value, depth + 1, 1, one_mask) : 0;
             /* a bias scaled (beta) may change its sign */
             return r && gr_node_arg(n, 3, "beta") ? INF_ANY : r;
         }
@@ -522,13 +544,20 @@ static int may_be_inf(dctx *c, int v, int depth, int add_in)
     for (int i = 0; i < n->nargs; i++) {
         const gr_arg *a = &n->args[i];
         int ri = a->kind == GR_ARG_FLOAT && isinf(a->f) ? (a->f < 0 ? INF_NEG : INF_ANY)
-                 : a->kind == GR_ARG_VALUE           ? may_be_inf(c, a->value, depth + 1, add_in || adds)
+                 : a->kind == GR_ARG_VALUE           ? may_be_inf(c, a->value, depth + 1, add_in || adds, one_mask)
                                                      : 0;
         /* sub's first operand keeps its sign, its second is negated */
         int kept = keeps || (!strcmp(n->base, "sub") && i == 0 && !gr_node_arg(n, 99, "alpha"));
         r |= ri && !kept ? INF_ANY : ri;
     }
     return r & INF_ANY ? INF_ANY : r;
+}
+
+/* The infinities a softmax over v must guard (may_be_inf's, from the top). */
+static int inf_rows_of(dctx *c, int v, int add_in)
+{
+    int one_mask = -1;
+    return may_be_inf(c, v, 0, add_in, &one_mask);
 }
 
 static int softmax(dctx *c, int x, int64_t dim, int logsoft, int inf_rows)
@@ -546,7 +575,7 @@ static int softmax(dctx *c, int x, int64_t dim, int logsoft, int inf_rows)
     int s = dc_red(c, "aten.sum.dim_IntList", e, 1, &d, 1);
     /* a row whose max is infinite (every element -inf: a row masked whole;
      * or a +inf) is NaN in PyTorch (inf - inf); the device's stand-in
-     * +-2^30 would give a uniform or one-hot row.  inf_rows: may_be_inf's */
+     * +-2^30 would give a uniform or one-hot row.  inf_rows: inf_rows_of's */
     if (inf_rows == INF_ANY)
         s = dc_where_s(c, dc_cmps(c, "aten.ge.Scalar", dc_un(c, "aten.abs.default", m), DL16_INF), s, NAN, 1);
     if (logsoft)
@@ -756,8 +785,7 @@ static int r_softmax(dctx *c, const gr_node *n, int *out)
         if (dt >= 0)
             x = dc_cast(c, x, (gr_dtype)dt);
     }
-    c->one_mask = -1;
-    int inf_rows = may_be_inf(c, gr_node_arg(n, 0, "self")->value, 0, 0);
+    int inf_rows = inf_rows_of(c, gr_node_arg(n, 0, "self")->value, 0);
     out[0] = softmax(c, x, dim, strstr(n->base, "log_") != NULL, inf_rows);
     return 1;
 }
@@ -1229,7 +1257,7 @@ static int r_sdpa(dctx *c, const gr_node *n, int *out)
         int tril = DC_EMIT(c, "aten.tril.default", tt, da_val(ones), da_int(0));
         s = dc_where_s(c, tril, s, -INFINITY, 0);
     }
-    /* the infinities softmax must guard (may_be_inf, as r_softmax asks it):
+    /* the infinities softmax must guard (inf_rows_of, as r_softmax asks it):
      * a boolean mask's -inf; a float mask's as its source may hold */
     int inf_rows = 0;
     if (mask >= 0 && dc_T(c, mask).dtype == GR_BOOL) {
@@ -1237,8 +1265,7 @@ static int r_sdpa(dctx *c, const gr_node *n, int *out)
         inf_rows = INF_NEG;
     } else if (mask >= 0) {
         s = dc_bin(c, "aten.add.Tensor", s, mask);
-        c->one_mask = -1;
-        inf_rows = may_be_inf(c, gr_node_arg(n, 3, "attn_mask")->value, 0, 1);
+        inf_rows = inf_rows_of(c, gr_node_arg(n, 3, "attn_mask")->value, 1);
     }
     out[0] = dc_matmul(c, "aten.matmul.default", softmax(c, s, -1, 0, inf_rows), v);
     return 1;
@@ -2141,10 +2168,7 @@ static int pool_pad(dctx *c, int x, const pool2d *g, double v)
     }
     if (!pad[0] && !pad[1] && !pad[2] && !pad[3])
         return x;
-    gr_ttype t = dc_T(c, x);
-    t.shape[t.rank - 2] += pad[2] + pad[3];
-    t.shape[t.rank - 1] += pad[0] + pad[1];
-    return DC_EMIT(c, "aten.constant_pad_nd.default", t, da_val(x), da_ints(4, pad), da_num(v));
+    return dc_pad(c, x, 2, pad, v);
 }
 
 /* Window element (i, j) of every output position: a strided slice of the padded x. */

@@ -22,7 +22,6 @@ typedef struct {
     int cur;           /* the source node being decomposed */
     int fresh;         /* d values from here on were made by the current rule */
     char *mask;        /* source value -> 1: an input that is a softmax mask (ir_mask_axis) */
-    int one_mask;      /* may_be_inf: the mask input it took as finite, -1 none yet */
     jmp_buf fail;
 } dctx;
 
@@ -58,6 +57,11 @@ int dc_red(dctx *c, const char *op, int a, int nd, const int64_t *dims, int keep
 int dc_reshape(dctx *c, int a, int rank, const int64_t *shape);
 int dc_transpose(dctx *c, int a, int64_t d0, int64_t d1);
 int dc_unsqueeze(dctx *c, int a, int64_t dim);
+int dc_permute(dctx *c, int x, const int64_t *perm);
+int dc_flip(dctx *c, int x, int nd, const int64_t *dims);
+/* x padded with v as constant_pad_nd pads: pads[2k], pads[2k + 1] before
+ * and after dim rank-1-k, for n dims; emitted even when all are 0 */
+int dc_pad(dctx *c, int x, int n, const int64_t *pads, double v);
 int dc_expand(dctx *c, int a, int rank, const int64_t *shape);
 int dc_slice(dctx *c, int a, int dim, int64_t start, int64_t end, int64_t step);
 int dc_select(dctx *c, int a, int dim, int64_t i);
