@@ -5,7 +5,6 @@
 #include "ir.h"
 
 #include <assert.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -131,14 +130,10 @@ static ir_prog *prog_copy(const ir_prog *p)
  * the products apart are tried too), the first attempt's program after
  * those passes is copied (copy), and the second starts from the copy
  * instead of decomposing and lowering the graph again. */
-typedef struct front_share front_share;
-struct front_share {
+typedef struct {
     int keep;     /* copy the program after the passes before fuse_siblings */
     ir_prog *copy;
-    struct apart_plan *par; /* when set, the copy is planned at once on a thread (apart_start) */
-};
-
-static void apart_start(front_share *sh);
+} front_share;
 
 /* The front half: all of it, or from fuse_siblings on for a copy (p->stage
  * past dce), keeping a copy first when sh asks for one. */
@@ -150,8 +145,6 @@ static int run_front(ir_prog *p, front_share *sh)
             return -1;
         sh->keep = 0;
         sh->copy = ir_siblings_fuse_some(p) ? prog_copy(p) : NULL;
-        if (sh->copy && sh->par)
-            apart_start(sh);
         from = "fuse_siblings";
     }
     return ir_run_passes(p, 0, from, NULL);
@@ -457,39 +450,6 @@ static shelf shelve(cc_result **r)
     return s;
 }
 
-/* The products apart planned on a thread of their own (plan_apart),
- * from the copy of the front half (sh.copy) on, while the fused ones'
- * planning goes on. */
-struct apart_plan {
-    const gr_graph *g;
-    attempt *a;
-    front_share sh;
-    pthread_t thread;
-    int started;
-};
-
-static void *plan_apart(void *arg)
-{
-    struct apart_plan *t = arg;
-    t->a->r = compile_graph(t->g, t->a, ir_xalloc((size_t)t->g->nnodes + 1), 1, &t->sh);
-    return NULL;
-}
-
-/* The copy sh has just made, handed to a thread that plans the products
- * apart from it; left in sh (planned later, in turn) when no thread can
- * be had. */
-static void apart_start(front_share *sh)
-{
-    struct apart_plan *t = sh->par;
-    t->sh.copy = sh->copy;
-    sh->copy = NULL;
-    t->started = !pthread_create(&t->thread, NULL, plan_apart, t);
-    if (!t->started) {
-        sh->copy = t->sh.copy;
-        t->sh.copy = NULL;
-    }
-}
-
 /* Products that share A are fused (fuse_siblings) only where that saves
  * time: when the pass fused some in any attempt (the host fallback's
  * attempts included) or the compile failed, the graph is compiled again
@@ -499,11 +459,8 @@ static void apart_start(front_share *sh)
  * program's from below (be_estimate_floor), and were equal to them on
  * the bench graphs; the other plan is set aside (shelve) while one's
  * codegen runs.  A dump shows the passes of both: compiled whole.
- * When a processor is free (be_plan_threads), the products apart are
- * planned on a second thread from the front half's copy on, while the
- * fused ones' planning goes on; each then has its span cache of its own
- * (a shared one would need a lock on every look-up), else they share one
- * (be_rows.c): found by what the walks read, it holds for every attempt. */
+ * The attempts share the row kernels' span cache (be_rows.c): found by
+ * what the walks read, it holds for every attempt. */
 cc_result *cc_compile(const gr_graph *g, const cc_compile_opts *opts, char *err, size_t errlen)
 {
     if (errlen)
@@ -515,28 +472,17 @@ cc_result *cc_compile(const gr_graph *g, const cc_compile_opts *opts, char *err,
     char aerr[512];
     cc_compile_opts apart = opts ? *opts : (cc_compile_opts){0};
     apart.siblings = CC_SIBLINGS_NEVER;
-    struct be_spancache *spans[2] = {NULL, NULL}; /* the attempts' row kernels walk the same loads */
+    struct be_spancache *spans = NULL; /* the attempts' row kernels walk the same loads */
     /* [0] fuse_siblings as asked, [1] the products apart */
-    attempt a[2] = {{.opts = opts, .err = err, .errlen = errlen, .spans = &spans[0]},
-                    {.opts = &apart, .err = aerr, .errlen = sizeof aerr, .spans = &spans[0]}};
-    struct apart_plan par = {.g = g, .a = &a[1]};
+    attempt a[2] = {{.opts = opts, .err = err, .errlen = errlen, .spans = &spans},
+                    {.opts = &apart, .err = aerr, .errlen = sizeof aerr, .spans = &spans}};
     front_share front = {.keep = plan}; /* (a dump shows each attempt's every pass) */
-    if (plan && be_plan_threads(opts)) {
-        front.par = &par;
-        a[1].spans = &spans[1];
-    }
     a[0].r = compile_graph(g, &a[0], ir_xalloc((size_t)g->nnodes + 1), plan, &front);
-    if (par.started)
-        pthread_join(par.thread, NULL);
     int tried = 0;
     for (;;) {
         if (choose && !tried && (!a[0].r || a[0].fused)) {
-            if (!par.started)
-                a[1].r = compile_graph(g, &a[1], ir_xalloc((size_t)g->nnodes + 1), plan, &front);
+            a[1].r = compile_graph(g, &a[1], ir_xalloc((size_t)g->nnodes + 1), plan, &front);
             tried = 1;
-        } else if (!tried && par.started) { /* planned at once, not wanted */
-            cc_result_free(a[1].r);
-            a[1].r = NULL;
         }
         cc_result **next = next_codegen(&a[0].r, &a[1].r, tried, err, errlen);
         if (!next)
@@ -560,9 +506,8 @@ cc_result *cc_compile(const gr_graph *g, const cc_compile_opts *opts, char *err,
     cc_result_free(front.copy); /* not taken: the products apart were not tried */
     if (r) /* compiled: no plan of its own needs the cache now, and a later one makes its own */
         r->spans = NULL;
-    be_spancache_free(spans[0]);
-    be_spancache_free(spans[1]);
-    if (r && r->program) /* the caches' slots, freed into the programs' arenas (be_rows.c rk_cache) */
+    be_spancache_free(spans);
+    if (r && r->program) /* the cache's slots, freed into the program's arena (be_rows.c rk_cache) */
         isa_arena_trim(r->program->arena);
     if (a[k].dump)
         fwrite(a[k].dump, 1, a[k].dlen, opts->dump ? opts->dump : stderr);

@@ -36,20 +36,15 @@ static long host_cpus(void)
     return n;
 }
 
-/* be_threads of the options' threads n. */
-static int threads_of(long n)
+int be_threads(const ir_prog *p)
 {
+    long n = p->opts.threads;
     const char *env = getenv("SPYRE_THREADS"); /* the simulator's override, for both */
     if (n < 1 && env && *env)
         n = strtol(env, NULL, 10);
     if (n < 1)
         return host_cpus() >= 2 ? 0 : 1;
     return n >= 2 ? 2 : 1;
-}
-
-int be_threads(const ir_prog *p)
-{
-    return threads_of(p->opts.threads);
 }
 
 /* be_cpu_free reads /proc/loadavg at most every FREE_NS (with
@@ -75,18 +70,6 @@ int be_cpu_free(void)
     last = got != 1 || running < host_cpus();
     read_at = now;
     return last;
-}
-
-int be_plan_threads(const cc_compile_opts *o)
-{
-    const int n = threads_of(o->threads);
-    if (n == 1 || (!n && !be_cpu_free()))
-        return 0;
-    /* the tables made on first use that planning reads, made before a
-     * second thread may ask for them */
-    isa_info_first(0);
-    be_check_plans();
-    return 1;
 }
 
 static void *worker_main(void *arg)

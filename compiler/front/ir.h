@@ -435,10 +435,6 @@ int be_lxplan_pass(ir_prog *p); /* be_lxplan.c */
 int be_codegen_pass(ir_prog *p);
 int be_reroll_pass(ir_prog *p); /* be_reroll.c */
 void be_free(ir_prog *p);
-/* Whether cc_compile plans its two attempts on two threads (be_par.c):
- * as codegen's threads (be_threads) say, two while a processor is free;
- * 1 once the tables both would make on first use are made. */
-int be_plan_threads(const cc_compile_opts *o);
 /* A span cache cc_compile's attempts shared (ir_prog.spans). */
 void be_spancache_free(struct be_spancache *sc);
 void be_print(const ir_prog *p, const char *pass, FILE *f);
