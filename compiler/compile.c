@@ -229,19 +229,37 @@ static int mark_host(const ir_prog *p, const gr_graph *g, char *host)
     return 0;
 }
 
+/* One of cc_compile's attempts: the fused products (as the options
+ * ask) or the products apart; its result, error text, dump (dump_after:
+ * its last try's), whether fuse_siblings fused products in any try, and
+ * the span cache its plans use (ir_prog.spans). */
+typedef struct {
+    const cc_compile_opts *opts;
+    cc_result *r;
+    char *err;
+    size_t errlen;
+    char *dump;
+    size_t dlen;
+    int fused;
+    struct be_spancache **spans;
+} attempt;
+
 /* The host fallback (docs/compiler.md, "Host ops"): when an attempt
  * fails on a source op (p->fail_src) that is not yet a host op, that op
  * becomes one and the graph is compiled again from the start (an
  * epilogue a matmul kernel could not load is first kept apart: mark_apart).
  * Each attempt marks one more op, so there are at most twice as many as
  * ops.  host: the source ops' marks the attempts start with (taken).  The last
- * attempt's dump (dump_after) is handed back in *dump; *fused is set when
- * fuse_siblings fused products in any attempt.  With plan_only the
+ * try's dump (dump_after) is handed back in a->dump; a->fused is set when
+ * fuse_siblings fused products in any try.  With plan_only the
  * result is planned, not compiled (compile_finish). */
-static cc_result *compile_graph(const gr_graph *g, const cc_compile_opts *opts, char *host, int plan_only, char *err,
-                                size_t errlen, char **dump, size_t *dlen, int *fused, struct be_spancache **spans,
-                                front_share *sh)
+static cc_result *compile_graph(const gr_graph *g, attempt *a, char *host, int plan_only, front_share *sh)
 {
+    const cc_compile_opts *opts = a->opts;
+    char *err = a->err, **dump = &a->dump;
+    const size_t errlen = a->errlen;
+    size_t *dlen = &a->dlen;
+    int *fused = &a->fused;
     for (;;) {
         ir_prog *p = sh && sh->copy ? sh->copy : prog_new(g, opts, err, errlen);
         if (sh && sh->copy) { /* the first try: no host ops, as in the copy */
@@ -250,7 +268,7 @@ static cc_result *compile_graph(const gr_graph *g, const cc_compile_opts *opts, 
             p->err = err;
             p->errlen = errlen;
         }
-        p->spans = spans;
+        p->spans = a->spans;
         memcpy(p->host, host, (size_t)g->nnodes);
         /* A dump shows the last attempt only: each goes to memory first. */
         FILE *mem = p->opts.dump_after ? open_memstream(dump, dlen) : NULL;
@@ -287,10 +305,12 @@ static cc_result *compile_graph(const gr_graph *g, const cc_compile_opts *opts, 
     }
 }
 
-/* Codegen for p, planned by compile_graph: the compiled result, or,
- * when codegen fails, the host fallback's from p's host ops on. */
-static cc_result *compile_finish(cc_result *p, const gr_graph *g, const cc_compile_opts *opts, int *fused)
+/* Codegen for a's result, planned by compile_graph: the compiled result,
+ * or, when codegen fails, the host fallback's from its host ops on. */
+static cc_result *compile_finish(const gr_graph *g, attempt *a)
 {
+    cc_result *p = a->r;
+    const cc_compile_opts *opts = a->opts;
     char *err = p->err;
     const size_t errlen = p->errlen;
     p->program = ir_back_finish(p, opts->target, err, errlen);
@@ -302,7 +322,6 @@ static cc_result *compile_finish(cc_result *p, const gr_graph *g, const cc_compi
     char *host = ir_xalloc((size_t)g->nnodes + 1);
     memcpy(host, p->host, (size_t)g->nnodes);
     const int marked = mark_apart(p, host) || (!opts->no_fallback && mark_host(p, g, host));
-    struct be_spancache **spans = p->spans;
     cc_result_free(p);
     if (!marked) {
         free(host);
@@ -310,7 +329,7 @@ static cc_result *compile_finish(cc_result *p, const gr_graph *g, const cc_compi
     }
     if (errlen)
         err[0] = 0;
-    return compile_graph(g, opts, host, 0, err, errlen, NULL, NULL, fused, spans, NULL);
+    return compile_graph(g, a, host, 0, NULL);
 }
 
 static int host_ops(const cc_result *r)
@@ -450,58 +469,50 @@ cc_result *cc_compile(const gr_graph *g, const cc_compile_opts *opts, char *err,
         return NULL;
     const int choose = opts && opts->target && opts->siblings == CC_SIBLINGS_ESTIMATE;
     const int plan = choose && !opts->dump_after;
-    char *dump = NULL, *adump = NULL, aerr[512];
-    size_t dlen = 0, alen = 0;
-    int fused = 0, afused = 0, tried = 0;
+    char aerr[512];
     cc_compile_opts apart = opts ? *opts : (cc_compile_opts){0};
     apart.siblings = CC_SIBLINGS_NEVER;
     struct be_spancache *spans = NULL; /* the attempts' row kernels walk the same loads */
+    /* [0] fuse_siblings as asked, [1] the products apart */
+    attempt a[2] = {{.opts = opts, .err = err, .errlen = errlen, .spans = &spans},
+                    {.opts = &apart, .err = aerr, .errlen = sizeof aerr, .spans = &spans}};
     front_share front = {.keep = plan}; /* (a dump shows each attempt's every pass) */
-    cc_result *r = compile_graph(g, opts, ir_xalloc((size_t)g->nnodes + 1), plan, err, errlen, &dump, &dlen, &fused,
-                                 &spans, &front);
-    cc_result *alt = NULL, **next;
+    a[0].r = compile_graph(g, &a[0], ir_xalloc((size_t)g->nnodes + 1), plan, &front);
+    int tried = 0;
     for (;;) {
-        if (choose && !tried && (!r || fused)) {
-            alt = compile_graph(g, &apart, ir_xalloc((size_t)g->nnodes + 1), plan, aerr, sizeof aerr, &adump, &alen,
-                                &afused, &spans, &front);
+        if (choose && !tried && (!a[0].r || a[0].fused)) {
+            a[1].r = compile_graph(g, &a[1], ir_xalloc((size_t)g->nnodes + 1), plan, &front);
             tried = 1;
         }
-        if (!(next = next_codegen(&r, &alt, tried, err, errlen)))
+        cc_result **next = next_codegen(&a[0].r, &a[1].r, tried, err, errlen);
+        if (!next)
             break;
-        const shelf sh = shelve(next == &r ? &alt : &r);
-        *next = compile_finish(*next, g, next == &r ? opts : &apart, next == &r ? &fused : &afused);
-        if (sh.r && (opts->replan || may_keep(sh.r == &alt, sh.st, standing_of(*next))))
-            *sh.r = sh.r == &alt
-                        ? compile_graph(g, &apart, sh.host, 1, aerr, sizeof aerr, NULL, NULL, &afused, &spans, NULL)
-                        : compile_graph(g, opts, sh.host, 1, err, errlen, NULL, NULL, &fused, &spans, NULL);
+        const int i = next == &a[1].r, o = !i; /* codegen for i while o is set aside */
+        const shelf sh = shelve(&a[o].r);
+        a[i].r = compile_finish(g, &a[i]);
+        if (sh.r && (opts->replan || may_keep(o, sh.st, standing_of(a[i].r))))
+            a[o].r = compile_graph(g, &a[o], sh.host, 1, NULL);
         else if (sh.r) {
             free(sh.host);
-            if (sh.r == &r && errlen)
-                err[0] = 0; /* r dropped, as next_codegen drops it */
+            if (!o && errlen)
+                err[0] = 0; /* the fused ones dropped, as next_codegen drops them */
         }
     }
-    if (sure_better(standing_of(alt), standing_of(r))) {
-        cc_result *t = r;
-        r = alt;
-        alt = t;
-        char *d = dump;
-        dump = adump;
-        adump = d;
-        dlen = alen;
-        if (errlen)
-            err[0] = 0;
-    }
-    cc_result_free(alt);
+    const int k = sure_better(standing_of(a[1].r), standing_of(a[0].r)); /* the one kept */
+    if (k && errlen)
+        err[0] = 0;
+    cc_result *r = a[k].r;
+    cc_result_free(a[!k].r);
     cc_result_free(front.copy); /* not taken: the products apart were not tried */
     if (r) /* compiled: no plan of its own needs the cache now, and a later one makes its own */
         r->spans = NULL;
     be_spancache_free(spans);
     if (r && r->program) /* the cache's slots, freed into the program's arena (be_rows.c rk_cache) */
         isa_arena_trim(r->program->arena);
-    if (dump)
-        fwrite(dump, 1, dlen, opts->dump ? opts->dump : stderr);
-    free(dump);
-    free(adump);
+    if (a[k].dump)
+        fwrite(a[k].dump, 1, a[k].dlen, opts->dump ? opts->dump : stderr);
+    free(a[0].dump);
+    free(a[1].dump);
     return r;
 }
 
