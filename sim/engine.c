@@ -844,10 +844,10 @@ static int write_drain(engine *g, int rc)
 {
     sim *s = g->s;
     const double units_end = s->st->cycles, drain = sim_dram_drain_time(s->dram) * s->cfg.clock_ghz;
+    sim_trace_drain(s, units_end);
     if (drain <= units_end)
         return rc;
     s->st->cycles = drain;
-    sim_trace_drain(s, units_end, drain);
     if (rc || drain <= g->max_cycles)
         return rc;
     return sim_faultf(s, -1, ISA_U_SEQ, -1,

@@ -152,7 +152,7 @@ struct sim {
     size_t nbw, bw_cap;
     sim_host_rec *hostrec;
     size_t nhost, host_cap;
-    double drain_start, drain_end; /* posted writes draining to DRAM after the units' end (none: equal) */
+    double drain_start; /* the units' end: posted writes drain to DRAM from there to run_cycles (none: equal) */
     sim_host_fn host_fn; /* sim_set_host */
     void *host_ctx;
     sim_decode **decode; /* sim_set_decode */
@@ -173,7 +173,8 @@ int sim_faultf(sim *s, int core, int unit, long index, const char *fmt, ...)
 
 /* trace.c: a host op's span in the trace. */
 void sim_trace_host(sim *s, long index, int64_t node, double start, double end);
-void sim_trace_drain(sim *s, double start, double end);
+/* The run's units end at start (the drain to DRAM, if any, after it ends the run). */
+void sim_trace_drain(sim *s, double start);
 
 /* engine.c: run a program to completion (event-driven). */
 int sim_engine_run(sim *s, const isa_program *p);

@@ -16,7 +16,7 @@ void sim_trace_reset(sim *s)
     s->ntrace = 0;
     s->nbw = 0;
     s->nhost = 0;
-    s->drain_start = s->drain_end = 0;
+    s->drain_start = 0;
 }
 
 static void *grow(void *p, size_t *cap, size_t need, size_t elem)
@@ -100,11 +100,7 @@ typedef struct {
     const char *kernel;
 } kslice;
 
-void sim_trace_drain(sim *s, double start, double end)
-{
-    s->drain_start = start;
-    s->drain_end = end;
-}
+void sim_trace_drain(sim *s, double start) { s->drain_start = start; }
 
 /* Start and duration in microseconds with 6 decimals, rounded so that
  * start + duration of one slice never passes the start of the next. */
@@ -210,13 +206,13 @@ static void emit_host(sim *s, const isa_program *p, tw *w)
  * card: of the card) of its own. */
 static void emit_drain(sim *s, tw *w)
 {
-    if (s->drain_end <= s->drain_start)
+    if (s->run_cycles <= s->drain_start)
         return;
     int pid = w->card < 0 ? s->cfg.cores : w->card, tid = w->card < 0 ? 0 : s->cfg.cores * ISA_NUNITS + 1;
     fprintf(w->f, "%s{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"DRAM write "
             "drain\"}}", sep(w), pid, tid);
     fprintf(w->f, "%s{\"ph\":\"X\",\"name\":\"write drain\",\"cat\":\"dram\",\"pid\":%d,\"tid\":%d,", sep(w), pid, tid);
-    print_span(w->f, s->drain_start, s->drain_end, w->us);
+    print_span(w->f, s->drain_start, s->run_cycles, w->us);
     fputc('}', w->f);
 }
 

@@ -738,13 +738,20 @@ static int64_t insn_sticks(const isa_insn *in)
     return sticks;
 }
 
-/* A DMA unit's time for an instruction of class cls (a DMA or the ring)
- * that moves `sticks`, as the simulator charges it (its issue, then its
- * sticks at LX's rate or the ring's). */
+/* A DMA unit's time for an instruction that moves `sticks`, as the
+ * simulator charges it: its issue, then its sticks at `rate` (LX's or the
+ * ring's), the chip's figures as doubles (inline: codegen's walk converts
+ * them once per kernel, walk_figs). */
+static inline double dma_time_of(double issue, double stick, double rate, int64_t sticks)
+{
+    return issue + (double)sticks * stick / rate;
+}
+
+/* dma_time_of an instruction of class cls (a DMA or the ring). */
 static double dma_time(const chip_config *cfg, int64_t sticks, isa_class cls)
 {
     const double rate = cls == ISA_C_RING ? cfg->ring_bytes_per_cycle : cfg->lx_bytes_per_cycle;
-    return cfg->dma_issue_cycles + (double)sticks * cfg->stick_bytes / rate;
+    return dma_time_of(cfg->dma_issue_cycles, cfg->stick_bytes, rate, sticks);
 }
 
 /* Codegen's walk of each core's code: the DRAM sticks it touches (bd),
@@ -893,15 +900,12 @@ static inline __attribute__((always_inline)) void walk_ring(walk_figs *f, const 
     if (n != f->ring_n || in->run != f->ring_run) {
         f->ring_n = n;
         f->ring_run = in->run;
-        f->ring_time = f->issue + (double)insn_sticks(in) * f->stick / f->ring_rate;
+        f->ring_time = dma_time_of(f->issue, f->stick, f->ring_rate, insn_sticks(in));
     }
     f->ring_busy += f->ring_time;
     f->top = cc_max(f->top, f->ring_busy);
     f->ring = 1;
-    const int tok = in->tok, to = in->core; /* (read before the byte store, which may alias in) */
-    f->unmarked[to] = tok >= f->ntok;
-    if (tok < f->ntok)
-        f->tokbal[to * f->ntok + tok]++;
+    bd_ring_mark(f->unmarked, f->tokbal, f->ntok, in->core, in->tok);
 }
 
 /* bd_insn and measure_dma of another DMA op in (dma.ld, dma.st,
@@ -913,7 +917,7 @@ static inline __attribute__((always_inline)) void walk_dma(walk_figs *f, bd_stat
     bd_insn(bd, in, core);
     const isa_unit u = isa_class_unit(isa_op_class(in->op), in);
     const int64_t sticks = insn_sticks(in);
-    busy[u] += f->issue + (double)sticks * f->stick / f->lx_rate;
+    busy[u] += dma_time_of(f->issue, f->stick, f->lx_rate, sticks);
     f->top = cc_max(f->top, busy[u]);
     if (in->op == ISA_OP_DMA_LD || in->op == ISA_OP_DMA_ST)
         *(in->op == ISA_OP_DMA_LD ? &ki->dram_rd : &ki->dram_wr) += sticks * f->dram_stick;

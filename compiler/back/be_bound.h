@@ -125,6 +125,17 @@ void bd_collect(bd_state *b, const isa_stream *s, size_t first, int core);
  * dma.scatter (bd_table): bd_insn's. */
 void bd_dma(bd_state *b, const isa_insn *in, int core);
 void bd_table(bd_state *b, const isa_insn *in, int core);
+/* A ring op's marks: its destination `to` in the sending core's row of
+ * unmarked (row), and its token tok's arrival there (tokbal, ntok per
+ * core).  Operands by value: read before the byte store, which may alias
+ * the instruction. */
+static inline void bd_ring_mark(char *row, int32_t *tokbal, int ntok, int to, int tok)
+{
+    row[to] = tok >= ntok;
+    if (tok < ntok)
+        tokbal[to * ntok + tok]++;
+}
+
 /* Add one, in its turn: 0, or -1 (nothing added) for a sequencer control
  * (li, addi, loop, endl), which only bd_collect runs.  The DRAM sticks it
  * touches, its ring use, its tokens.  Inline: codegen's walk asks it of
@@ -148,9 +159,7 @@ static inline int bd_insn(bd_state *b, const isa_insn *in, int core)
     case ISA_OP_RING_SEND:
     case ISA_OP_RING_RED:
         b->kring = 1;
-        b->unmarked[core * b->urow + in->core] = in->tok >= b->ntok;
-        if (in->tok < b->ntok)
-            b->tokbal[in->core * b->ntok + in->tok]++;
+        bd_ring_mark(b->unmarked + core * b->urow, b->tokbal, b->ntok, in->core, in->tok);
         break;
     case ISA_OP_SIG:
     case ISA_OP_WAIT:

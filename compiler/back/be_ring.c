@@ -1017,6 +1017,23 @@ static void rg_ep_in(rg_core *g, int64_t b)
  * cycles a block on each loader with the DRAM idle behind them. */
 static int rg_ep_early(const rg_core *g, int64_t jc) { return g->mc.tl.slots && g->i == g->mid && jc == g->mc.nch - 1; }
 
+/* The pieces [*lo, *hi) of the step-th chunk whose arrival corelet u is
+ * told (sig have[u]): in the first step its own pieces, then its last
+ * piece, when it has any. */
+static inline void rg_told(const rg_core *g, int u, int64_t step, int64_t *lo, int64_t *hi)
+{
+    *lo = step == 0 ? g->cp.cst[u] : g->cp.last[u];
+    *hi = step == 0 ? g->cp.cst[u] + g->cp.cns[u] : g->cp.cns[u] > 0 ? *lo + 1 : *lo;
+}
+
+/* Is corelet u told of piece pc's arrival (rg_told)? */
+static inline int rg_told_at(const rg_core *g, int u, int64_t step, int64_t pc)
+{
+    int64_t lo, hi;
+    rg_told(g, u, step, &lo, &hi);
+    return pc >= lo && pc < hi;
+}
+
 /* rg_pieces_fast's state: where the step's instructions go, each
  * neighbour's last send, the corelets' pieces whose arrival they are told */
 typedef struct {
@@ -1067,10 +1084,8 @@ static int rg_pieces_fast(rg_core *g, int64_t step, int credw, int64_t bat, int6
     rg_fast f = {isa_stream_room_n(e->s, (size_t)(ns * (1 + g->mc.nc + 2 * g->nh))), {NULL, NULL}, {0, 0}, {0, 0}};
     for (int q = 0; q < g->nh; q++)
         f.like[g->hs[q]] = &e->s->insns[g->like[g->hs[q]]];
-    for (int u = 0; u < g->mc.nc; u++) {
-        f.lo[u] = step == 0 ? g->cp.cst[u] : g->cp.last[u];
-        f.hi[u] = step == 0 ? g->cp.cst[u] + g->cp.cns[u] : g->cp.cns[u] > 0 ? f.lo[u] + 1 : f.lo[u];
-    }
+    for (int u = 0; u < g->mc.nc; u++)
+        rg_told(g, u, step, &f.lo[u], &f.hi[u]);
     rg_piece_fast(g, &f, 0, first, credw); /* only the first piece waits for credits */
     for (int64_t pc = 1; pc < ns; pc++)
         rg_piece_fast(g, &f, pc, cc_abs(bat + pc * bs), 0);
@@ -1133,8 +1148,7 @@ static void rg_chunk_in(rg_core *g, int64_t b, int64_t jc, int64_t step, int64_t
         if (g->i != g->mid)
             cc_emit_wait(e, ISA_U_RING, g->arr);
         for (int u = 0; u < g->mc.nc; u++)
-            if (step == 0 ? pc >= g->cp.cst[u] && pc < g->cp.cst[u] + g->cp.cns[u]
-                          : g->cp.last[u] == pc && g->cp.cns[u] > 0)
+            if (rg_told_at(g, u, step, pc))
                 cc_emit_sig(e, ISA_U_RING, g->have[u]);
         const int64_t at = bat + pc * bs;
         for (int q = 0; q < g->nh; q++) {

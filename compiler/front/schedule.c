@@ -328,52 +328,6 @@ static void cand_push(cand **h, int *n, int *cap, cand c)
     (*h)[i] = c;
 }
 
-/* Pair (ka, kb) sharing a buffer of bytes into cs[0..*m), added to the
- * pair's entry when it has one (found by slot, a hash of the pairs
- * holding index + 1, of size a power of two). */
-static void cand_add(const ir_prog *p, cand *cs, int *m, int *slot, int size, int ka, int kb, int64_t bytes)
-{
-    unsigned h = ((unsigned)ka * 2654435761u ^ (unsigned)kb * 40503u) & (unsigned)(size - 1);
-    while (slot[h] && (cs[slot[h] - 1].a != ka || cs[slot[h] - 1].b != kb))
-        h = (h + 1) & (unsigned)(size - 1);
-    if (slot[h]) {
-        cs[slot[h] - 1].score += bytes;
-        return;
-    }
-    slot[h] = *m + 1;
-    cs[*m] = (cand){ka, kb, bytes, abs(p->kernels[ka].nodes[0] - p->kernels[kb].nodes[0]), 0};
-    (*m)++;
-}
-
-/* The pairs of kernels touching a common buffer, as a heap with the best
- * first: fuse takes pairs off the top until one fuses, usually after a
- * few of them, so sorting them all would be wasted; and the heap's order
- * does not depend on the pairs' order, so they are merged by a hash, not
- * sorted by pair (fuse builds them once and keeps them up to date:
- * fuse_state). */
-static cand *candidates(const ir_prog *p, const kgraph *G, int *ncand)
-{
-    int most = 0, size = 2, m = 0;
-    for (int b = 0; b < p->nbufs; b++)
-        most += G->ntouch[b] * (G->ntouch[b] - 1) / 2; /* touch lists hold a kernel once */
-    while (size < 2 * most)
-        size *= 2;
-    int *slot = ir_xalloc((size_t)size * sizeof *slot);
-    cand *cs = ir_xalloc((size_t)(most ? most : 1) * sizeof *cs);
-    for (int b = 0; b < p->nbufs; b++) {
-        const int64_t bytes = G->ntouch[b] > 1 ? ir_buf_bytes(&p->bufs[b]) : 0;
-        const int *t = G->touch[b]; /* each pair once, the lower kernel first (a list holds a kernel once) */
-        for (int i = 0; i < G->ntouch[b]; i++)
-            for (int j = i + 1; j < G->ntouch[b]; j++)
-                cand_add(p, cs, &m, slot, size, t[i] < t[j] ? t[i] : t[j], t[i] < t[j] ? t[j] : t[i], bytes);
-    }
-    free(slot);
-    for (int i = m / 2 - 1; i >= 0; i--)
-        cand_sift(cs, m, i);
-    *ncand = m;
-    return cs;
-}
-
 /* Every buffer a node of one kernel writes and a node of the other reads
  * is read at the index it is written at, both seen in the joined loops. */
 static int indices_match(const ir_prog *p, int k1, int k2, const ir_sig *s)
@@ -631,8 +585,9 @@ typedef struct {
     int nh, caph, nref, capref;
     int nf;             /* fusions done */
     int *changed;       /* per kernel: nf after its last fusion, 0 if none */
-    int *bmark, *kmark; /* per buffer, per kernel: nf when last counted */
-    int64_t *score;     /* per kernel: bytes shared with the fused kernel */
+    int stamp;          /* pair_scores' calls */
+    int *bmark, *kmark; /* per buffer, per kernel: stamp when last counted */
+    int64_t *score;     /* per kernel: bytes shared with the kernel scored */
     int *near;          /* the kernels sharing a buffer with it */
 } fuse_state;
 
@@ -641,20 +596,21 @@ static int cand_live(const fuse_state *F, const cand *c)
     return F->changed[c->a] <= c->born && F->changed[c->b] <= c->born;
 }
 
-/* Buffer b's bytes to the score of every kernel touching it beside k,
- * once per buffer. */
-static void share(const ir_prog *p, const kgraph *G, fuse_state *F, int k, int b, int *nnear)
+/* Buffer b's bytes to the score of every kernel above `above` touching
+ * it beside k, once per buffer. */
+static inline __attribute__((always_inline)) void share(const ir_prog *p, const kgraph *G, fuse_state *F, int k,
+                                                        int above, int b, int *nnear)
 {
-    if (F->bmark[b] == F->nf || G->ntouch[b] < 2)
+    if (G->ntouch[b] < 2 || F->bmark[b] == F->stamp)
         return;
-    F->bmark[b] = F->nf;
+    F->bmark[b] = F->stamp;
     const int64_t bytes = ir_buf_bytes(&p->bufs[b]);
     for (int i = 0; i < G->ntouch[b]; i++) {
         const int x = G->touch[b][i];
-        if (x == k)
+        if (x == k || x <= above)
             continue;
-        if (F->kmark[x] != F->nf) {
-            F->kmark[x] = F->nf;
+        if (F->kmark[x] != F->stamp) {
+            F->kmark[x] = F->stamp;
             F->score[x] = 0;
             F->near[(*nnear)++] = x;
         }
@@ -662,8 +618,55 @@ static void share(const ir_prog *p, const kgraph *G, fuse_state *F, int k, int b
     }
 }
 
+/* Kernel k's pairs with the kernels above `above`, scored (Inductor's
+ * score_fusion_memory: the bytes of the buffers the two touch): the
+ * kernels into F->near[0..return), their scores into F->score. */
+static inline __attribute__((always_inline)) int pair_scores(const ir_prog *p, const kgraph *G, fuse_state *F, int k,
+                                                              int above)
+{
+    const ir_kernel *K = &p->kernels[k];
+    int nnear = 0;
+    F->stamp++;
+    for (int i = 0; i < K->nnodes; i++) {
+        const ir_node *n = &p->nodes[K->nodes[i]];
+        if (n->dead)
+            continue;
+        share(p, G, F, k, above, n->out, &nnear);
+        for (int r = 0; r < n->nreads; r++)
+            share(p, G, F, k, above, n->reads[r].buf, &nnear);
+    }
+    return nnear;
+}
+
+/* The pair of k and x (pair_scores'), scored after `born` fusions. */
+static cand pair_of(const ir_prog *p, const fuse_state *F, int k, int x, int born)
+{
+    const int a = x < k ? x : k, b = x < k ? k : x;
+    return (cand){a, b, F->score[x], abs(p->kernels[a].nodes[0] - p->kernels[b].nodes[0]), born};
+}
+
+/* The pairs of kernels touching a common buffer, as a heap with the best
+ * first into F: fuse takes pairs off the top until one fuses, usually
+ * after a few of them, so sorting them all would be wasted (fuse builds
+ * them once and keeps them up to date: fuse_rescore). */
+static void candidates(const ir_prog *p, const kgraph *G, fuse_state *F)
+{
+    int most = 0;
+    for (int b = 0; b < p->nbufs; b++)
+        most += G->ntouch[b] * (G->ntouch[b] - 1) / 2; /* touch lists hold a kernel once */
+    F->caph = most ? most : 1;
+    F->h = ir_xalloc((size_t)F->caph * sizeof *F->h);
+    for (int k = 0; k < p->nkernels; k++) {
+        const int nnear = pair_scores(p, G, F, k, k); /* each pair once: from its lower kernel */
+        for (int i = 0; i < nnear; i++)
+            F->h[F->nh++] = pair_of(p, F, k, F->near[i], 0);
+    }
+    for (int i = F->nh / 2 - 1; i >= 0; i--)
+        cand_sift(F->h, F->nh, i);
+}
+
 /* After k2 fused into k1: the refused pairs back in the heap, k1's pairs
- * scored again (as candidates scores them: bytes of the buffers shared). */
+ * scored again. */
 static void fuse_rescore(const ir_prog *p, const kgraph *G, fuse_state *F, int k1, int k2)
 {
     F->changed[k1] = F->changed[k2] = ++F->nf;
@@ -671,21 +674,9 @@ static void fuse_rescore(const ir_prog *p, const kgraph *G, fuse_state *F, int k
         if (cand_live(F, &F->refused[i]))
             cand_push(&F->h, &F->nh, &F->caph, F->refused[i]);
     F->nref = 0;
-    const ir_kernel *A = &p->kernels[k1];
-    int nnear = 0;
-    for (int i = 0; i < A->nnodes; i++) {
-        const ir_node *n = &p->nodes[A->nodes[i]];
-        if (n->dead)
-            continue;
-        share(p, G, F, k1, n->out, &nnear);
-        for (int r = 0; r < n->nreads; r++)
-            share(p, G, F, k1, n->reads[r].buf, &nnear);
-    }
-    for (int i = 0; i < nnear; i++) {
-        const int x = F->near[i], a = x < k1 ? x : k1, b = x < k1 ? k1 : x;
-        const int dist = abs(p->kernels[a].nodes[0] - p->kernels[b].nodes[0]);
-        cand_push(&F->h, &F->nh, &F->caph, (cand){a, b, F->score[x], dist, F->nf});
-    }
+    const int nnear = pair_scores(p, G, F, k1, -1);
+    for (int i = 0; i < nnear; i++)
+        cand_push(&F->h, &F->nh, &F->caph, pair_of(p, F, k1, F->near[i], F->nf));
 }
 
 static void fuse_free(fuse_state *F)
@@ -705,13 +696,12 @@ static int fuse(ir_prog *p, fusion_rule rule)
     kgraph G = {0};
     kgraph_build(p, &G);
     fuse_state F = {0};
-    F.h = candidates(p, &G, &F.nh);
-    F.caph = F.nh;
     F.changed = ir_xalloc((size_t)p->nkernels * sizeof *F.changed);
     F.kmark = ir_xalloc((size_t)p->nkernels * sizeof *F.kmark);
     F.score = ir_xalloc((size_t)p->nkernels * sizeof *F.score);
     F.near = ir_xalloc((size_t)p->nkernels * sizeof *F.near);
     F.bmark = ir_xalloc((size_t)p->nbufs * sizeof *F.bmark);
+    candidates(p, &G, &F);
     while (F.nh > 0) {
         const cand c = F.h[0];
         F.h[0] = F.h[--F.nh];
