@@ -965,6 +965,15 @@ static void rk_col_tree(rk_plan *k, int64_t cores)
 /* Lower estimates than this fraction of the best so far take more cores. */
 #define ROWS_MORE_CORES 0.97
 
+/* Does any of k's loads go through a staged copy? */
+static int rk_any_staged(const rk_plan *k)
+{
+    for (int i = 0; i < k->nl; i++)
+        if (k->loads[i].staged)
+            return 1;
+    return 0;
+}
+
 /* Whether `cores` cores cannot be taken over the best estimate so far
  * (rows_cores' test: below ROWS_MORE_CORES of it, or with `ties`, at most
  * it), by rows_cost_floor: asked of a kernel with staged loads only (for
@@ -973,10 +982,7 @@ static void rk_col_tree(rk_plan *k, int64_t cores)
  * compile (its KV cache appends). */
 static int rows_cannot_take(const be_ctx *c, rk_plan *k, int64_t cores, double best_cost, int ties)
 {
-    int staged = 0;
-    for (int i = 0; i < k->nl; i++)
-        staged |= k->loads[i].staged;
-    if (!staged)
+    if (!rk_any_staged(k))
         return 0;
     const double f = rows_cost_floor(c, k, cores);
     return f >= ROWS_MORE_CORES * best_cost && !(ties && f <= best_cost);
@@ -1028,10 +1034,7 @@ static int64_t rows_past_floor(be_ctx *c, rk_plan *k, int64_t best, int64_t cap,
  * cycles left for its own commit). */
 static int rows_cores(be_ctx *c, rk_plan *k)
 {
-    int staged = 0;
-    for (int i = 0; i < k->nl; i++)
-        staged |= k->loads[i].staged;
-    staged &= (double)k->rows * k->G * c->t.stick > (double)c->cfg->lx_usable_bytes;
+    const int staged = rk_any_staged(k) && (double)k->rows * k->G * c->t.stick > (double)c->cfg->lx_usable_bytes;
     const int64_t all = cc_min(c->cfg->cores, k->rows);
     const int64_t most = cc_min(all, cc_max(1, k->rows * k->G / ROWS_MIN_PART_STICKS));
     int64_t best = 1;
@@ -1906,9 +1909,7 @@ static int64_t rk_chunk_rows(const rk_plan *k, int64_t r0, int64_t rt, int64_t p
     const int64_t lx = be_lx_budget(k->c, k->pos), forced = k->c->work[k->pos].chunk;
     const int64_t least = cc_max(16, 3 * (int64_t)k->c->cfg->dram_row_bytes / k->c->t.stick);
     int64_t R = cc_min(cc_min(rt, cc_max(cc_ceil_div(rt, 4), cc_min(rt, least))), 4096);
-    int staged = 0;
-    for (int i = 0; i < k->nl; i++)
-        staged |= k->loads[i].staged;
+    const int staged = rk_any_staged(k);
     *stage = 0;
     if (forced) { /* by work_div: that many rows, if they fit */
         R = cc_min(forced, rt);
@@ -2892,9 +2893,7 @@ static int64_t rk_need(rk_plan *k)
     const int pos = k->pos;
     int64_t need = 0;
     const be_work *w = &c->work[pos];
-    int staged = 0;
-    for (int i = 0; i < k->nl; i++)
-        staged |= k->loads[i].staged;
+    const int staged = rk_any_staged(k);
     int64_t seen[2] = {-1, -1}; /* part sizes set up so far (cc_split makes at most two) */
     for (int core = 0; core < w->cores && need >= 0; core++) {
         int64_t r0, rt;
