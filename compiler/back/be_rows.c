@@ -965,6 +965,13 @@ static void rk_col_tree(rk_plan *k, int64_t cores)
 /* Lower estimates than this fraction of the best so far take more cores. */
 #define ROWS_MORE_CORES 0.97
 
+/* Does estimate e take more cores over the best so far: below
+ * ROWS_MORE_CORES of it, or with `ties`, at most it. */
+static int rows_takes(double e, double best_cost, int ties)
+{
+    return e < ROWS_MORE_CORES * best_cost || (ties && e <= best_cost);
+}
+
 /* Does any of k's loads go through a staged copy? */
 static int rk_any_staged(const rk_plan *k)
 {
@@ -975,17 +982,13 @@ static int rk_any_staged(const rk_plan *k)
 }
 
 /* Whether `cores` cores cannot be taken over the best estimate so far
- * (rows_cores' test: below ROWS_MORE_CORES of it, or with `ties`, at most
- * it), by rows_cost_floor: asked of a kernel with staged loads only (for
- * others the floor prices all the estimate does).  The staged loads'
- * walks of core counts so ruled out were 4% of the Llama-8B decode step's
- * compile (its KV cache appends). */
+ * (rows_takes, with `ties`), by rows_cost_floor: asked of a kernel with
+ * staged loads only (for others the floor prices all the estimate does).
+ * The staged loads' walks of core counts so ruled out were 4% of the
+ * Llama-8B decode step's compile (its KV cache appends). */
 static int rows_cannot_take(const be_ctx *c, rk_plan *k, int64_t cores, double best_cost, int ties)
 {
-    if (!rk_any_staged(k))
-        return 0;
-    const double f = rows_cost_floor(c, k, cores);
-    return f >= ROWS_MORE_CORES * best_cost && !(ties && f <= best_cost);
+    return rk_any_staged(k) && !rows_takes(rows_cost_floor(c, k, cores), best_cost, ties);
 }
 
 static double rows_cost_waits(be_ctx *c, rk_plan *k, int64_t cores)
@@ -1015,7 +1018,7 @@ static int64_t rows_past_floor(be_ctx *c, rk_plan *k, int64_t best, int64_t cap,
     double best_cost = rows_cost_waits(c, k, best);
     for (int64_t n = cap + 1; n <= most; n++) {
         const double e = rows_cost_waits(c, k, n);
-        if (e < ROWS_MORE_CORES * best_cost) {
+        if (rows_takes(e, best_cost, 0)) {
             best = n;
             best_cost = e;
         }
@@ -1043,7 +1046,7 @@ static int rows_cores(be_ctx *c, rk_plan *k)
         if (rows_cannot_take(c, k, n, best_cost, staged))
             continue;
         double e = rows_cost(c, k, n);
-        if (e < ROWS_MORE_CORES * best_cost || (staged && e <= best_cost)) {
+        if (rows_takes(e, best_cost, staged)) {
             best = n;
             best_cost = e;
         }
