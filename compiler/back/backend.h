@@ -251,6 +251,25 @@ typedef struct {
     int64_t ext[IR_MAX_VARS];
 } be_rowspace;
 
+/* val (the row space's variables at a row below the last) moved to the
+ * next row, the last variable fastest, without division; returns how far
+ * index idx moves with them (it is affine in val). */
+static inline int64_t be_row_next(const be_rowspace *rs, int64_t *val, const ir_index *idx)
+{
+    int64_t moved = 0;
+    for (int v = rs->nv - 1; v >= 0; v--) {
+        const int var = rs->var[v];
+        const int64_t coef = idx->coef[var], was = val[var];
+        if (was + 1 < rs->ext[v]) {
+            val[var] = was + 1;
+            return moved + coef;
+        }
+        val[var] = 0;
+        moved -= coef * was;
+    }
+    return moved;
+}
+
 /* Error naming the kernel: "kernel K: message"; returns -1. */
 int be_error(be_ctx *c, const ir_kernel *K, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

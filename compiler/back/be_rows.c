@@ -1071,29 +1071,7 @@ static int64_t rk_stage_flat(const rk_plan *k, const ir_expr *x, int64_t nel, in
     return flat < 0 || flat >= nel ? -1 : flat;
 }
 
-/* val (rk_stage_flat's, at a row below the last) moved to the next row:
- * the row space's variables counted up, innermost first, without
- * rk_stage_flat's divisions (rk_gather's rows run one after another).
- * Returns how far index idx moves with them (it is affine in val: the
- * sum of be_index_at over every variable, made again for each row, was
- * 0.6% of the Llama-8B decode step's compile). */
-static int64_t rk_row_next(const rk_plan *k, int64_t *val, const ir_index *idx)
-{
-    int64_t moved = 0;
-    for (int v = k->rsp.nv - 1; v >= 0; v--) {
-        const int var = k->rsp.var[v];
-        const int64_t coef = var < k->nvars ? idx->coef[var] : 0, was = val[var];
-        if (was + 1 < k->rsp.ext[v]) {
-            val[var] = was + 1;
-            return moved + coef;
-        }
-        val[var] = 0;
-        moved -= coef * was;
-    }
-    return moved;
-}
-
-/* How many of the next rows (at most `most`) rk_row_next would take to
+/* How many of the next rows (at most `most`) be_row_next would take to
  * without moving index idx (the innermost row variable counted up, of
  * coefficient 0): val moved past them. */
 static int64_t rk_rows_same(const rk_plan *k, int64_t *val, const ir_index *idx, int64_t most)
@@ -2460,7 +2438,7 @@ static void rk_gather(rk_core *rc, const rk_load *L, int64_t lx, int64_t r0, int
             int64_t cnt = cc_min(lanes, k->cols - g * lanes);
             int64_t flat;
             if (i) {
-                flat = last + rk_row_next(k, val, &x->idx);
+                flat = last + be_row_next(&k->rsp, val, &x->idx);
             } else {
                 rk_stage_flat(k, x, nel, r0, g * lanes, val);
                 flat = be_index_at(&x->idx, k->nvars, val);
