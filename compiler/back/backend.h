@@ -251,6 +251,42 @@ typedef struct {
     int64_t ext[IR_MAX_VARS];
 } be_rowspace;
 
+/* Loop level (count n, stride s) added outside the k levels cn, cs
+ * merged so far (innermost first); returns how many there are now: a
+ * level of one step adds none, one whose stride is the whole of the
+ * level inside it joins that level. */
+static inline int be_level_join(int k, int64_t *cn, int64_t *cs, int64_t n, int64_t s)
+{
+    if (n == 1)
+        return k;
+    if (k && s == cn[k - 1] * cs[k - 1]) {
+        cn[k - 1] *= n;
+        return k;
+    }
+    cn[k] = n;
+    cs[k] = s;
+    return k + 1;
+}
+
+/* val (the row space's variables at a row below the last) moved to the
+ * next row, the last variable fastest, without division; returns how far
+ * index idx moves with them (it is affine in val). */
+static inline int64_t be_row_next(const be_rowspace *rs, int64_t *val, const ir_index *idx)
+{
+    int64_t moved = 0;
+    for (int v = rs->nv - 1; v >= 0; v--) {
+        const int var = rs->var[v];
+        const int64_t coef = idx->coef[var], was = val[var];
+        if (was + 1 < rs->ext[v]) {
+            val[var] = was + 1;
+            return moved + coef;
+        }
+        val[var] = 0;
+        moved -= coef * was;
+    }
+    return moved;
+}
+
 /* Error naming the kernel: "kernel K: message"; returns -1. */
 int be_error(be_ctx *c, const ir_kernel *K, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

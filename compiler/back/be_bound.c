@@ -194,11 +194,11 @@ void bd_lane_free(bd_state *lane)
 }
 
 /* The pieces of len sticks at a + i0 s[0] + i1 s[1] + ... (i_k < n[k]),
- * innermost level first, as bd_add_strided's of the levels that stay
- * after levels of one step go and a level whose stride is the whole of
- * the one inside it joins it: the same pieces in the same order (a call
- * per piece or per strided run adds the same ones; only the groups
- * differ, which bd_needs_bar's answer and the runs do not depend on).
+ * innermost level first, as bd_add_strided's of the levels merged
+ * (be_level_join, as be_dma_rows merges a view's rows): the same pieces
+ * in the same order (a call per piece or per strided run adds the same
+ * ones; only the groups differ, which bd_needs_bar's answer and the runs
+ * do not depend on).
  * A weight's K chunk read a piece per stick group made a call per row
  * of its DMA (the Llama-8B decode step: 3,100 calls). */
 static void bd_dma_levels(bd_state *b, int core, int st, int64_t a, const int64_t *n, const int64_t *s, int64_t len)
@@ -208,14 +208,7 @@ static void bd_dma_levels(bd_state *b, int core, int st, int64_t a, const int64_
     for (int l = 0; l < ISA_MAX_LOOPS; l++) {
         if (n[l] < 1)
             return; /* no piece */
-        if (n[l] == 1)
-            continue;
-        if (k && s[l] == cn[k - 1] * cs[k - 1]) {
-            cn[k - 1] *= n[l];
-            continue;
-        }
-        cn[k] = n[l];
-        cs[k++] = s[l];
+        k = be_level_join(k, cn, cs, n[l], s[l]);
     }
     if (!k) {
         bd_add(b, core, st, a, a + len);

@@ -965,21 +965,30 @@ static void rk_col_tree(rk_plan *k, int64_t cores)
 /* Lower estimates than this fraction of the best so far take more cores. */
 #define ROWS_MORE_CORES 0.97
 
+/* Does estimate e take more cores over the best so far: below
+ * ROWS_MORE_CORES of it, or with `ties`, at most it. */
+static int rows_takes(double e, double best_cost, int ties)
+{
+    return e < ROWS_MORE_CORES * best_cost || (ties && e <= best_cost);
+}
+
+/* Does any of k's loads go through a staged copy? */
+static int rk_any_staged(const rk_plan *k)
+{
+    for (int i = 0; i < k->nl; i++)
+        if (k->loads[i].staged)
+            return 1;
+    return 0;
+}
+
 /* Whether `cores` cores cannot be taken over the best estimate so far
- * (rows_cores' test: below ROWS_MORE_CORES of it, or with `ties`, at most
- * it), by rows_cost_floor: asked of a kernel with staged loads only (for
- * others the floor prices all the estimate does).  The staged loads'
- * walks of core counts so ruled out were 4% of the Llama-8B decode step's
- * compile (its KV cache appends). */
+ * (rows_takes, with `ties`), by rows_cost_floor: asked of a kernel with
+ * staged loads only (for others the floor prices all the estimate does).
+ * The staged loads' walks of core counts so ruled out were 4% of the
+ * Llama-8B decode step's compile (its KV cache appends). */
 static int rows_cannot_take(const be_ctx *c, rk_plan *k, int64_t cores, double best_cost, int ties)
 {
-    int staged = 0;
-    for (int i = 0; i < k->nl; i++)
-        staged |= k->loads[i].staged;
-    if (!staged)
-        return 0;
-    const double f = rows_cost_floor(c, k, cores);
-    return f >= ROWS_MORE_CORES * best_cost && !(ties && f <= best_cost);
+    return rk_any_staged(k) && !rows_takes(rows_cost_floor(c, k, cores), best_cost, ties);
 }
 
 static double rows_cost_waits(be_ctx *c, rk_plan *k, int64_t cores)
@@ -1009,7 +1018,7 @@ static int64_t rows_past_floor(be_ctx *c, rk_plan *k, int64_t best, int64_t cap,
     double best_cost = rows_cost_waits(c, k, best);
     for (int64_t n = cap + 1; n <= most; n++) {
         const double e = rows_cost_waits(c, k, n);
-        if (e < ROWS_MORE_CORES * best_cost) {
+        if (rows_takes(e, best_cost, 0)) {
             best = n;
             best_cost = e;
         }
@@ -1028,10 +1037,7 @@ static int64_t rows_past_floor(be_ctx *c, rk_plan *k, int64_t best, int64_t cap,
  * cycles left for its own commit). */
 static int rows_cores(be_ctx *c, rk_plan *k)
 {
-    int staged = 0;
-    for (int i = 0; i < k->nl; i++)
-        staged |= k->loads[i].staged;
-    staged &= (double)k->rows * k->G * c->t.stick > (double)c->cfg->lx_usable_bytes;
+    const int staged = rk_any_staged(k) && (double)k->rows * k->G * c->t.stick > (double)c->cfg->lx_usable_bytes;
     const int64_t all = cc_min(c->cfg->cores, k->rows);
     const int64_t most = cc_min(all, cc_max(1, k->rows * k->G / ROWS_MIN_PART_STICKS));
     int64_t best = 1;
@@ -1040,7 +1046,7 @@ static int rows_cores(be_ctx *c, rk_plan *k)
         if (rows_cannot_take(c, k, n, best_cost, staged))
             continue;
         double e = rows_cost(c, k, n);
-        if (e < ROWS_MORE_CORES * best_cost || (staged && e <= best_cost)) {
+        if (rows_takes(e, best_cost, staged)) {
             best = n;
             best_cost = e;
         }
@@ -1065,29 +1071,7 @@ static int64_t rk_stage_flat(const rk_plan *k, const ir_expr *x, int64_t nel, in
     return flat < 0 || flat >= nel ? -1 : flat;
 }
 
-/* val (rk_stage_flat's, at a row below the last) moved to the next row:
- * the row space's variables counted up, innermost first, without
- * rk_stage_flat's divisions (rk_gather's rows run one after another).
- * Returns how far index idx moves with them (it is affine in val: the
- * sum of be_index_at over every variable, made again for each row, was
- * 0.6% of the Llama-8B decode step's compile). */
-static int64_t rk_row_next(const rk_plan *k, int64_t *val, const ir_index *idx)
-{
-    int64_t moved = 0;
-    for (int v = k->rsp.nv - 1; v >= 0; v--) {
-        const int var = k->rsp.var[v];
-        const int64_t coef = var < k->nvars ? idx->coef[var] : 0, was = val[var];
-        if (was + 1 < k->rsp.ext[v]) {
-            val[var] = was + 1;
-            return moved + coef;
-        }
-        val[var] = 0;
-        moved -= coef * was;
-    }
-    return moved;
-}
-
-/* How many of the next rows (at most `most`) rk_row_next would take to
+/* How many of the next rows (at most `most`) be_row_next would take to
  * without moving index idx (the innermost row variable counted up, of
  * coefficient 0): val moved past them. */
 static int64_t rk_rows_same(const rk_plan *k, int64_t *val, const ir_index *idx, int64_t most)
@@ -1906,9 +1890,7 @@ static int64_t rk_chunk_rows(const rk_plan *k, int64_t r0, int64_t rt, int64_t p
     const int64_t lx = be_lx_budget(k->c, k->pos), forced = k->c->work[k->pos].chunk;
     const int64_t least = cc_max(16, 3 * (int64_t)k->c->cfg->dram_row_bytes / k->c->t.stick);
     int64_t R = cc_min(cc_min(rt, cc_max(cc_ceil_div(rt, 4), cc_min(rt, least))), 4096);
-    int staged = 0;
-    for (int i = 0; i < k->nl; i++)
-        staged |= k->loads[i].staged;
+    const int staged = rk_any_staged(k);
     *stage = 0;
     if (forced) { /* by work_div: that many rows, if they fit */
         R = cc_min(forced, rt);
@@ -2456,7 +2438,7 @@ static void rk_gather(rk_core *rc, const rk_load *L, int64_t lx, int64_t r0, int
             int64_t cnt = cc_min(lanes, k->cols - g * lanes);
             int64_t flat;
             if (i) {
-                flat = last + rk_row_next(k, val, &x->idx);
+                flat = last + be_row_next(&k->rsp, val, &x->idx);
             } else {
                 rk_stage_flat(k, x, nel, r0, g * lanes, val);
                 flat = be_index_at(&x->idx, k->nvars, val);
@@ -2892,9 +2874,7 @@ static int64_t rk_need(rk_plan *k)
     const int pos = k->pos;
     int64_t need = 0;
     const be_work *w = &c->work[pos];
-    int staged = 0;
-    for (int i = 0; i < k->nl; i++)
-        staged |= k->loads[i].staged;
+    const int staged = rk_any_staged(k);
     int64_t seen[2] = {-1, -1}; /* part sizes set up so far (cc_split makes at most two) */
     for (int core = 0; core < w->cores && need >= 0; core++) {
         int64_t r0, rt;

@@ -534,18 +534,8 @@ int64_t be_dma_rows(const be_ctx *c, cc_emit *e, int op, int64_t lx, int64_t lx_
     /* Merge levels that are contiguous in DRAM, innermost first. */
     int64_t mext[IR_MAX_VARS + 1], mstr[IR_MAX_VARS + 1];
     int nm = 0;
-    for (int i = rsp->nv - 1; i >= 0; i--) {
-        int64_t ext = rsp->ext[i], str = v->rs[rsp->var[i]];
-        if (ext == 1)
-            continue;
-        if (nm && str == mext[nm - 1] * mstr[nm - 1]) {
-            mext[nm - 1] *= ext;
-            continue;
-        }
-        mext[nm] = ext;
-        mstr[nm] = str;
-        nm++;
-    }
+    for (int i = rsp->nv - 1; i >= 0; i--)
+        nm = be_level_join(nm, mext, mstr, rsp->ext[i], v->rs[rsp->var[i]]);
     if (!nm) {
         mext[0] = 1;
         mstr[0] = 0;
