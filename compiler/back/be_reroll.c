@@ -222,6 +222,7 @@ typedef struct {
     isa_stream rolled;  /* roll_tail: a core's tail rolled, before it replaces the tail */
     rr_tmpl t[RR_TEMPLATES]; /* the last kernels rolled from scratch, of distinct ops_key */
     int tnext;          /* the one a kernel of a new ops_key replaces */
+    int tpos;           /* the kernel position whose kernels made and fit the templates (tmpl_pos) */
     unsigned kuse;      /* the kernel being rolled, counted (rr_tmpl.kuse) */
     int *seen;          /* check_same, per rolled instruction: an original of its shape (from, as a rule) */
     /* per instruction of the kernel: its address operands' offsets, as
@@ -2159,6 +2160,33 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
 
 /* ---- the pass ---- */
 
+/* sc's templates and their memory given back: none left. */
+static void tmpl_drop(rr_scratch *sc)
+{
+    for (int q = 0; q < RR_TEMPLATES; q++) {
+        rr_tmpl *t = &sc->t[q];
+        isa_buf *m[] = {&t->shopm, &t->shapem, &t->posm, &t->offm, &t->atm,
+                        &t->deltam, &t->keysm, &t->codem, &t->lowm, &t->lim, &t->cutm, &t->opshm};
+        for (size_t i = 0; i < sizeof m / sizeof *m; i++)
+            isa_buf_free(m[i]);
+        *t = (rr_tmpl){0};
+    }
+    sc->tnext = 0;
+}
+
+/* sc about to roll a kernel of position pos: the templates of another
+ * position dropped.  A template serves the other cores' kernels of its
+ * position (no kernel of the bench graphs fit, or took a prefix of, a
+ * template of another position: each is other ops); kept to the end,
+ * BERT-base's arrays (1.5 MB) were alive at its arena's peak, with the
+ * code streams, and made its sixth huge page. */
+static void tmpl_pos(rr_scratch *sc, int pos)
+{
+    if (pos != sc->tpos)
+        tmpl_drop(sc);
+    sc->tpos = pos;
+}
+
 static void scratch_free(rr_scratch *sc)
 {
     vec_free(&sc->e);
@@ -2168,13 +2196,7 @@ static void scratch_free(rr_scratch *sc)
     free(sc->shapes.rkey);
     free(sc->shapes.succ);
     isa_stream_free(&sc->rolled);
-    for (int q = 0; q < RR_TEMPLATES; q++) {
-        rr_tmpl *t = &sc->t[q];
-        isa_buf *m[] = {&t->shopm, &t->shapem, &t->posm, &t->offm, &t->atm,
-                        &t->deltam, &t->keysm, &t->codem, &t->lowm, &t->lim, &t->cutm, &t->opshm};
-        for (size_t i = 0; i < sizeof m / sizeof *m; i++)
-            isa_buf_free(m[i]);
-    }
+    tmpl_drop(sc);
     isa_buf_free(&sc->tabm);
     isa_buf_free(&sc->seenm);
     isa_buf_free(&sc->soffm);
@@ -2280,8 +2302,10 @@ static void roll_tail(be_ctx *c, struct be_reroll *rr, struct be_rrlane *l, int 
             isa_stream_push(neu, &old->insns[at]);
         if (q == nk)
             break;
-        rr_kstat *st = &(l ? l->k : rr->k)[kernel_pos(p, ks[q]->name)];
+        const int pos = kernel_pos(p, ks[q]->name);
+        rr_kstat *st = &(l ? l->k : rr->k)[pos];
         rr_out o = {.s = neu, .ks = st, .sc = sc};
+        tmpl_pos(sc, pos);
         long n = ks[q]->last - ks[q]->first + 1;
         st->before += n;
         ks[q]->first = from + (long)neu->n;
@@ -2354,6 +2378,7 @@ void be_reroll_append(be_ctx *c, struct be_rrlane *l, int core, const char *name
     home_ahead(home, n, pos, c->p->norder);
     rr_kstat *st = &(l ? l->k : rr->k)[pos];
     rr_out o = {.s = home, .ks = st, .sc = l ? l->sc : &rr->sc};
+    tmpl_pos(o.sc, pos);
     const long first = (long)home->n;
     roll_kernel(&o, s, n);
     if (l) {
