@@ -222,6 +222,7 @@ typedef struct {
     isa_stream rolled;  /* roll_tail: a core's tail rolled, before it replaces the tail */
     rr_tmpl t[RR_TEMPLATES]; /* the last kernels rolled from scratch, of distinct ops_key */
     int tnext;          /* the one a kernel of a new ops_key replaces */
+    int tused;          /* templates taken since tmpl_drop: t[0, tused) (tnext from 0, up to RR_TEMPLATES) */
     int tpos;           /* the kernel position whose kernels made and fit the templates (tmpl_pos) */
     unsigned kuse;      /* the kernel being rolled, counted (rr_tmpl.kuse) */
     int *seen;          /* check_same, per rolled instruction: an original of its shape (from, as a rule) */
@@ -2041,6 +2042,7 @@ static rr_tmpl *tmpl_slot(rr_scratch *sc, long n, uint64_t ops)
     if (!t) {
         t = &sc->t[sc->tnext];
         sc->tnext = (sc->tnext + 1) % RR_TEMPLATES;
+        sc->tused += sc->tused < RR_TEMPLATES;
     }
     t->ops = ops;
     return t;
@@ -2163,7 +2165,7 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
 /* sc's templates and their memory given back: none left. */
 static void tmpl_drop(rr_scratch *sc)
 {
-    for (int q = 0; q < RR_TEMPLATES; q++) {
+    for (int q = 0; q < sc->tused; q++) {
         rr_tmpl *t = &sc->t[q];
         isa_buf *m[] = {&t->shopm, &t->shapem, &t->posm, &t->offm, &t->atm,
                         &t->deltam, &t->keysm, &t->codem, &t->lowm, &t->lim, &t->cutm, &t->opshm};
@@ -2171,7 +2173,7 @@ static void tmpl_drop(rr_scratch *sc)
             isa_buf_free(m[i]);
         *t = (rr_tmpl){0};
     }
-    sc->tnext = 0;
+    sc->tnext = sc->tused = 0;
 }
 
 /* sc about to roll a kernel of position pos: the templates of another
