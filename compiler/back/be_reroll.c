@@ -1505,19 +1505,6 @@ static void code_keep(rr_scratch *sc, rr_tmpl *t, const isa_insn *c, long n, con
         t->n = 0;
 }
 
-/* Room in stream s for n more instructions, made before they are
- * written: grown by the same steps as it would grow while they are (an
- * arena's choice of slot depends on the stream's capacity alone, not on
- * its length), so into the same memory, but each growth copies only the
- * instructions before them (growing as they were written copied the
- * kernel's written so far as well: a growth comes when the stream is
- * full). */
-static void stream_ahead(isa_stream *s, long n)
-{
-    while (s->cap < s->n + (size_t)n)
-        isa_stream_grow(s);
-}
-
 /* Emit kernel s, which fits template t (tmpl_fits: t->delta), as the
  * template's code (cut set: its code up to the cut, for s's instructions
  * before it, which fit the template's there: roll_prefixed): what
@@ -1542,7 +1529,7 @@ static void stream_ahead(isa_stream *s, long n)
 static void emit_as_code(rr_out *o, rr_tmpl *t, const isa_insn *s, const rr_cut *cut)
 {
     const long n = cut ? cut->code : t->ncode;
-    stream_ahead(o->s, n);
+    isa_stream_room_n(o->s, (size_t)n);
     if (t->nlow < 0)
         code_lows(o->sc, t);
     const int nli = cut ? cut->nli : t->nli; /* (code_lows counts them) */
@@ -1563,7 +1550,7 @@ static void emit_as_code(rr_out *o, rr_tmpl *t, const isa_insn *s, const rr_cut 
      * which may alias it for all the compiler knows, cost 0.2 M of
      * BERT-base's compile) */
     isa_stream *const os = o->s;
-    isa_insn *in = os->insns + os->n; /* (room made: stream_ahead) */
+    isa_insn *in = os->insns + os->n; /* (room made: isa_stream_room_n) */
     const rr_code *const code = t->code;
     const int64_t(*const tdelta)[RR_NADDR] = t->delta;
     for (long pc = 0; pc < n; pc++) {
@@ -2100,7 +2087,7 @@ static int roll_prefixed(rr_out *o, const isa_insn *s, long n)
         sc->tshape[j] = sc->e.v[j].shape;
     roll_in_place(&sc->pool, &sc->e, 0, sc->shapes.clash ? 0 : sc->shapes.next);
     const long first = (long)o->s->n;
-    stream_ahead(o->s, sc->e.n);
+    isa_stream_room_n(o->s, (size_t)sc->e.n);
     emit_list(o, sc->e.v, sc->e.n);
     check_same(sc, o->s->insns + first, (long)o->s->n - first, s + p, m, sc->tshape, NULL, 0);
     return 1;
@@ -2125,7 +2112,7 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
     t = tmpl_slot(sc, n, ops);
     sc->soff = scratch_array(sc, &sc->soffm, n, sizeof *sc->soff);
     if (!roll_fresh(sc, t, s, n)) {
-        stream_ahead(o->s, n);
+        isa_stream_room_n(o->s, (size_t)n);
         for (long j = 0; j < n; j++)
             push(o, &s[j]);
         return;
@@ -2141,7 +2128,7 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
     to.from = sc->from;
     to.first = (long)o->s->n;
     const long unrolled = o->ks->unrolled;
-    stream_ahead(o->s, sc->e.n); /* at least an instruction per entry */
+    isa_stream_room_n(o->s, (size_t)sc->e.n); /* at least an instruction per entry */
     emit_list(&to, sc->e.v, sc->e.n);
     const isa_insn *c = o->s->insns + to.first;
     const long nc = (long)o->s->n - to.first;
