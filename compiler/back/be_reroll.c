@@ -222,6 +222,8 @@ typedef struct {
     isa_stream rolled;  /* roll_tail: a core's tail rolled, before it replaces the tail */
     rr_tmpl t[RR_TEMPLATES]; /* the last kernels rolled from scratch, of distinct ops_key */
     int tnext;          /* the one a kernel of a new ops_key replaces */
+    int tused;          /* templates taken since tmpl_drop: t[0, tused) (tnext from 0, up to RR_TEMPLATES) */
+    int tpos;           /* the kernel position whose kernels made and fit the templates (tmpl_pos) */
     unsigned kuse;      /* the kernel being rolled, counted (rr_tmpl.kuse) */
     int *seen;          /* check_same, per rolled instruction: an original of its shape (from, as a rule) */
     /* per instruction of the kernel: its address operands' offsets, as
@@ -1503,19 +1505,6 @@ static void code_keep(rr_scratch *sc, rr_tmpl *t, const isa_insn *c, long n, con
         t->n = 0;
 }
 
-/* Room in stream s for n more instructions, made before they are
- * written: grown by the same steps as it would grow while they are (an
- * arena's choice of slot depends on the stream's capacity alone, not on
- * its length), so into the same memory, but each growth copies only the
- * instructions before them (growing as they were written copied the
- * kernel's written so far as well: a growth comes when the stream is
- * full). */
-static void stream_ahead(isa_stream *s, long n)
-{
-    while (s->cap < s->n + (size_t)n)
-        isa_stream_grow(s);
-}
-
 /* Emit kernel s, which fits template t (tmpl_fits: t->delta), as the
  * template's code (cut set: its code up to the cut, for s's instructions
  * before it, which fit the template's there: roll_prefixed): what
@@ -1540,7 +1529,7 @@ static void stream_ahead(isa_stream *s, long n)
 static void emit_as_code(rr_out *o, rr_tmpl *t, const isa_insn *s, const rr_cut *cut)
 {
     const long n = cut ? cut->code : t->ncode;
-    stream_ahead(o->s, n);
+    isa_stream_room_n(o->s, (size_t)n);
     if (t->nlow < 0)
         code_lows(o->sc, t);
     const int nli = cut ? cut->nli : t->nli; /* (code_lows counts them) */
@@ -1561,7 +1550,7 @@ static void emit_as_code(rr_out *o, rr_tmpl *t, const isa_insn *s, const rr_cut 
      * which may alias it for all the compiler knows, cost 0.2 M of
      * BERT-base's compile) */
     isa_stream *const os = o->s;
-    isa_insn *in = os->insns + os->n; /* (room made: stream_ahead) */
+    isa_insn *in = os->insns + os->n; /* (room made: isa_stream_room_n) */
     const rr_code *const code = t->code;
     const int64_t(*const tdelta)[RR_NADDR] = t->delta;
     for (long pc = 0; pc < n; pc++) {
@@ -2040,6 +2029,7 @@ static rr_tmpl *tmpl_slot(rr_scratch *sc, long n, uint64_t ops)
     if (!t) {
         t = &sc->t[sc->tnext];
         sc->tnext = (sc->tnext + 1) % RR_TEMPLATES;
+        sc->tused += sc->tused < RR_TEMPLATES;
     }
     t->ops = ops;
     return t;
@@ -2097,7 +2087,7 @@ static int roll_prefixed(rr_out *o, const isa_insn *s, long n)
         sc->tshape[j] = sc->e.v[j].shape;
     roll_in_place(&sc->pool, &sc->e, 0, sc->shapes.clash ? 0 : sc->shapes.next);
     const long first = (long)o->s->n;
-    stream_ahead(o->s, sc->e.n);
+    isa_stream_room_n(o->s, (size_t)sc->e.n);
     emit_list(o, sc->e.v, sc->e.n);
     check_same(sc, o->s->insns + first, (long)o->s->n - first, s + p, m, sc->tshape, NULL, 0);
     return 1;
@@ -2122,7 +2112,7 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
     t = tmpl_slot(sc, n, ops);
     sc->soff = scratch_array(sc, &sc->soffm, n, sizeof *sc->soff);
     if (!roll_fresh(sc, t, s, n)) {
-        stream_ahead(o->s, n);
+        isa_stream_room_n(o->s, (size_t)n);
         for (long j = 0; j < n; j++)
             push(o, &s[j]);
         return;
@@ -2138,7 +2128,7 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
     to.from = sc->from;
     to.first = (long)o->s->n;
     const long unrolled = o->ks->unrolled;
-    stream_ahead(o->s, sc->e.n); /* at least an instruction per entry */
+    isa_stream_room_n(o->s, (size_t)sc->e.n); /* at least an instruction per entry */
     emit_list(&to, sc->e.v, sc->e.n);
     const isa_insn *c = o->s->insns + to.first;
     const long nc = (long)o->s->n - to.first;
@@ -2159,6 +2149,33 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
 
 /* ---- the pass ---- */
 
+/* sc's templates and their memory given back: none left. */
+static void tmpl_drop(rr_scratch *sc)
+{
+    for (int q = 0; q < sc->tused; q++) {
+        rr_tmpl *t = &sc->t[q];
+        isa_buf *m[] = {&t->shopm, &t->shapem, &t->posm, &t->offm, &t->atm,
+                        &t->deltam, &t->keysm, &t->codem, &t->lowm, &t->lim, &t->cutm, &t->opshm};
+        for (size_t i = 0; i < sizeof m / sizeof *m; i++)
+            isa_buf_free(m[i]);
+        *t = (rr_tmpl){0};
+    }
+    sc->tnext = sc->tused = 0;
+}
+
+/* sc about to roll a kernel of position pos: the templates of another
+ * position dropped.  A template serves the other cores' kernels of its
+ * position (no kernel of the bench graphs fit, or took a prefix of, a
+ * template of another position: each is other ops); kept to the end,
+ * BERT-base's arrays (1.5 MB) were alive at its arena's peak, with the
+ * code streams, and made its sixth huge page. */
+static void tmpl_pos(rr_scratch *sc, int pos)
+{
+    if (pos != sc->tpos)
+        tmpl_drop(sc);
+    sc->tpos = pos;
+}
+
 static void scratch_free(rr_scratch *sc)
 {
     vec_free(&sc->e);
@@ -2168,13 +2185,7 @@ static void scratch_free(rr_scratch *sc)
     free(sc->shapes.rkey);
     free(sc->shapes.succ);
     isa_stream_free(&sc->rolled);
-    for (int q = 0; q < RR_TEMPLATES; q++) {
-        rr_tmpl *t = &sc->t[q];
-        isa_buf *m[] = {&t->shopm, &t->shapem, &t->posm, &t->offm, &t->atm,
-                        &t->deltam, &t->keysm, &t->codem, &t->lowm, &t->lim, &t->cutm, &t->opshm};
-        for (size_t i = 0; i < sizeof m / sizeof *m; i++)
-            isa_buf_free(m[i]);
-    }
+    tmpl_drop(sc);
     isa_buf_free(&sc->tabm);
     isa_buf_free(&sc->seenm);
     isa_buf_free(&sc->soffm);
@@ -2280,8 +2291,10 @@ static void roll_tail(be_ctx *c, struct be_reroll *rr, struct be_rrlane *l, int 
             isa_stream_push(neu, &old->insns[at]);
         if (q == nk)
             break;
-        rr_kstat *st = &(l ? l->k : rr->k)[kernel_pos(p, ks[q]->name)];
+        const int pos = kernel_pos(p, ks[q]->name);
+        rr_kstat *st = &(l ? l->k : rr->k)[pos];
         rr_out o = {.s = neu, .ks = st, .sc = sc};
+        tmpl_pos(sc, pos);
         long n = ks[q]->last - ks[q]->first + 1;
         st->before += n;
         ks[q]->first = from + (long)neu->n;
@@ -2354,6 +2367,7 @@ void be_reroll_append(be_ctx *c, struct be_rrlane *l, int core, const char *name
     home_ahead(home, n, pos, c->p->norder);
     rr_kstat *st = &(l ? l->k : rr->k)[pos];
     rr_out o = {.s = home, .ks = st, .sc = l ? l->sc : &rr->sc};
+    tmpl_pos(o.sc, pos);
     const long first = (long)home->n;
     roll_kernel(&o, s, n);
     if (l) {
