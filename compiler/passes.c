@@ -1,7 +1,7 @@
 /* passes.c: the compiler's one pass table, both halves in order, the
  * loop that runs a half of it (or a stretch of it) with the dump after
  * any pass, and cc_codegen, the back half on its own, or in two parts:
- * the plan, then codegen (docs/compiler.md, "The pass table"). */
+ * the plan, then codegen (docs/compiler.md, "Pipeline"). */
 #include "backend.h"
 
 #include <stdlib.h>

@@ -154,7 +154,7 @@ static inline isa_addr isa_addr_at(int reg, int64_t off)
  * pages the kernel zeroes first: at 288 bytes (64-bit counts and strides)
  * a BERT-base compile took ~10% longer than at 192, and at 192 ~10%
  * longer than at 128 (5% more instructions, 9 huge pages faulted against
- * 7; docs/compiler.md "A 128-byte instruction"); 128 bytes are also two
+ * 7; docs/compiler-speed.md "A 128-byte instruction"); 128 bytes are also two
  * cache lines exactly for the simulator.  Every encoding fits, but a
  * value computed in 64 bits would wrap: a store of one goes through
  * isa_set (an address's offset through isa_set_off or isa_addr_at), so

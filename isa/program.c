@@ -91,7 +91,7 @@ void isa_program_free(isa_program *p)
  * the slots touch (the free lists are kept aside, so a slot split off is
  * not touched until taken); a stream larger than class top, or that
  * finds the arena full, grows on in a mapping of its own. */
-#define ARENA_TOP 10 /* the largest slot: 65,536 instructions, 19 MB */
+#define ARENA_TOP 10 /* the largest slot: 65,536 instructions, 8 MB */
 #define ARENA_UNIT (ISA_STREAM_LEAST * sizeof(isa_insn)) /* a slot of class 0 */
 typedef struct {
     uint32_t *v; /* offsets in ARENA_UNITs */
@@ -328,7 +328,7 @@ void isa_program_share_arena(isa_program *p, isa_arena *a)
 }
 
 /* A buffer smaller than this stays on the heap: an arena slot is at
- * least ARENA_UNIT (18 KB). */
+ * least ARENA_UNIT (8 KB). */
 #define BUF_MIN (ARENA_UNIT / 4)
 
 /* A buffer's slot is its size rounded up to whole ARENA_UNITs, not to a

@@ -190,7 +190,7 @@ void cc_emit_tok_slow(cc_emit *e, int op, isa_unit u, int tok);
  * and tok set (isa_tok_insn), counted in without cc_commit.  Inline, so that a constant
  * unit's test folds away and no call saves registers: two in three of
  * BERT-base's instructions are waits and sigs, and the call was a sixth
- * of emitting one (docs/compiler.md, "A round on branch ccwait"). */
+ * of emitting one (docs/compiler-speed.md, "A round on branch ccwait"). */
 static inline void cc_emit_tok(cc_emit *e, int op, isa_unit u, int tok)
 {
     isa_stream *s = e->s;
