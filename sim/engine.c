@@ -20,10 +20,10 @@
 _Static_assert(ISA_U_SEQ >= ISA_NUNITS, "the issue loop tells the sequencer's instructions by unit >= ISA_NUNITS");
 #define UNIT_UNKNOWN 0xff
 
-/* What the sequencer copies into a slot, per stream position: it read
- * the opcode, token and address operands from the first two lines of the
- * 288-byte instruction (often out of cache by the time a loop comes round
- * to it again) and the kernel from a map of its own.  A wait's or
+/* What the sequencer copies into a slot, per stream position: the
+ * opcode, token and address operands, read from the instruction once
+ * (its two cache lines are often out of cache by the time a loop comes
+ * round to it again), and the kernel, from a map of its own.  A wait's or
  * signal's operands are r0 + 0, so every slot's addresses are resolved
  * alike (to 0 for those): which one it is was the issue's most
  * mispredicted branch. */

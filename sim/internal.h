@@ -13,7 +13,7 @@
  * register + offset, at the time the sequencer issued it).  Its opcode and
  * token are copied too: most unit wakes meet a `wait` or `sig`, which need
  * nothing else, so such a wake reads this slot's one cache line and not
- * the 288-byte instruction it names (a second dependent load). */
+ * the instruction it names (a second dependent load). */
 typedef struct {
     const isa_insn *in;
     int64_t d, a, b, p; /* resolved in->d.off + regs[in->d.reg], ... */

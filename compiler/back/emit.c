@@ -228,7 +228,8 @@ int cc_reg_alloc(cc_emit *e)
 
 /* The emitters build each instruction in place, at the end of the stream
  * (cc_new), and count it in once it checks (cc_commit): an instruction
- * was 288 bytes, and copying each one in was a third of emitting it. */
+ * is two cache lines, and copying each one in cost a third of emitting
+ * it when it was larger. */
 static inline __attribute__((always_inline)) isa_insn *cc_new(cc_emit *e, int op)
 {
     static _Thread_local isa_insn sink; /* a failed (or dry-run) emitter's: it has no stream to write */
