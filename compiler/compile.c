@@ -270,7 +270,12 @@ static cc_result *compile_graph(const gr_graph *g, attempt *a, char *host, int p
         }
         p->spans = a->spans;
         memcpy(p->host, host, (size_t)g->nnodes);
-        /* A dump shows the last attempt only: each goes to memory first. */
+        /* A dump shows the last try only: each goes to memory first (an
+         * earlier try's, kept when it failed, given back here). */
+        if (p->opts.dump_after) {
+            free(*dump);
+            *dump = NULL;
+        }
         FILE *mem = p->opts.dump_after ? open_memstream(dump, dlen) : NULL;
         if (p->opts.dump_after && !mem)
             abort();
@@ -279,13 +284,8 @@ static cc_result *compile_graph(const gr_graph *g, attempt *a, char *host, int p
         sh = NULL; /* a later try has host ops */
         *fused |= p->nsiblings > 0; /* an attempt the back half refused may have fused some */
         int marked = failed && (mark_apart(p, host) || (!(opts && opts->no_fallback) && mark_host(p, g, host)));
-        if (mem) {
+        if (mem)
             fclose(mem);
-            if (marked) {
-                free(*dump);
-                *dump = NULL;
-            }
-        }
         p->opts.dump = opts ? opts->dump : NULL;
         if (!failed) {
             free(host);

@@ -667,8 +667,8 @@ static int assemble_line(assembler *a, const char *text, size_t len)
         const char *g = s[6] ? s + 7 : s + 6;
         while (len && line[len - 1] == '\r') /* every one, not the CRLF's alone: dis writes none */
             line[--len] = 0;
-        isa_sb_put(&a->graph, g, strlen(g));
-        isa_sb_put(&a->graph, "\n", 1);
+        isa_sb_puts(&a->graph, g);
+        isa_sb_chr(&a->graph, '\n');
         a->have_graph = 1;
         return 0;
     }

@@ -2163,12 +2163,15 @@ static void tmpl_drop(rr_scratch *sc)
     sc->tnext = sc->tused = 0;
 }
 
-/* sc about to roll a kernel of position pos: the templates of another
- * position dropped.  A template serves the other cores' kernels of its
- * position (no kernel of the bench graphs fit, or took a prefix of, a
- * template of another position: each is other ops); kept to the end,
- * BERT-base's arrays (1.5 MB) were alive at its arena's peak, with the
- * code streams, and made its sixth huge page. */
+/* sc about to roll a kernel of position pos, as codegen emits them (a
+ * position's kernels on every core, then the next position's): the
+ * templates of another position dropped.  A template serves the other
+ * cores' kernels of its position (no kernel of the bench graphs fits a
+ * template of another: each is other ops), and kept to the end the
+ * templates' arrays (1.5 MB on BERT-base) would share the arena's peak
+ * with the code streams: a sixth huge page.  The reroll pass
+ * (roll_tail, core by core) keeps them: there the next core's kernels
+ * of a position come after every other position's. */
 static void tmpl_pos(rr_scratch *sc, int pos)
 {
     if (pos != sc->tpos)
@@ -2294,7 +2297,6 @@ static void roll_tail(be_ctx *c, struct be_reroll *rr, struct be_rrlane *l, int 
         const int pos = kernel_pos(p, ks[q]->name);
         rr_kstat *st = &(l ? l->k : rr->k)[pos];
         rr_out o = {.s = neu, .ks = st, .sc = sc};
-        tmpl_pos(sc, pos);
         long n = ks[q]->last - ks[q]->first + 1;
         st->before += n;
         ks[q]->first = from + (long)neu->n;
@@ -2328,19 +2330,17 @@ void be_reroll_core(be_ctx *c, struct be_rrlane *l, int core)
 }
 
 /* Core stream home, about to take a kernel of n instructions (as
- * emitted) at kernel position pos of npos: when it may outgrow its room
- * and its code so far, per kernel position so far, says the program's
- * will outgrow twice that room, it grows once to four times its room, not
- * twice by doubling (each growth copies the stream: BERT-base's streams,
- * 476 instructions after its first of 9 kernels and some 1,700-1,900 at
- * its end, copy 1.95 MB growing 512 -> 2,048 against 5.3 MB by doubling).
- * Growing further than a doubling only on that prediction keeps a program
- * whose first kernels are its largest in slots its code needs.  Before
- * the first kernel the kernel as emitted stands for the code so far: one
- * past the least slot, that the positions say outgrows four times its
- * room, makes the stream twice its room at once (BERT-base's, 570-600
- * instructions rolling to 476, start at 2,048: its 1.79 MB of growth
- * copies go; one within the least slot costs little to copy). */
+ * emitted) at kernel position pos of npos, grown ahead of need when the
+ * positions predict that doubling would copy it again and again (each
+ * growth copies the stream).  At the first kernel, the kernel as emitted
+ * stands for the code so far: one past the least slot that the positions
+ * say outgrows four times its room starts at twice that room (BERT-base's
+ * streams, 570-600 instructions emitted first, start at 2,048 and end at
+ * some 1,700-1,900; a first kernel within the least slot costs little to
+ * copy).  Later, a stream about to outgrow its room whose code so far,
+ * per position, projects past twice that room grows once to four times
+ * it.  Growing past a doubling only on that prediction keeps a program
+ * whose first kernels are its largest in slots its code needs. */
 static void home_ahead(isa_stream *home, long n, int pos, int npos)
 {
     if (!pos) {

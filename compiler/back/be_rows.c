@@ -966,7 +966,8 @@ static void rk_col_tree(rk_plan *k, int64_t cores)
 #define ROWS_MORE_CORES 0.97
 
 /* Does estimate e take more cores over the best so far: below
- * ROWS_MORE_CORES of it, or with `ties`, at most it. */
+ * ROWS_MORE_CORES of it, or with `ties`, at most it (a NaN takes none:
+ * a floor that is NaN rules its core count out unpriced). */
 static int rows_takes(double e, double best_cost, int ties)
 {
     return e < ROWS_MORE_CORES * best_cost || (ties && e <= best_cost);
