@@ -1,6 +1,7 @@
 /* test_sim_equivalence: the simulator's host-speed work changes no
- * program's cycles.  Every trace's graph (and the benchmarks' generated
- * GEMM and softmax) is compiled for each shipped chip and run; its cycles
+ * program's cycles.  Every trace graph at traces/NAME or
+ * traces/NAME/{prefill,decode} (not serve_tiny's step graphs) and the
+ * benchmarks' generated GEMM and softmax are compiled for each shipped chip and run; each one's cycles
  * must equal those the simulator gave the same program before the
  * speed-ups (the table below, recorded with `test_sim_equivalence
  * --record`), with values and timing only alike, and its outputs must
