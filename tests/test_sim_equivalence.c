@@ -1,11 +1,12 @@
 /* test_sim_equivalence: the simulator's host-speed work changes no
  * program's cycles.  Every trace graph at traces/NAME or
  * traces/NAME/{prefill,decode} (not serve_tiny's step graphs) and the
- * benchmarks' generated GEMM and softmax are compiled for each shipped chip and run; each one's cycles
- * must equal those the simulator gave the same program before the
- * speed-ups (the table below, recorded with `test_sim_equivalence
- * --record`), with values and timing only alike, and its outputs must
- * still match the reference as `spyre run --check` checks them.
+ * benchmarks' generated GEMM and softmax are compiled for each shipped
+ * chip and run; each one's cycles must equal those the simulator gave
+ * the same program before the speed-ups (the table below, recorded with
+ * `test_sim_equivalence --record`), with values and timing only alike,
+ * and its outputs must still match the reference as `spyre run --check`
+ * checks them.
  *
  * Cycles are compared exactly: the timing model is IEEE double arithmetic
  * in a fixed event order with no library maths, so the same program gives
