@@ -130,13 +130,14 @@ const gr_arg *gr_upsample_scale(const gr_node *n, int pos, int nd, int a);
 
 /* ---- Additions (helpers shared by the compiler and the runtime) ---- */
 
-/* A type as the text writes it: "f32[8, 64]", "f32[]"; the tuple of a
- * multi-output value is written by gr_value_type_str. */
 /* v in decimal into out, NUL-ended, as %lld prints it (without printf:
  * graph.c's "Printing" says why); its length. */
 size_t gr_int_text(long long v, char out[24]);
+/* A type as the text writes it: "f32[8, 64]", "f32[]"; the tuple of a
+ * multi-output value is written by gr_value_type_str. */
 void gr_ttype_str(const gr_ttype *t, char *buf, size_t len);
-/* The type of a value: its tensor type, or "(f32[8, 64], f32[8, 1])". */
+/* The type of a value: its tensor type, or "(f32[8, 64], f32[8, 1])";
+ * both cut to len as snprintf cuts. */
 void gr_value_type_str(const gr_value *v, char *buf, size_t len);
 /* FILE (e.g. g->weights) taken relative to the directory of the graph
  * file g->path; FILE itself when absolute or when the graph has no
