@@ -114,8 +114,9 @@ void gr_arg_print(const gr_graph *g, const gr_arg *a, FILE *f);
 /* Helpers for interpreters of the graph. */
 int gr_graph_find(const gr_graph *g, const char *name); /* value index or -1 */
 int64_t gr_ttype_numel(const gr_ttype *t);
-/* An int or a list of at most GR_MAX_RANK ints into out: the count; -1
- * when a is NULL or None; -2 when it is anything else. */
+/* An int or a list of at most GR_MAX_RANK ints into out (room for
+ * GR_MAX_RANK): the count; -1 when a is NULL or None; -2 when it is
+ * anything else. */
 int gr_arg_ints(const gr_arg *a, int64_t *out);
 /* Does argument a (a list: any of its items) use value v? */
 int gr_arg_uses(const gr_arg *a, int v);
