@@ -1572,24 +1572,29 @@ void gr_ttype_str(const gr_ttype *t, char *buf, size_t len)
         str_put(buf, len, &o, "]");
 }
 
+/* v's type appended to t: its tensor type, or its tuple's
+ * "(f32[8, 64], f32[8, 1])" whole, however long. */
+static void text_type(strbuf *t, const gr_value *v)
+{
+    char ty[256]; /* a tensor type: at most "bool[" 8 dims of 20 digits and ", " "]" */
+    const int n = v->ntuple ? v->ntuple : 1;
+    if (v->ntuple)
+        isa_sb_chr(t, '(');
+    for (int i = 0; i < n; i++) {
+        gr_ttype_str(v->ntuple ? &v->tuple[i] : &v->type, ty, sizeof ty);
+        text_strs(t, 2, i ? ", " : "", ty);
+    }
+    if (v->ntuple)
+        isa_sb_chr(t, ')');
+}
+
 void gr_value_type_str(const gr_value *v, char *buf, size_t len)
 {
-    if (!len)
-        return;
-    if (!v->ntuple) {
-        gr_ttype_str(&v->type, buf, len);
-        return;
-    }
+    strbuf t = {0};
     size_t o = 0;
-    str_put(buf, len, &o, "(");
-    for (int i = 0; i < v->ntuple && o < len; i++) {
-        if (i)
-            str_put(buf, len, &o, ", ");
-        if (o < len)
-            gr_ttype_str(&v->tuple[i], buf + o, len - o);
-        o += strlen(buf + o);
-    }
-    str_put(buf, len, &o, ")");
+    text_type(&t, v);
+    isa_cut_put(buf, len, &o, t.buf, t.len);
+    free(t.buf);
 }
 
 static void text_string(strbuf *t, const char *s)
@@ -1682,12 +1687,12 @@ void gr_arg_print(const gr_graph *g, const gr_arg *a, FILE *f)
 /* The lines of nodes: "%name: type = op(args)". */
 static void text_nodes(strbuf *t, const gr_graph *g)
 {
-    char ty[1024];
     for (int n = 0; n < g->nnodes; n++) {
         const gr_node *nd = &g->nodes[n];
         const gr_value *v = &g->values[nd->out];
-        gr_value_type_str(v, ty, sizeof ty);
-        text_strs(t, 7, "%", v->name, ": ", ty, " = ", nd->op, "(");
+        text_strs(t, 3, "%", v->name, ": ");
+        text_type(t, v);
+        text_strs(t, 3, " = ", nd->op, "(");
         for (int i = 0; i < nd->nargs; i++) {
             if (i)
                 isa_sb_put(t, ", ", 2);
@@ -1702,7 +1707,6 @@ static void text_nodes(strbuf *t, const gr_graph *g)
 char *gr_graph_text(const gr_graph *g)
 {
     strbuf t = {0};
-    char ty[1024];
     text_strs(&t, 3, "graph ", g->name ? g->name : "graph", "\n");
     if (g->weights) {
         text_strs(&t, 1, "weights ");
@@ -1711,13 +1715,15 @@ char *gr_graph_text(const gr_graph *g)
     }
     for (int i = 0; i < g->ninputs; i++) {
         const gr_value *v = &g->values[g->inputs[i]];
-        gr_value_type_str(v, ty, sizeof ty);
-        text_strs(&t, 5, "input %", v->name, ": ", ty, "\n");
+        text_strs(&t, 3, "input %", v->name, ": ");
+        text_type(&t, v);
+        isa_sb_chr(&t, '\n');
     }
     for (int i = 0; i < g->nparams; i++) {
         const gr_value *v = &g->values[g->params[i]];
-        gr_value_type_str(v, ty, sizeof ty);
-        text_strs(&t, 5, v->state ? "state %" : "param %", v->name, ": ", ty, " = ");
+        text_strs(&t, 3, v->state ? "state %" : "param %", v->name, ": ");
+        text_type(&t, v);
+        text_strs(&t, 1, " = ");
         text_string(&t, v->param_key ? v->param_key : "");
         isa_sb_chr(&t, '\n');
     }

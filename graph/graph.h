@@ -114,8 +114,9 @@ void gr_arg_print(const gr_graph *g, const gr_arg *a, FILE *f);
 /* Helpers for interpreters of the graph. */
 int gr_graph_find(const gr_graph *g, const char *name); /* value index or -1 */
 int64_t gr_ttype_numel(const gr_ttype *t);
-/* An int or a list of at most GR_MAX_RANK ints into out: the count; -1
- * when a is NULL or None; -2 when it is anything else. */
+/* An int or a list of at most GR_MAX_RANK ints into out (room for
+ * GR_MAX_RANK): the count; -1 when a is NULL or None; -2 when it is
+ * anything else. */
 int gr_arg_ints(const gr_arg *a, int64_t *out);
 /* Does argument a (a list: any of its items) use value v? */
 int gr_arg_uses(const gr_arg *a, int v);
@@ -130,13 +131,14 @@ const gr_arg *gr_upsample_scale(const gr_node *n, int pos, int nd, int a);
 
 /* ---- Additions (helpers shared by the compiler and the runtime) ---- */
 
-/* A type as the text writes it: "f32[8, 64]", "f32[]"; the tuple of a
- * multi-output value is written by gr_value_type_str. */
 /* v in decimal into out, NUL-ended, as %lld prints it (without printf:
  * graph.c's "Printing" says why); its length. */
 size_t gr_int_text(long long v, char out[24]);
+/* A type as the text writes it: "f32[8, 64]", "f32[]"; the tuple of a
+ * multi-output value is written by gr_value_type_str. */
 void gr_ttype_str(const gr_ttype *t, char *buf, size_t len);
-/* The type of a value: its tensor type, or "(f32[8, 64], f32[8, 1])". */
+/* The type of a value: its tensor type, or "(f32[8, 64], f32[8, 1])";
+ * both cut to len as snprintf cuts. */
 void gr_value_type_str(const gr_value *v, char *buf, size_t len);
 /* FILE (e.g. g->weights) taken relative to the directory of the graph
  * file g->path; FILE itself when absolute or when the graph has no

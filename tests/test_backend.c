@@ -3821,6 +3821,21 @@ static void test_transposed_convolutions_run_natively_and_validate(void)
         "output %b2, %i, %big, %a, %b, %c, %d, %e, %g, %f, %h\n");
 }
 
+/* A transposed convolution (kernel 9x7, stride 5, padding 3x1, dilation
+ * 1x3) whose row kernel has a block of RK_SPAN_BLOCK rows taking no
+ * spans: its merge added an offset to the block spans' array before any
+ * was made (NULL; UBSan: "applying zero offset to null pointer",
+ * be_rows.c rk_merge_rows, on the 32-core chip; SPYRE_SANITIZE build).
+ * It runs natively and validates on both chips. */
+static void test_a_transposed_conv_with_a_block_of_rows_without_spans_validates(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph convt_blocks\n"
+        "input %x: f32[1, 2, 10, 6]\ninput %w: f32[2, 3, 9, 7]\ninput %b: f32[3]\n"
+        "%y: f32[1, 3, 48, 42] = aten.convolution.default(%x, %w, %b, [5, 5], [3, 1], [1, 3], True, [0, 0], 1)\n"
+        "output %y\n");
+}
+
 /* A kernel a multiple of its stride (FCN's 2x ConvTranspose2d(4, s2, p1),
  * 8x (16, s8, p4) and 16x (32, s16, p8), DCGAN's 4x4 s2, a 1-D k8 s4) is
  * one 1x1 convolution of J.. s.. Cout channels and J.. shifted sums
@@ -6171,6 +6186,8 @@ int main(void)
          test_a_per_row_result_of_a_broadcast_operand_alone_gives_every_row_on_both_chips},
         {"pixel_shuffle and unshuffle run natively and validate", test_pixel_shuffle_and_unshuffle_run_natively_and_validate},
         {"transposed convolutions run natively and validate", test_transposed_convolutions_run_natively_and_validate},
+        {"a transposed conv with a block of rows without spans validates",
+         test_a_transposed_conv_with_a_block_of_rows_without_spans_validates},
         {"a transposed conv kernel a multiple of its stride runs as sums",
          test_a_transposed_conv_kernel_a_multiple_of_its_stride_runs_as_sums},
         {"a grouped conv sharing a stick is not split by group", test_a_grouped_conv_sharing_a_stick_is_not_split_by_group},

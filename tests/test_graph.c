@@ -233,6 +233,37 @@ static void test_tuple_types_and_getitem(void)
     gr_graph_free(g);
 }
 
+/* A tuple's type of more than 1,024 characters (a split into 120 pieces)
+ * prints whole, so that the text parses back (a compiled program embeds
+ * it: spyre run FILE.elf --check parses it); it was cut, and the cut, when
+ * it fell on a ", ", read past the buffer.  gr_value_type_str cuts it to
+ * any size as snprintf would. */
+static void test_a_long_tuple_type_prints_whole(void)
+{
+    enum { N = 120 };
+    char text[4096] = "input %x: f32[120, 4]\n%s: (", want[2048] = "(";
+    for (int i = 0; i < N; i++) {
+        strcat(text, i ? ", f32[1, 4]" : "f32[1, 4]");
+        strcat(want, i ? ", f32[1, 4]" : "f32[1, 4]");
+    }
+    strcat(text, ") = aten.split.Tensor(%x, 1)\n%y: f32[1, 4] = getitem(%s, 119)\noutput %y\n");
+    strcat(want, ")");
+    gr_graph *g = parse_ok(text);
+    char *p1 = print_to_string(g);
+    CU_ASSERT_PTR_NOT_NULL(strstr(p1, want));
+    expect_round_trip(p1);
+    const gr_value *s = &g->values[gr_graph_find(g, "s")];
+    const size_t n = strlen(want);
+    for (size_t len = 1; len <= n + 1; len++) {
+        char *ts = malloc(len);
+        gr_value_type_str(s, ts, len);
+        CU_ASSERT(strlen(ts) == len - 1 && !strncmp(ts, want, len - 1));
+        free(ts);
+    }
+    free(p1);
+    gr_graph_free(g);
+}
+
 static void test_ops_in_any_order_are_sorted_keeping_text_order(void)
 {
     /* d uses c uses b; a and e are independent.  Text order: d, a, c, e, b. */
@@ -469,6 +500,7 @@ int main(void)
         {"print gives the canonical text and round trips", test_print_gives_the_canonical_text_and_round_trips},
         {"print round trips every argument kind", test_print_round_trips_every_argument_kind},
         {"tuple types and getitem", test_tuple_types_and_getitem},
+        {"a long tuple type prints whole", test_a_long_tuple_type_prints_whole},
         {"ops in any order are sorted keeping text order", test_ops_in_any_order_are_sorted_keeping_text_order},
         {"syntax errors name file line and column", test_syntax_errors_name_file_line_and_column},
         {"semantic errors name file and line", test_semantic_errors_name_file_and_line},

@@ -1612,7 +1612,8 @@ static void rk_merge_rows(be_rowspans *s, const be_layout *B, int64_t rows, int6
         }
         if (s->bat[b] < 0)
             rk_block_spans(s, B, b);
-        rk_merge_spans(s->be + s->bat[b], s->blen[b], lo, hi);
+        if (s->blen[b]) /* (a block without spans may have none to point into: s->be NULL) */
+            rk_merge_spans(s->be + s->bat[b], s->blen[b], lo, hi);
         r += RK_SPAN_BLOCK;
     }
 }

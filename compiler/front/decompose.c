@@ -2129,7 +2129,7 @@ static int64_t pool_extent(int64_t in, int64_t k, int64_t s, int64_t p, int64_t 
 static pool2d pool_args(dctx *c, const gr_node *n, int x, int with_dilation)
 {
     pool2d g;
-    int64_t v[4][2] = {{0}, {0}, {0, 0}, {1, 1}};
+    int64_t v[4][GR_MAX_RANK] = {{0}, {0}, {0, 0}, {1, 1}}; /* (dc_ints writes up to GR_MAX_RANK) */
     const char *keys[4] = {"kernel_size", "stride", "padding", "dilation"};
     for (int i = 0; i < (with_dilation ? 4 : 3); i++) {
         int cnt = dc_ints(c, n, i + 1, keys[i], v[i]);
@@ -2410,7 +2410,7 @@ static int window_lengths(dctx *c, int64_t in, int64_t out)
 static int r_adaptive_pool2d(dctx *c, const gr_node *n, int *out)
 {
     int x = dc_val(c, n, 0, "self"), is_max = strstr(n->base, "max") != NULL, even = 1;
-    int64_t os[2];
+    int64_t os[GR_MAX_RANK];
     gr_ttype t = dc_T(c, x);
     if (dc_ints(c, n, 1, "output_size", os) != 2 || t.rank < 3 || !dc_is_float(t.dtype))
         dc_fail(c, "needs a float input of rank 3 or more and two output sizes");

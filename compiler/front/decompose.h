@@ -45,6 +45,7 @@ int dc_val(dctx *c, const gr_node *n, int pos, const char *key);
 int dc_opt_val(dctx *c, const gr_node *n, int pos, const char *key);
 int dc_is_number(const gr_arg *a);
 double dc_num(dctx *c, const gr_node *n, int pos, const char *key, double dflt);
+/* out: room for GR_MAX_RANK ints (gr_arg_ints) */
 int dc_ints(dctx *c, const gr_node *n, int pos, const char *key, int64_t *out);
 int dc_dtype_arg(dctx *c, const gr_node *n, int pos, const char *key);
 int dc_normdim(dctx *c, int64_t d, int rank);
