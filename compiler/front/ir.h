@@ -291,6 +291,11 @@ void ir_sig_print(const ir_sig *s, FILE *f);
 
 /* ---- Kernels ---- */
 
+/* The most nodes one kernel holds: the back half evaluates a kernel's
+ * nodes into arrays of this many values (be_rows.c, be_matmul.c), and
+ * fusion builds no larger kernel. */
+#define IR_KERNEL_NODES 64
+
 typedef struct {
     ir_node_kind kind; /* MATMUL if it holds one, else REDUCTION if it holds one, else POINTWISE */
     int *nodes, nnodes; /* in execution order */

@@ -549,7 +549,7 @@ static int fusable(const ir_prog *p, const kgraph *G, fusion_rule rule, int k1, 
     if (e12 && e21)
         return 0;
     *dir = e12 ? DEP_12 : e21 ? DEP_21 : DEP_NONE;
-    if (!rule(A, B, *dir) || ir_sig_join(&A->sig, &B->sig, s) || !nodes_fit(p, k1, k2, s) ||
+    if (!rule(A, B, *dir) || A->nnodes + B->nnodes > IR_KERNEL_NODES || ir_sig_join(&A->sig, &B->sig, s) || !nodes_fit(p, k1, k2, s) ||
         !indices_match(p, k1, k2, s))
         return 0;
     if (epilogue_reads_across_n(p, k1, k2, s) || (s->kind == IR_MATMUL && kept_apart(p, k1, k2)))
