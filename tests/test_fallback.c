@@ -438,6 +438,32 @@ static void test_a_deep_layer_norm_chain_runs_on_the_device(void)
     }
 }
 
+/* Horizontal fusion joins copies of slices that share a read: 40 cats
+ * of x and 7 inputs each would make one kernel of more loads than a row
+ * kernel holds (IR_KERNEL_LOADS).  On the 32-core chip (the 4-core
+ * chip's LX holds no row of such a kernel: its ops fall back). */
+static void test_many_cats_sharing_an_input_run_on_the_device(void)
+{
+    static char text[1 << 15];
+    size_t o = (size_t)snprintf(text, sizeof text, "graph many_loads\ninput %%x: f32[16, 64]\n");
+    for (int i = 0; i < 40; i++) {
+        for (int j = 0; j < 7; j++)
+            o += (size_t)snprintf(text + o, sizeof text - o, "input %%a_%d_%d: f32[16, 64]\n", i, j);
+        o += (size_t)snprintf(text + o, sizeof text - o, "%%c_%d: f32[16, 512] = aten.cat.default([%%x", i);
+        for (int j = 0; j < 7; j++)
+            o += (size_t)snprintf(text + o, sizeof text - o, ", %%a_%d_%d", i, j);
+        o += (size_t)snprintf(text + o, sizeof text - o, "], 1)\n");
+    }
+    o += (size_t)snprintf(text + o, sizeof text - o, "output %%c_0");
+    for (int i = 1; i < 40; i++)
+        o += (size_t)snprintf(text + o, sizeof text - o, ", %%c_%d", i);
+    snprintf(text + o, sizeof text - o, "\n");
+    CU_ASSERT_EQUAL(run_checked(text, " --config spyre --no-fallback"), 0);
+    TU_ASSERT_CONTAINS(out, "fallback_ops=0 host_cycles=0\n");
+    TU_ASSERT_CONTAINS(out, "check c_39: ");
+    CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
+}
+
 /* Decompose folds an identity (clone) into the value it copies, but the
  * host op runs its source line, which reads the clone by name: the clone
  * of a device kernel's result, of a view (its transpose), of an input. */
@@ -540,6 +566,7 @@ int main(void)
         {"a host op reads a value folded into another's buffer",
          test_a_host_op_reads_a_value_folded_into_anothers_buffer},
         {"a deep layer norm chain runs on the device", test_a_deep_layer_norm_chain_runs_on_the_device},
+        {"many cats sharing an input run on the device", test_many_cats_sharing_an_input_run_on_the_device},
         {"encoder_small on a tiny LX runs its host ops and checks",
          test_encoder_small_on_a_tiny_lx_runs_its_host_ops_and_checks},
         {NULL, NULL},

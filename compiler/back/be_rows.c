@@ -2642,9 +2642,9 @@ static void rk_chunk(rk_core *rc, int64_t r0, int64_t n)
     /* loads */
     cc_emit_wait(e, ISA_U_DMAI, rc->empty[s]);
     int64_t at = base;
-    int64_t lx_of[256], st_of[256];
-    int64_t *st_lo[256], *st_go[256]; /* only the loads' entries are read: only theirs cleared */
-    for (int i = 0; i < k->nl && i < 256; i++) {
+    int64_t lx_of[IR_KERNEL_LOADS], st_of[IR_KERNEL_LOADS];
+    int64_t *st_lo[IR_KERNEL_LOADS], *st_go[IR_KERNEL_LOADS]; /* only the loads' entries are read: only theirs cleared */
+    for (int i = 0; i < k->nl && i < IR_KERNEL_LOADS; i++) {
         rk_load *L = &k->loads[i];
         st_lo[i] = st_go[i] = NULL;
         if (L->cls == BE_V_COL) {
@@ -2666,7 +2666,7 @@ static void rk_chunk(rk_core *rc, int64_t r0, int64_t n)
         at += ng * gs;
     }
     /* the sticks each restickified load reads in this chunk, in the slot */
-    for (int i = 0; i < k->nl && i < 256; i++) {
+    for (int i = 0; i < k->nl && i < IR_KERNEL_LOADS; i++) {
         rk_load *L = &k->loads[i];
         if (!L->staged || rk_stage_leader(k, i) != i)
             continue;
@@ -2704,12 +2704,12 @@ static void rk_chunk(rk_core *rc, int64_t r0, int64_t n)
         a.b = cc_abs(L->stage + L->v.lane * 2);
         cc_emit_sfp(e, &a);
     }
-    for (int i = 0; i < k->nl && i < 256; i++)
+    for (int i = 0; i < k->nl && i < IR_KERNEL_LOADS; i++)
         if (k->loads[i].staged) {
             const int l = rk_stage_leader(k, i);
             rk_gather(rc, &k->loads[i], lx_of[i], r0, n, st_of[l], st_lo[l], st_go[l]);
         }
-    for (int i = 0; i < k->nl && i < 256; i++) {
+    for (int i = 0; i < k->nl && i < IR_KERNEL_LOADS; i++) {
         free(st_lo[i]);
         free(st_go[i]);
     }
@@ -2720,7 +2720,7 @@ static void rk_chunk(rk_core *rc, int64_t r0, int64_t n)
     T->r0 = r0;
     T->top = at;
     T->end = base + rc->slot_bytes;
-    for (int i = 0; i < k->nl && i < 256; i++) {
+    for (int i = 0; i < k->nl && i < IR_KERNEL_LOADS; i++) {
         be_val v = {k->loads[i].cls, 0, lx_of[i], k->loads[i].v.lane};
         be_bind(T, k->loads[i].e, &v);
     }
@@ -2760,8 +2760,8 @@ static int rk_prepare(be_ctx *c, int pos, rk_plan *k, int note)
         return -1;
     if (k->nn > IR_KERNEL_NODES)
         return be_error(c, k->K, "more than %d nodes in one kernel (not supported yet)", IR_KERNEL_NODES);
-    if (k->nl > 256)
-        return be_error(c, k->K, "more than 256 loads in one kernel (not supported yet)");
+    if (k->nl > IR_KERNEL_LOADS)
+        return be_error(c, k->K, "more than %d loads in one kernel (not supported yet)", IR_KERNEL_LOADS);
     for (int i = 0; i < k->nl; i++) {
         rk_load *L = &k->loads[i];
         const int buf = c->p->A.e[L->e].buf;
