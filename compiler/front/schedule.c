@@ -490,7 +490,7 @@ static int too_many_loads(const ir_prog *p, int k1, int k2, const ir_sig *s)
         return 0;
     ir_dep *seen = ir_xalloc((size_t)most * sizeof *seen);
     int n = 0;
-    for (int side = 0; side < 2 && n <= IR_KERNEL_LOADS; side++)
+    for (int side = 0; side < 2; side++)
         for (int i = 0; i < p->kernels[ks[side]].nnodes; i++) {
             const ir_node *N = &p->nodes[p->kernels[ks[side]].nodes[i]];
             ir_index v[IR_MAX_VARS];
@@ -587,8 +587,8 @@ static int fusable(const ir_prog *p, const kgraph *G, fusion_rule rule, int k1, 
     if (e12 && e21)
         return 0;
     *dir = e12 ? DEP_12 : e21 ? DEP_21 : DEP_NONE;
-    if (!rule(A, B, *dir) || A->nnodes + B->nnodes > IR_KERNEL_NODES || ir_sig_join(&A->sig, &B->sig, s) || !nodes_fit(p, k1, k2, s) ||
-        !indices_match(p, k1, k2, s))
+    if (!rule(A, B, *dir) || A->nnodes + B->nnodes > IR_KERNEL_NODES || ir_sig_join(&A->sig, &B->sig, s) ||
+        !nodes_fit(p, k1, k2, s) || !indices_match(p, k1, k2, s))
         return 0;
     if (epilogue_reads_across_n(p, k1, k2, s) || (s->kind == IR_MATMUL && kept_apart(p, k1, k2)))
         return 0;
