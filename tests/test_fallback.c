@@ -395,6 +395,75 @@ static void test_a_bias_slice_starting_inside_a_stick_runs_on_the_device(void)
     CU_ASSERT_PTR_NULL(strstr(out, ": host"));
 }
 
+/* Layers of layer_norm, relu, layer_norm over [33, 96], graph text into
+ * buf: reduction fusion would join the whole chain into one kernel of
+ * more nodes than the back half evaluates (IR_KERNEL_NODES). */
+static void ln_chain(int layers, char *buf, size_t len)
+{
+    size_t o = (size_t)snprintf(buf, len, "graph ln_chain\ninput %%x: f32[33, 96]\n");
+    for (int i = 0; i < layers && o < len; i++) {
+        char prev[16] = "x";
+        if (i)
+            snprintf(prev, sizeof prev, "m_%d", i - 1);
+        o += (size_t)snprintf(
+            buf + o, len - o,
+            "input %%lw_%d: f32[96]\ninput %%lb_%d: f32[96]\ninput %%nw_%d: f32[96]\ninput %%nb_%d: f32[96]\n"
+            "%%ln_%d: (f32[33, 96], f32[33, 1], f32[33, 1]) = "
+            "aten.native_layer_norm.default(%%%s, [96], %%lw_%d, %%lb_%d, 1e-05)\n"
+            "%%lo_%d: f32[33, 96] = getitem(%%ln_%d, 0)\n%%r_%d: f32[33, 96] = aten.relu.default(%%lo_%d)\n"
+            "%%n_%d: (f32[33, 96], f32[33, 1], f32[33, 1]) = "
+            "aten.native_layer_norm.default(%%r_%d, [96], %%nw_%d, %%nb_%d, 1e-05)\n"
+            "%%m_%d: f32[33, 96] = getitem(%%n_%d, 0)\n",
+            i, i, i, i, i, prev, i, i, i, i, i, i, i, i, i, i, i, i);
+    }
+    if (o < len)
+        snprintf(buf + o, len - o, "output %%m_%d\n", layers - 1);
+}
+
+/* Fusion builds no kernel the back half refuses: a deep chain of layer
+ * norms runs on the device, no op falling back to the host. */
+static void test_a_deep_layer_norm_chain_runs_on_the_device(void)
+{
+    static char text[1 << 15];
+    const int layers[] = {7, 20};
+    const char *chips[] = {" --config spyre --no-fallback", " --config spyre-4core --no-fallback"};
+    for (int l = 0; l < 2; l++) {
+        ln_chain(layers[l], text, sizeof text);
+        for (int i = 0; i < 2; i++) {
+            CU_ASSERT_EQUAL(run_checked(text, chips[i]), 0);
+            TU_ASSERT_CONTAINS(out, "fallback_ops=0 host_cycles=0\n");
+            TU_ASSERT_CONTAINS(out, " ok");
+            CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
+        }
+    }
+}
+
+/* Horizontal fusion joins copies of slices that share a read: 40 cats
+ * of x and 7 inputs each would make one kernel of more loads than a row
+ * kernel holds (IR_KERNEL_LOADS).  On the 32-core chip (the 4-core
+ * chip's LX holds no row of such a kernel: its ops fall back). */
+static void test_many_cats_sharing_an_input_run_on_the_device(void)
+{
+    static char text[1 << 15];
+    size_t o = (size_t)snprintf(text, sizeof text, "graph many_loads\ninput %%x: f32[16, 64]\n");
+    for (int i = 0; i < 40; i++) {
+        for (int j = 0; j < 7; j++)
+            o += (size_t)snprintf(text + o, sizeof text - o, "input %%a_%d_%d: f32[16, 64]\n", i, j);
+        o += (size_t)snprintf(text + o, sizeof text - o, "%%c_%d: f32[16, 512] = aten.cat.default([%%x", i);
+        for (int j = 0; j < 7; j++)
+            o += (size_t)snprintf(text + o, sizeof text - o, ", %%a_%d_%d", i, j);
+        o += (size_t)snprintf(text + o, sizeof text - o, "], 1)\n");
+    }
+    o += (size_t)snprintf(text + o, sizeof text - o, "output %%c_0");
+    for (int i = 1; i < 40; i++)
+        o += (size_t)snprintf(text + o, sizeof text - o, ", %%c_%d", i);
+    snprintf(text + o, sizeof text - o, "\n");
+    CU_ASSERT_EQUAL(run_checked(text, " --config spyre --no-fallback"), 0);
+    TU_ASSERT_CONTAINS(out, "fallback_ops=0 host_cycles=0\n");
+    TU_ASSERT_CONTAINS(out, "check c_39: ");
+    CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
+}
+
 /* Decompose folds an identity (clone) into the value it copies, but the
  * host op runs its source line, which reads the clone by name: the clone
  * of a device kernel's result, of a view (its transpose), of an input. */
@@ -496,6 +565,8 @@ int main(void)
          test_a_bias_slice_starting_inside_a_stick_runs_on_the_device},
         {"a host op reads a value folded into another's buffer",
          test_a_host_op_reads_a_value_folded_into_anothers_buffer},
+        {"a deep layer norm chain runs on the device", test_a_deep_layer_norm_chain_runs_on_the_device},
+        {"many cats sharing an input run on the device", test_many_cats_sharing_an_input_run_on_the_device},
         {"encoder_small on a tiny LX runs its host ops and checks",
          test_encoder_small_on_a_tiny_lx_runs_its_host_ops_and_checks},
         {NULL, NULL},

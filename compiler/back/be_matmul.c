@@ -2788,13 +2788,13 @@ static void mm_block_store(mm_core *mc, const mm_blk *bk, const be_val *vals)
     const rk_plan *k = &m->ep;
     const int64_t sb = c->t.stick, MB = mc->MB;
     cc_emit_wait(e, ISA_U_DMAO, mc->done[bk->q]);
-    for (int j = 0; j < k->nn && j < 64; j++) {
+    for (int j = 0; j < k->nn && j < IR_KERNEL_NODES; j++) {
         if (!k->nodes[j].dram || k->nodes[j].staged)
             continue;
         be_view v = mm_shifted(&k->nodes[j].sv, bk->g0);
         be_dma_rows(c, e, ISA_OP_DMA_ST, vals[j].lx, MB * sb, &v, &k->rsp, bk->arow, bk->mb, bk->nbs);
     }
-    for (int j = 0; j < k->nn && j < 64; j++) /* after the DRAM stores, which take longer */
+    for (int j = 0; j < k->nn && j < IR_KERNEL_NODES; j++) /* after the DRAM stores, which take longer */
         if (k->nodes[j].res)
             be_res_copy(c, e, 1, c->p->nodes[k->nodes[j].node].out, bk->prow, bk->mb, bk->g0, bk->nbs,
                         vals[j].lx, MB * sb);
@@ -2825,10 +2825,10 @@ static int mm_block_finish(mm_core *mc, const mm_blk *bk, int64_t at)
     }
     if (mc->gk > 1)
         mm_splitk_cvt(mc, bk);
-    be_val vals[64];
+    be_val vals[IR_KERNEL_NODES];
     if (mm_ep_eval(mc, bk->mb, bk->nbs, at, bk->C, bk->C + mc->cslot_bytes, vals))
         return -1;
-    for (int j = 0; j < m->ep.nn && j < 64; j++)
+    for (int j = 0; j < m->ep.nn && j < IR_KERNEL_NODES; j++)
         if (m->ep.nodes[j].dram && m->ep.nodes[j].staged)
             mm_scatter(mc, j, vals[j].lx, mc->MB * m->c->t.stick, bk->b, bk->m0, bk->mb, bk->g0 * m->c->t.lanes16,
                        bk->cols);
@@ -3197,8 +3197,8 @@ static int mm_prepare(be_ctx *c, int pos, mm_plan *m, int note)
 {
     if (mm_build(c, pos, m))
         return -1;
-    if (m->ep.nn > 64)
-        return be_error(c, m->K, "more than 64 epilogue nodes (not supported yet)");
+    if (m->ep.nn > IR_KERNEL_NODES)
+        return be_error(c, m->K, "more than %d epilogue nodes (not supported yet)", IR_KERNEL_NODES);
     mm_set_gk(m, c->work[pos].gk ? c->work[pos].gk : 1);
     m->gb = c->work[pos].gb > 1 ? c->work[pos].gb : 1;
     mm_emit_residency(c, pos, m, note);

@@ -173,7 +173,7 @@ int mm_ep_eval(mm_core *mc, int64_t mb, int64_t nbs, int64_t top, int64_t C, int
     T->acc.cls = BE_V_TILE;
     T->acc.lx = C;
     T->acc.lane = 0;
-    for (int j = 0; j < k->nn && j < 64; j++) {
+    for (int j = 0; j < k->nn && j < IR_KERNEL_NODES; j++) {
         be_val v;
         if (be_eval(T, k->nodes[j].expr, &v))
             return -1;

@@ -693,7 +693,7 @@ static void rg_defer_setup(rg_core *g)
 {
     cc_emit *e = g->e;
     int dram = 0;
-    for (int jj = 0; jj < g->m->ep.nn && jj < 64; jj++)
+    for (int jj = 0; jj < g->m->ep.nn && jj < IR_KERNEL_NODES; jj++)
         dram |= g->m->ep.nodes[jj].dram;
     g->C0 = g->C;
     g->cbytes = g->mc.cslot_bytes + g->mc.MB * g->c->t.stick;
@@ -790,7 +790,7 @@ static int rg_setup(rg_core *g, be_ctx *c, mm_plan *m, int core, cc_emit *e)
         mc->P = cc_lx_alloc(e, mm_p_bytes(m, MT, NS, KC), "matmul partial sums");
     rg_defer_setup(g);
     rg_tokens(g);
-    for (int jj = 0; jj < m->ep.nn && jj < 64; jj++) /* kept results the ring sends */
+    for (int jj = 0; jj < m->ep.nn && jj < IR_KERNEL_NODES; jj++) /* kept results the ring sends */
         g->nres += (m->ep.nodes[jj].res && !c->res[c->p->nodes[m->ep.nodes[jj].node].out].grid) ||
                    m->ep.nodes[jj].heads;
     return cc_emit_failed(e) ? -1 : 0;
@@ -1237,7 +1237,7 @@ static void rg_chunk_pt(rg_core *g, int64_t b, int64_t jc, int64_t step, int64_t
 typedef struct rg_pieces {
     int n, u[RG_MAX_GN], s0[RG_MAX_GN], s1[RG_MAX_GN];
     int64_t b, g0, ns;
-    be_val vals[RG_MAX_GN][64];
+    be_val vals[RG_MAX_GN][IR_KERNEL_NODES];
 } rg_pieces;
 
 static void rg_pieces_of(const rg_core *g, int64_t b, rg_pieces *p)
@@ -1301,7 +1301,7 @@ static void rg_ep_dram(rg_core *g, const rg_pieces *p, int q)
     be_ctx *c = g->c;
     const rk_plan *k = &g->m->ep;
     const int64_t sb = c->t.stick, MT = g->mc.MB, off = g->rs.off[p->s0[q]];
-    for (int jj = 0; jj < k->nn && jj < 64; jj++) {
+    for (int jj = 0; jj < k->nn && jj < IR_KERNEL_NODES; jj++) {
         const rk_node *rn = &k->nodes[jj];
         be_view v = mm_shifted(&rn->sv, p->g0);
         for (int sg = p->s0[q]; rn->dram && sg < p->s1[q]; sg++)
@@ -1343,7 +1343,7 @@ static void rg_ep_store(rg_core *g, const rg_pieces *p)
         cc_emit_wait(g->e, ISA_U_DMAO, g->done[p->u[q]]);
         if (!hold)
             rg_ep_dram(g, p, q);
-        for (int jj = 0; jj < k->nn && jj < 64; jj++) {
+        for (int jj = 0; jj < k->nn && jj < IR_KERNEL_NODES; jj++) {
             const rk_node *rn = &k->nodes[jj];
             const int buf = c->p->nodes[rn->node].out;
             if (rn->res && c->res[buf].grid) /* the piece into this core's tile */
@@ -1373,7 +1373,7 @@ static void rg_ep_send(rg_core *g, const rg_pieces *p)
     for (int q = 0; q < p->n; q++) {
         const int64_t off = g->rs.off[p->s0[q]];
         cc_emit_wait(g->e, ISA_U_RING, g->rdone[p->u[q]]);
-        for (int jj = 0; jj < k->nn && jj < 64; jj++) {
+        for (int jj = 0; jj < k->nn && jj < IR_KERNEL_NODES; jj++) {
             const rk_node *rn = &k->nodes[jj];
             const be_res *r = &c->res[c->p->nodes[rn->node].out];
             if (rn->heads)

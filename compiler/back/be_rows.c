@@ -2339,7 +2339,7 @@ typedef struct {
     int64_t key[RK_EVAL_KEY];
     isa_insn *insns;
     size_t n;
-    be_val nv[64];
+    be_val nv[IR_KERNEL_NODES];
 } rk_evalent;
 typedef struct {
     int n, next;   /* entries, and the one to replace */
@@ -2562,7 +2562,7 @@ static void rk_measure(rk_plan *k)
     T.reads = ir_xalloc((size_t)c->p->A.n * sizeof *T.reads);
     char *err = c->err;
     c->err = NULL; /* no error reports from the dry runs */
-    be_val nv[64];
+    be_val nv[IR_KERNEL_NODES];
     int failed = 0;
     for (int pass = 0; pass < 2 && !failed; pass++) {
         T.counting = pass == 0;
@@ -2642,9 +2642,9 @@ static void rk_chunk(rk_core *rc, int64_t r0, int64_t n)
     /* loads */
     cc_emit_wait(e, ISA_U_DMAI, rc->empty[s]);
     int64_t at = base;
-    int64_t lx_of[256], st_of[256];
-    int64_t *st_lo[256], *st_go[256]; /* only the loads' entries are read: only theirs cleared */
-    for (int i = 0; i < k->nl && i < 256; i++) {
+    int64_t lx_of[IR_KERNEL_LOADS], st_of[IR_KERNEL_LOADS];
+    int64_t *st_lo[IR_KERNEL_LOADS], *st_go[IR_KERNEL_LOADS]; /* only the loads' entries are read: only theirs cleared */
+    for (int i = 0; i < k->nl && i < IR_KERNEL_LOADS; i++) {
         rk_load *L = &k->loads[i];
         st_lo[i] = st_go[i] = NULL;
         if (L->cls == BE_V_COL) {
@@ -2666,7 +2666,7 @@ static void rk_chunk(rk_core *rc, int64_t r0, int64_t n)
         at += ng * gs;
     }
     /* the sticks each restickified load reads in this chunk, in the slot */
-    for (int i = 0; i < k->nl && i < 256; i++) {
+    for (int i = 0; i < k->nl && i < IR_KERNEL_LOADS; i++) {
         rk_load *L = &k->loads[i];
         if (!L->staged || rk_stage_leader(k, i) != i)
             continue;
@@ -2704,12 +2704,12 @@ static void rk_chunk(rk_core *rc, int64_t r0, int64_t n)
         a.b = cc_abs(L->stage + L->v.lane * 2);
         cc_emit_sfp(e, &a);
     }
-    for (int i = 0; i < k->nl && i < 256; i++)
+    for (int i = 0; i < k->nl && i < IR_KERNEL_LOADS; i++)
         if (k->loads[i].staged) {
             const int l = rk_stage_leader(k, i);
             rk_gather(rc, &k->loads[i], lx_of[i], r0, n, st_of[l], st_lo[l], st_go[l]);
         }
-    for (int i = 0; i < k->nl && i < 256; i++) {
+    for (int i = 0; i < k->nl && i < IR_KERNEL_LOADS; i++) {
         free(st_lo[i]);
         free(st_go[i]);
     }
@@ -2720,26 +2720,26 @@ static void rk_chunk(rk_core *rc, int64_t r0, int64_t n)
     T->r0 = r0;
     T->top = at;
     T->end = base + rc->slot_bytes;
-    for (int i = 0; i < k->nl && i < 256; i++) {
+    for (int i = 0; i < k->nl && i < IR_KERNEL_LOADS; i++) {
         be_val v = {k->loads[i].cls, 0, lx_of[i], k->loads[i].v.lane};
         be_bind(T, k->loads[i].e, &v);
     }
-    be_val nv[64];
+    be_val nv[IR_KERNEL_NODES];
     int failed = rk_eval_chunk(rc, n, lx_of, nv) != 0;
-    for (int j = 0; j < k->nn && !failed && j < 64; j++)
+    for (int j = 0; j < k->nn && !failed && j < IR_KERNEL_NODES; j++)
         if (k->nodes[j].dram && k->nodes[j].staged)
             rk_scatter(rc, j, &nv[j], gs, r0, n);
     cc_emit_sig(e, u, rc->done[s]);
 
     /* stores */
     cc_emit_wait(e, ISA_U_DMAO, rc->done[s]);
-    for (int j = 0; j < k->nn && !failed && j < 64; j++) {
+    for (int j = 0; j < k->nn && !failed && j < IR_KERNEL_NODES; j++) {
         rk_node *rn = &k->nodes[j];
         int64_t ng = rn->cls == BE_V_TILE ? k->G : 1;
         if (rn->dram && !rn->staged)
             be_dma_rows(c, e, ISA_OP_DMA_ST, nv[j].lx, gs, &rn->sv, &k->rsp, r0, n, ng);
     }
-    for (int j = 0; j < k->nn && !failed && j < 64; j++) { /* after the DRAM stores, which take longer */
+    for (int j = 0; j < k->nn && !failed && j < IR_KERNEL_NODES; j++) { /* after the DRAM stores, which take longer */
         rk_node *rn = &k->nodes[j];
         if (rn->res)
             be_res_copy(c, e, 1, c->p->nodes[rn->node].out, r0 - rc->part0, n, 0, k->G, nv[j].lx, gs);
@@ -2758,10 +2758,10 @@ static int rk_prepare(be_ctx *c, int pos, rk_plan *k, int note)
 {
     if (rk_build(c, pos, k))
         return -1;
-    if (k->nn > 64)
-        return be_error(c, k->K, "more than 64 nodes in one kernel (not supported yet)");
-    if (k->nl > 256)
-        return be_error(c, k->K, "more than 256 loads in one kernel (not supported yet)");
+    if (k->nn > IR_KERNEL_NODES)
+        return be_error(c, k->K, "more than %d nodes in one kernel (not supported yet)", IR_KERNEL_NODES);
+    if (k->nl > IR_KERNEL_LOADS)
+        return be_error(c, k->K, "more than %d loads in one kernel (not supported yet)", IR_KERNEL_LOADS);
     for (int i = 0; i < k->nl; i++) {
         rk_load *L = &k->loads[i];
         const int buf = c->p->A.e[L->e].buf;
@@ -3152,7 +3152,7 @@ static rk_evalmemo *rk_evalmemo_of(const rk_plan *k)
     int index = 0;
     for (int j = 0; j < k->nn; j++)
         ir_expr_walk(&k->c->p->A, k->nodes[j].expr, rk_find_index, &index);
-    if (index || k->nl > RK_EVAL_LOADS || k->nn > 64)
+    if (index || k->nl > RK_EVAL_LOADS || k->nn > IR_KERNEL_NODES)
         return NULL;
     rk_evalmemo *m = ir_xmalloc(sizeof *m); /* (its entries written as kept, not cleared first) */
     m->n = m->next = 0;

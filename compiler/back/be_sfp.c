@@ -850,7 +850,7 @@ int rk_eval_nodes(rk_plan *k, be_tile *T, be_val *nv)
                 v.lane = 0;
             }
         }
-        nv[j < 64 ? j : 63] = v;
+        nv[j < IR_KERNEL_NODES ? j : IR_KERNEL_NODES - 1] = v;
         /* later nodes read this node's buffer through loads: bind them */
         for (int i = rn->ol0; i < rn->ol0 + rn->nol; i++)
             be_bind(T, k->outloads[i], &v);

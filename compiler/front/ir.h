@@ -291,6 +291,13 @@ void ir_sig_print(const ir_sig *s, FILE *f);
 
 /* ---- Kernels ---- */
 
+/* The most nodes one kernel holds, and the most loads (reads of buffers
+ * it does not write, one per buffer and index) a row kernel makes: the
+ * back half keeps a kernel's node values and loads in arrays of this many
+ * (be_rows.c, be_matmul.c), and fusion builds no larger kernel. */
+#define IR_KERNEL_NODES 64
+#define IR_KERNEL_LOADS 256
+
 typedef struct {
     ir_node_kind kind; /* MATMUL if it holds one, else REDUCTION if it holds one, else POINTWISE */
     int *nodes, nnodes; /* in execution order */

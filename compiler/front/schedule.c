@@ -475,6 +475,44 @@ static int kept_apart(const ir_prog *p, int k1, int k2)
     return 0;
 }
 
+/* Would kernels k1 and k2 joined into s (not a matmul) make more loads
+ * than a row kernel holds?  A load is a read of a buffer neither writes,
+ * one per buffer and index over s's loops (be_collect_load); a kernel
+ * reading little is not counted. */
+static int too_many_loads(const ir_prog *p, int k1, int k2, const ir_sig *s)
+{
+    const int ks[2] = {k1, k2};
+    int most = 0;
+    for (int side = 0; side < 2; side++)
+        for (int i = 0; i < p->kernels[ks[side]].nnodes; i++)
+            most += p->nodes[p->kernels[ks[side]].nodes[i]].nreads;
+    if (most <= IR_KERNEL_LOADS)
+        return 0;
+    ir_dep *seen = ir_xalloc((size_t)most * sizeof *seen);
+    int n = 0;
+    for (int side = 0; side < 2; side++)
+        for (int i = 0; i < p->kernels[ks[side]].nnodes; i++) {
+            const ir_node *N = &p->nodes[p->kernels[ks[side]].nodes[i]];
+            ir_index v[IR_MAX_VARS];
+            if (ir_node_vars(p, p->kernels[ks[side]].nodes[i], s, v))
+                continue;
+            for (int r = 0; r < N->nreads; r++) {
+                const ir_dep *d = &N->reads[r];
+                const int w = p->bufs[d->buf].node, wk = w >= 0 ? p->nodes[w].kernel : -1;
+                if (wk == k1 || wk == k2)
+                    continue;
+                ir_dep x = {d->buf, d->star, d->star ? d->idx : ir_idx_compose(&d->idx, N->nvars, v)};
+                int j = 0;
+                while (j < n && !(seen[j].buf == x.buf && seen[j].star == x.star && ir_idx_equal(&seen[j].idx, &x.idx)))
+                    j++;
+                if (j == n)
+                    seen[n++] = x;
+            }
+        }
+    free(seen);
+    return n > IR_KERNEL_LOADS;
+}
+
 typedef enum { DEP_NONE, DEP_12, DEP_21 } dep_dir;
 
 /* The kinds of fusion each pass makes, given kernels a (lower id) and b,
@@ -549,12 +587,14 @@ static int fusable(const ir_prog *p, const kgraph *G, fusion_rule rule, int k1, 
     if (e12 && e21)
         return 0;
     *dir = e12 ? DEP_12 : e21 ? DEP_21 : DEP_NONE;
-    if (!rule(A, B, *dir) || ir_sig_join(&A->sig, &B->sig, s) || !nodes_fit(p, k1, k2, s) ||
-        !indices_match(p, k1, k2, s))
+    if (!rule(A, B, *dir) || A->nnodes + B->nnodes > IR_KERNEL_NODES || ir_sig_join(&A->sig, &B->sig, s) ||
+        !nodes_fit(p, k1, k2, s) || !indices_match(p, k1, k2, s))
         return 0;
     if (epilogue_reads_across_n(p, k1, k2, s) || (s->kind == IR_MATMUL && kept_apart(p, k1, k2)))
         return 0;
     if (s->kind == IR_REDUCTION && some_read(p, k1, k2, s, 1, per_row_read_in_sticks))
+        return 0;
+    if (s->kind != IR_MATMUL && too_many_loads(p, k1, k2, s))
         return 0;
     /* refining the reduced loops into more of them than either kernel
      * had makes a reduction the back half cannot run (it reduces one) */
