@@ -922,6 +922,65 @@ static void test_codegen_on_two_threads_writes_the_program_one_thread_writes(voi
         }
 }
 
+/* Eight attention-like layers of 33 tokens by 200 (fuzz rep71): on the
+ * 32-core chip, a product's kernels on cores 28-31 have a run of four
+ * pt.mm and sig that rolls into a loop, where core 0's (with a first
+ * pt.mm of m=2) has three, left unrolled. */
+static gr_graph *layers_graph(void)
+{
+    static char text[16384];
+    int at = snprintf(text, sizeof text, "graph rep71\ninput %%x0: f32[33, 200]\n");
+    for (int i = 0; i < 8; i++) {
+        char x[16];
+        snprintf(x, sizeof x, i ? "m_%d" : "x0", i - 1);
+        at += snprintf(text + at, sizeof text - (size_t)at,
+                       "input %%wq_%d: f32[200, 200]\n"
+                       "%%tq_%d: f32[200, 200] = aten.t.default(%%wq_%d)\n"
+                       "%%q_%d: f32[33, 200] = aten.mm.default(%%%s, %%tq_%d)\n"
+                       "%%tk_%d: f32[200, 33] = aten.t.default(%%%s)\n"
+                       "%%s_%d: f32[33, 33] = aten.mm.default(%%q_%d, %%tk_%d)\n"
+                       "%%ss_%d: f32[33, 33] = aten.mul.Tensor(%%s_%d, 0.005)\n"
+                       "%%sm_%d: f32[33, 33] = aten._softmax.default(%%ss_%d, -1, False)\n"
+                       "%%a_%d: f32[33, 200] = aten.mm.default(%%sm_%d, %%%s)\n"
+                       "%%r_%d: f32[33, 200] = aten.add.Tensor(%%a_%d, %%%s)\n"
+                       "input %%nw_%d: f32[200]\ninput %%nb_%d: f32[200]\n"
+                       "%%n_%d: (f32[33, 200], f32[33, 1], f32[33, 1]) = "
+                       "aten.native_layer_norm.default(%%r_%d, [200], %%nw_%d, %%nb_%d, 1e-05)\n"
+                       "%%m_%d: f32[33, 200] = getitem(%%n_%d, 0)\n",
+                       i, i, i, i, x, i, i, x, i, i, i, i, i, i, i, i, i, x, i, i, x, i, i, i, i, i, i, i, i);
+    }
+    snprintf(text + at, sizeof text - (size_t)at, "output %%m_7\n");
+    char err[512];
+    gr_graph *g = gr_graph_parse(text, "rep71.txt", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    return g;
+}
+
+/* A kernel rolled from a template's prefix is the kernel rolled from
+ * scratch, whichever kernels made the templates: which of the two
+ * codegen threads rolls which core (each takes what is left of the
+ * other's share, as they race) leaves the program one thread's, byte
+ * for byte (layers_graph: core 0's template has a cut inside the run of
+ * four of cores 28-31, which their kernels must not take).  Many
+ * compiles: a given split comes once in some 50. */
+static void test_which_thread_rolls_a_core_leaves_the_program_one_threads(void)
+{
+    gr_graph *g = layers_graph();
+    size_t n1, n2;
+    char *rep1, *rep2, *one = compile_graph_threads(g, "spyre", 1, &n1, &rep1);
+    int differ = 0;
+    for (int again = 0; again < 250; again++) {
+        char *two = compile_graph_threads(g, "spyre", 2, &n2, &rep2);
+        differ += n1 != n2 || memcmp(one, two, n1) || strcmp(rep1, rep2);
+        free(two);
+        free(rep2);
+    }
+    CU_ASSERT_EQUAL(differ, 0);
+    free(one);
+    free(rep1);
+    gr_graph_free(g);
+}
+
 /* The attempt set aside while the other's codegen runs (compile.c,
  * shelve), planned again from its host marks, is the same plan: forced
  * to be planned again (cc_compile_opts.replan) the compile writes the
@@ -6308,6 +6367,8 @@ int main(void)
          test_kernels_rolled_as_emitted_are_the_program_rolled_after_codegen},
         {"codegen on two threads writes the program one thread writes",
          test_codegen_on_two_threads_writes_the_program_one_thread_writes},
+        {"which thread rolls a core leaves the program one thread's",
+         test_which_thread_rolls_a_core_leaves_the_program_one_threads},
         {"an attempt planned again after being set aside gives the same program",
          test_an_attempt_planned_again_after_being_set_aside_gives_the_same_program},
         {"sdpa with a float mask holding +inf is NaN as PyTorch",

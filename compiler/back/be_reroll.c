@@ -1771,6 +1771,18 @@ static inline __attribute__((always_inline)) uint64_t pairs_key(int op, const rr
     return h ^ (h >> 29);
 }
 
+/* pairs_key of instruction in: the key tmpl_shapes gives a shape whose
+ * first instruction it is (keys_has compares with those; insn_key's
+ * words make other keys). */
+static uint64_t fields_key(const isa_insn *in)
+{
+    const rr_opfields *f = fields_of(in->op);
+    rr_pair hv[RR_NPAIRS];
+    for (int q = 0; q < f->np; q++)
+        hv[q] = *(const rr_pair *)((const char *)in + f->pair[q]) & f->pmask[q];
+    return pairs_key(in->op, hv, f->np);
+}
+
 /* shape_fits for an op of np pairs of words (rr_opfields), naddr
  * addresses and its op in its first pair or not (op_paired): inline with
  * them constants, so that the pairs' offsets, masks and words stay in
@@ -1967,8 +1979,8 @@ static const rr_cut *cut_fits(const rr_scratch *sc, rr_tmpl *t, const isa_insn *
     return c >= 0 ? &t->cut[c] : NULL;
 }
 
-/* Is key a key of one of template t's first nsh shapes as the kernel has
- * them (t->keys, tmpl_shapes)? */
+/* Is key (fields_key) a key of one of template t's first nsh shapes as
+ * the kernel has them (t->keys, tmpl_shapes)? */
 static int keys_has(const rr_tmpl *t, uint64_t key, int nsh)
 {
     for (long slot = (long)(key & (uint64_t)t->kmask); t->keys[slot].gen == t->kgen; slot = (slot + 1) & t->kmask)
@@ -2079,7 +2091,7 @@ static int roll_prefixed(rr_out *o, const isa_insn *s, long n)
     if (!make_entries(sc, s + p, m))
         return 0;
     for (int q = 0; q < sc->shapes.next; q++)
-        if (keys_has(u, sc->shapes.rkey[q], cut->nsh))
+        if (keys_has(u, fields_key(&sc->shapes.rep[q]), cut->nsh))
             return 0;
     emit_as_code(o, u, s, cut);
     sc->tshape = heap_array(&sc->tshapem, m, sizeof *sc->tshape);
