@@ -195,18 +195,58 @@ static int mark_op(const gr_graph *g, char *host, int s)
     return 1;
 }
 
-/* After a failed attempt: when a matmul kernel could not load an operand
- * of its epilogue (a bias slice that starts inside a stick), that node's
- * op keeps its pointwise nodes out of matmul epilogues, as row kernels of
- * their own, which restickify what they read; 0 when it already did.
- * Not a host op: it is tried with --no-fallback too.  Only for the
- * kernel the error names (the op is one of its ops). */
+static int cmp_int(const void *a, const void *b)
+{
+    return *(const int *)a - *(const int *)b;
+}
+
+/* The median of the ops row kernel K's nodes compute (a node's last op),
+ * above the least: cut there, K is fused as two; -1 when all compute one
+ * op (a layer norm's nodes, say), or K is not a row kernel. */
+static int cut_op(const ir_prog *p, const ir_kernel *K)
+{
+    if (K->kind == IR_MATMUL || K->kind == IR_HOST)
+        return -1;
+    int *ops = ir_xalloc((size_t)K->nnodes * sizeof *ops), n = 0;
+    for (int i = 0; i < K->nnodes; i++) {
+        const ir_node *N = &p->nodes[K->nodes[i]];
+        if (N->nops)
+            ops[n++] = N->ops[N->nops - 1];
+    }
+    qsort(ops, (size_t)n, sizeof *ops, cmp_int);
+    int d = 0; /* distinct ops, in place */
+    for (int i = 0; i < n; i++)
+        if (!d || ops[i] != ops[d - 1])
+            ops[d++] = ops[i];
+    const int s = d > 1 ? ops[d / 2] : -1;
+    free(ops);
+    return s;
+}
+
+/* After a failed attempt, before any host op, the fusion the back half
+ * refused is undone, and 1 returned (0 when it already was): when a
+ * matmul kernel could not load an operand of its epilogue (a bias slice
+ * that starts inside a stick), that node's op keeps its pointwise nodes
+ * out of matmul epilogues, as row kernels of their own, which restickify
+ * what they read; a fused row kernel refused on no op of its own (a row
+ * that does not fit LX, say) is cut in two (IR_SRC_CUT at cut_op), halved
+ * again as long as a half is refused.  Not host ops: tried with
+ * --no-fallback too.  Only for the kernel the error names. */
 static int mark_apart(const ir_prog *p, char *host)
 {
     const int s = p->fail_epilogue;
-    if (s < 0 || p->fail_kernel < 0 || (host[s] & (IR_SRC_APART | IR_SRC_HOST)))
+    if (p->fail_kernel < 0)
         return 0;
     const ir_kernel *K = &p->kernels[p->fail_kernel];
+    if (s < 0 && p->fail_src < 0) {
+        const int c = cut_op(p, K);
+        if (c < 0 || (host[c] & IR_SRC_CUT))
+            return 0;
+        host[c] |= IR_SRC_CUT;
+        return 1;
+    }
+    if (s < 0 || (host[s] & (IR_SRC_APART | IR_SRC_HOST)))
+        return 0;
     for (int j = 0; j < K->nops; j++)
         if (K->ops[j] == s) {
             host[s] |= IR_SRC_APART;
@@ -247,8 +287,8 @@ typedef struct {
 /* The host fallback (docs/compiler.md, "Host ops"): when an attempt
  * fails on a source op (p->fail_src) that is not yet a host op, that op
  * becomes one and the graph is compiled again from the start (an
- * epilogue a matmul kernel could not load is first kept apart: mark_apart).
- * Each attempt marks one more op, so there are at most twice as many as
+ * fusion the back half refused is first undone: mark_apart).  Each
+ * attempt marks one more op, so there are at most three times as many as
  * ops.  host: the source ops' marks the attempts start with (taken).  The last
  * try's dump (dump_after) is handed back in a->dump; a->fused is set when
  * fuse_siblings fused products in any try.  With plan_only the

@@ -395,40 +395,42 @@ static void test_a_bias_slice_starting_inside_a_stick_runs_on_the_device(void)
     CU_ASSERT_PTR_NULL(strstr(out, ": host"));
 }
 
-/* Layers of layer_norm, relu, layer_norm over [33, 96], graph text into
+/* Layers of layer_norm, relu, layer_norm over [33, w], graph text into
  * buf: reduction fusion would join the whole chain into one kernel of
  * more nodes than the back half evaluates (IR_KERNEL_NODES). */
-static void ln_chain(int layers, char *buf, size_t len)
+static void ln_chain(int layers, int w, char *buf, size_t len)
 {
-    size_t o = (size_t)snprintf(buf, len, "graph ln_chain\ninput %%x: f32[33, 96]\n");
+    size_t o = (size_t)snprintf(buf, len, "graph ln_chain\ninput %%x: f32[33, %d]\n", w);
     for (int i = 0; i < layers && o < len; i++) {
         char prev[16] = "x";
         if (i)
             snprintf(prev, sizeof prev, "m_%d", i - 1);
         o += (size_t)snprintf(
             buf + o, len - o,
-            "input %%lw_%d: f32[96]\ninput %%lb_%d: f32[96]\ninput %%nw_%d: f32[96]\ninput %%nb_%d: f32[96]\n"
-            "%%ln_%d: (f32[33, 96], f32[33, 1], f32[33, 1]) = "
-            "aten.native_layer_norm.default(%%%s, [96], %%lw_%d, %%lb_%d, 1e-05)\n"
-            "%%lo_%d: f32[33, 96] = getitem(%%ln_%d, 0)\n%%r_%d: f32[33, 96] = aten.relu.default(%%lo_%d)\n"
-            "%%n_%d: (f32[33, 96], f32[33, 1], f32[33, 1]) = "
-            "aten.native_layer_norm.default(%%r_%d, [96], %%nw_%d, %%nb_%d, 1e-05)\n"
-            "%%m_%d: f32[33, 96] = getitem(%%n_%d, 0)\n",
-            i, i, i, i, i, prev, i, i, i, i, i, i, i, i, i, i, i, i);
+            "input %%lw_%d: f32[%d]\ninput %%lb_%d: f32[%d]\ninput %%nw_%d: f32[%d]\ninput %%nb_%d: f32[%d]\n"
+            "%%ln_%d: (f32[33, %d], f32[33, 1], f32[33, 1]) = "
+            "aten.native_layer_norm.default(%%%s, [%d], %%lw_%d, %%lb_%d, 1e-05)\n"
+            "%%lo_%d: f32[33, %d] = getitem(%%ln_%d, 0)\n%%r_%d: f32[33, %d] = aten.relu.default(%%lo_%d)\n"
+            "%%n_%d: (f32[33, %d], f32[33, 1], f32[33, 1]) = "
+            "aten.native_layer_norm.default(%%r_%d, [%d], %%nw_%d, %%nb_%d, 1e-05)\n"
+            "%%m_%d: f32[33, %d] = getitem(%%n_%d, 0)\n",
+            i, w, i, w, i, w, i, w, i, w, prev, w, i, i, i, w, i, i, w, i, i, w, i, w, i, i, i, w, i);
     }
     if (o < len)
         snprintf(buf + o, len - o, "output %%m_%d\n", layers - 1);
 }
 
 /* Fusion builds no kernel the back half refuses: a deep chain of layer
- * norms runs on the device, no op falling back to the host. */
+ * norms runs on the device, no op falling back to the host.  At width
+ * 4096 the fused chain's row does not fit the 4-core chip's LX: the
+ * fallback cuts the kernel (IR_SRC_CUT) before any host op. */
 static void test_a_deep_layer_norm_chain_runs_on_the_device(void)
 {
     static char text[1 << 15];
     const int layers[] = {7, 20};
     const char *chips[] = {" --config spyre --no-fallback", " --config spyre-4core --no-fallback"};
     for (int l = 0; l < 2; l++) {
-        ln_chain(layers[l], text, sizeof text);
+        ln_chain(layers[l], 96, text, sizeof text);
         for (int i = 0; i < 2; i++) {
             CU_ASSERT_EQUAL(run_checked(text, chips[i]), 0);
             TU_ASSERT_CONTAINS(out, "fallback_ops=0 host_cycles=0\n");
@@ -436,12 +438,17 @@ static void test_a_deep_layer_norm_chain_runs_on_the_device(void)
             CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
         }
     }
+    ln_chain(7, 4096, text, sizeof text);
+    CU_ASSERT_EQUAL(run_checked(text, chips[1]), 0);
+    TU_ASSERT_CONTAINS(out, "fallback_ops=0 host_cycles=0\n");
+    TU_ASSERT_CONTAINS(out, "check m_6: ");
+    CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
 }
 
 /* Horizontal fusion joins copies of slices that share a read: 40 cats
  * of x and 7 inputs each would make one kernel of more loads than a row
- * kernel holds (IR_KERNEL_LOADS).  On the 32-core chip (the 4-core
- * chip's LX holds no row of such a kernel: its ops fall back). */
+ * kernel holds (IR_KERNEL_LOADS).  The 4-core chip's LX holds no row of
+ * the kernels that fusion makes: the fallback cuts them (IR_SRC_CUT). */
 static void test_many_cats_sharing_an_input_run_on_the_device(void)
 {
     static char text[1 << 15];
@@ -458,10 +465,13 @@ static void test_many_cats_sharing_an_input_run_on_the_device(void)
     for (int i = 1; i < 40; i++)
         o += (size_t)snprintf(text + o, sizeof text - o, ", %%c_%d", i);
     snprintf(text + o, sizeof text - o, "\n");
-    CU_ASSERT_EQUAL(run_checked(text, " --config spyre --no-fallback"), 0);
-    TU_ASSERT_CONTAINS(out, "fallback_ops=0 host_cycles=0\n");
-    TU_ASSERT_CONTAINS(out, "check c_39: ");
-    CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
+    const char *chips[] = {" --config spyre --no-fallback", " --config spyre-4core --no-fallback"};
+    for (int i = 0; i < 2; i++) {
+        CU_ASSERT_EQUAL(run_checked(text, chips[i]), 0);
+        TU_ASSERT_CONTAINS(out, "fallback_ops=0 host_cycles=0\n");
+        TU_ASSERT_CONTAINS(out, "check c_39: ");
+        CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
+    }
 }
 
 /* Decompose folds an identity (clone) into the value it copies, but the

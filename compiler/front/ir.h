@@ -208,6 +208,7 @@ int64_t ir_buf_bytes(const ir_buf *b);
 enum {
     IR_SRC_HOST = 1,  /* it runs on the host */
     IR_SRC_APART = 2, /* its pointwise nodes stay out of matmul epilogues (own row kernels) */
+    IR_SRC_CUT = 4,   /* no row fusion joins ops before it with it or after (a refused kernel cut) */
 };
 
 /* ---- Nodes ---- */

@@ -475,6 +475,28 @@ static int kept_apart(const ir_prog *p, int k1, int k2)
     return 0;
 }
 
+/* Would kernels k1 and k2 joined hold ops both sides of a cut
+ * (IR_SRC_CUT: the host fallback cut a row kernel the back half refused
+ * in two)?  A node's last op by line is the one it computes; no kernel
+ * fusion made spans a cut, so the joined span tells. */
+static int crosses_cut(const ir_prog *p, int k1, int k2)
+{
+    const int ks[2] = {k1, k2};
+    int lo = p->nsrc, hi = -1;
+    for (int side = 0; side < 2; side++)
+        for (int i = 0; i < p->kernels[ks[side]].nnodes; i++) {
+            const ir_node *N = &p->nodes[p->kernels[ks[side]].nodes[i]];
+            if (N->nops) {
+                lo = N->ops[N->nops - 1] < lo ? N->ops[N->nops - 1] : lo;
+                hi = N->ops[N->nops - 1] > hi ? N->ops[N->nops - 1] : hi;
+            }
+        }
+    for (int s = lo + 1; s <= hi; s++)
+        if (p->host[s] & IR_SRC_CUT)
+            return 1;
+    return 0;
+}
+
 /* Would kernels k1 and k2 joined into s (not a matmul) make more loads
  * than a row kernel holds?  A load is a read of a buffer neither writes,
  * one per buffer and index over s's loops (be_collect_load); a kernel
@@ -629,6 +651,7 @@ typedef struct {
     int *bmark, *kmark; /* per buffer, per kernel: stamp when last counted */
     int64_t *score;     /* per kernel: bytes shared with the kernel scored */
     int *near;          /* the kernels sharing a buffer with it */
+    int cuts;           /* some source op is marked IR_SRC_CUT */
 } fuse_state;
 
 static int cand_live(const fuse_state *F, const cand *c)
@@ -741,6 +764,8 @@ static int fuse(ir_prog *p, fusion_rule rule)
     F.score = ir_xalloc((size_t)p->nkernels * sizeof *F.score);
     F.near = ir_xalloc((size_t)p->nkernels * sizeof *F.near);
     F.bmark = ir_xalloc((size_t)p->nbufs * sizeof *F.bmark);
+    for (int i = 0; i < p->nsrc && !F.cuts; i++)
+        F.cuts = (p->host[i] & IR_SRC_CUT) != 0;
     candidates(p, &G, &F);
     while (F.nh > 0) {
         const cand c = F.h[0];
@@ -748,7 +773,8 @@ static int fuse(ir_prog *p, fusion_rule rule)
         cand_sift(F.h, F.nh, 0);
         ir_sig s;
         dep_dir dir;
-        if (!cand_live(&F, &c) || !fusable(p, &G, rule, c.a, c.b, &s, &dir))
+        if (!cand_live(&F, &c) || !fusable(p, &G, rule, c.a, c.b, &s, &dir) ||
+            (F.cuts && s.kind != IR_MATMUL && crosses_cut(p, c.a, c.b)))
             continue;
         if (makes_cycle(p, &G, c.a, c.b, dir)) {
             if (F.nref == F.capref)
