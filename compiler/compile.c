@@ -286,7 +286,7 @@ typedef struct {
 
 /* The host fallback (docs/compiler.md, "Host ops"): when an attempt
  * fails on a source op (p->fail_src) that is not yet a host op, that op
- * becomes one and the graph is compiled again from the start (an
+ * becomes one and the graph is compiled again from the start (a
  * fusion the back half refused is first undone: mark_apart).  Each
  * attempt marks one more op, so there are at most three times as many as
  * ops.  host: the source ops' marks the attempts start with (taken).  The last

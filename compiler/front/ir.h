@@ -295,7 +295,8 @@ void ir_sig_print(const ir_sig *s, FILE *f);
 /* The most nodes one kernel holds, and the most loads (reads of buffers
  * it does not write, one per buffer and index) a row kernel makes: the
  * back half keeps a kernel's node values and loads in arrays of this many
- * (be_rows.c, be_matmul.c), and fusion builds no larger kernel. */
+ * (be_rows.c, be_matmul.c, be_mmblock.c, be_ring.c, be_sfp.c), and fusion
+ * builds no larger kernel. */
 #define IR_KERNEL_NODES 64
 #define IR_KERNEL_LOADS 256
 

@@ -516,8 +516,10 @@ static int too_many_loads(const ir_prog *p, int k1, int k2, const ir_sig *s)
         for (int i = 0; i < p->kernels[ks[side]].nnodes; i++) {
             const ir_node *N = &p->nodes[p->kernels[ks[side]].nodes[i]];
             ir_index v[IR_MAX_VARS];
-            if (ir_node_vars(p, p->kernels[ks[side]].nodes[i], s, v))
-                continue;
+            if (ir_node_vars(p, p->kernels[ks[side]].nodes[i], s, v)) { /* (nodes_fit said it fits) */
+                free(seen);
+                return 1;
+            }
             for (int r = 0; r < N->nreads; r++) {
                 const ir_dep *d = &N->reads[r];
                 const int w = p->bufs[d->buf].node, wk = w >= 0 ? p->nodes[w].kernel : -1;
@@ -527,12 +529,17 @@ static int too_many_loads(const ir_prog *p, int k1, int k2, const ir_sig *s)
                 int j = 0;
                 while (j < n && !(seen[j].buf == x.buf && seen[j].star == x.star && ir_idx_equal(&seen[j].idx, &x.idx)))
                     j++;
-                if (j == n)
-                    seen[n++] = x;
+                if (j < n)
+                    continue;
+                seen[n++] = x;
+                if (n > IR_KERNEL_LOADS) {
+                    free(seen);
+                    return 1;
+                }
             }
         }
     free(seen);
-    return n > IR_KERNEL_LOADS;
+    return 0;
 }
 
 typedef enum { DEP_NONE, DEP_12, DEP_21 } dep_dir;
