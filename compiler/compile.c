@@ -195,11 +195,6 @@ static int mark_op(const gr_graph *g, char *host, int s)
     return 1;
 }
 
-static int cmp_int(const void *a, const void *b)
-{
-    return *(const int *)a - *(const int *)b;
-}
-
 /* The median of the ops row kernel K's nodes compute (a node's last op),
  * above the least: cut there, K is fused as two; -1 when all compute one
  * op (a layer norm's nodes, say), or K is not a row kernel. */
@@ -209,11 +204,11 @@ static int cut_op(const ir_prog *p, const ir_kernel *K)
         return -1;
     int *ops = ir_xalloc((size_t)K->nnodes * sizeof *ops), n = 0;
     for (int i = 0; i < K->nnodes; i++) {
-        const ir_node *N = &p->nodes[K->nodes[i]];
-        if (N->nops)
-            ops[n++] = N->ops[N->nops - 1];
+        const int s = ir_node_op(&p->nodes[K->nodes[i]]);
+        if (s >= 0)
+            ops[n++] = s;
     }
-    qsort(ops, (size_t)n, sizeof *ops, cmp_int);
+    qsort(ops, (size_t)n, sizeof *ops, ir_cmp_int);
     int d = 0; /* distinct ops, in place */
     for (int i = 0; i < n; i++)
         if (!d || ops[i] != ops[d - 1])

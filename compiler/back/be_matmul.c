@@ -294,7 +294,7 @@ static int mm_epilogue(be_ctx *c, int pos, mm_plan *m)
         const int nl0 = k->nl;
         ir_expr_walk(&p->A, rn->expr, be_collect_load, &w);
         if (j && epi_unloadable(k, nl0, w.failed))
-            p->fail_epilogue = N->ops[N->nops - 1]; /* kept apart on the next attempt (compile.c) */
+            p->fail_epilogue = ir_node_op(N); /* kept apart on the next attempt (compile.c) */
         /* the product itself is the PT's DL16 in the C slot: no SFP work,
          * no temps (counting them shrank plain products' blocks fourfold) */
         if (j)

@@ -120,8 +120,9 @@ static ival node_ival(ictx *c)
 /* The last source op of node n (the one giving its result) and its line. */
 static int node_line(const ir_prog *p, const ir_node *n, const char **op)
 {
-    *op = n->nops ? p->src[n->ops[n->nops - 1]].op : "an op";
-    return n->nops ? p->src[n->ops[n->nops - 1]].line : -1;
+    const int s = ir_node_op(n);
+    *op = s >= 0 ? p->src[s].op : "an op";
+    return s >= 0 ? p->src[s].line : -1;
 }
 
 int ir_check_int_exact(ir_prog *p)
@@ -141,7 +142,7 @@ int ir_check_int_exact(ir_prog *p)
             const char *op;
             int line = node_line(p, c.n, &op);
             if (c.n->nops)
-                p->fail_src = c.n->ops[c.n->nops - 1];
+                p->fail_src = ir_node_op(c.n);
             rc = ir_error(p, line, "%s: integer values up to %g are not exact on the device (DL16 keeps every "
                           "integer up to %g; not supported yet)", op, c.worst, EXACT);
         }

@@ -263,6 +263,10 @@ typedef struct {
     ir_index epi_store;
 } ir_node;
 
+/* The source op node n computes (its last by line; the others are folded
+ * into it), or -1 when it has none. */
+static inline int ir_node_op(const ir_node *n) { return n->nops ? n->ops[n->nops - 1] : -1; }
+
 /* Names of node n's variables ("i0", "r0", "m", ...). */
 const char *const *ir_node_var_names(const ir_node *n);
 
@@ -478,6 +482,9 @@ void *ir_xmemdup(const void *p, size_t n); /* a copy of p's n bytes (ir_xmalloc)
  * differ there (187 strcmp calls a node of an op without a decomposition
  * rule were 0.5% of the Llama-8B decode step's compile). */
 static inline int ir_name_eq(const char *a, const char *b) { return a[0] == b[0] && !strcmp(a, b); }
+/* qsort's order of ints, ascending (for values far from INT_MIN/INT_MAX:
+ * op, node and kernel numbers). */
+static inline int ir_cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
 char *ir_xsprintf(const char *fmt, ...); /* a new string of any length */
 /* A new string a.b (ir_xsprintf("%s.%s") without the format's two passes:
  * the decomposition names every node it adds so, 1,000 host instructions

@@ -462,14 +462,14 @@ static int epilogue_reads_across_n(const ir_prog *p, int k1, int k2, const ir_si
 /* A pointwise node of k1 or k2 whose op the host fallback keeps out of
  * matmul epilogues (IR_SRC_APART: a product could not load its operand,
  * a bias slice that starts inside a stick; as a row kernel of its own the
- * read is restickified).  A node's last op by line is the one it computes. */
+ * read is restickified). */
 static int kept_apart(const ir_prog *p, int k1, int k2)
 {
     const int ks[2] = {k1, k2};
     for (int side = 0; side < 2; side++)
         for (int i = 0; i < p->kernels[ks[side]].nnodes; i++) {
             const ir_node *N = &p->nodes[p->kernels[ks[side]].nodes[i]];
-            if (N->kind == IR_POINTWISE && N->nops && (p->host[N->ops[N->nops - 1]] & IR_SRC_APART))
+            if (N->kind == IR_POINTWISE && N->nops && (p->host[ir_node_op(N)] & IR_SRC_APART))
                 return 1;
         }
     return 0;
@@ -477,18 +477,18 @@ static int kept_apart(const ir_prog *p, int k1, int k2)
 
 /* Would kernels k1 and k2 joined hold ops both sides of a cut
  * (IR_SRC_CUT: the host fallback cut a row kernel the back half refused
- * in two)?  A node's last op by line is the one it computes; no kernel
- * fusion made spans a cut, so the joined span tells. */
+ * in two)?  No kernel fusion made spans a cut, so the joined span of the
+ * ops their nodes compute tells. */
 static int crosses_cut(const ir_prog *p, int k1, int k2)
 {
     const int ks[2] = {k1, k2};
     int lo = p->nsrc, hi = -1;
     for (int side = 0; side < 2; side++)
         for (int i = 0; i < p->kernels[ks[side]].nnodes; i++) {
-            const ir_node *N = &p->nodes[p->kernels[ks[side]].nodes[i]];
-            if (N->nops) {
-                lo = N->ops[N->nops - 1] < lo ? N->ops[N->nops - 1] : lo;
-                hi = N->ops[N->nops - 1] > hi ? N->ops[N->nops - 1] : hi;
+            const int s = ir_node_op(&p->nodes[p->kernels[ks[side]].nodes[i]]);
+            if (s >= 0) {
+                lo = s < lo ? s : lo;
+                hi = s > hi ? s : hi;
             }
         }
     for (int s = lo + 1; s <= hi; s++)
@@ -570,11 +570,6 @@ static int rule_horizontal(const ir_kernel *a, const ir_kernel *b, dep_dir dir)
     return dir == DEP_NONE && a->kind == b->kind && a->kind != IR_MATMUL && a->kind != IR_HOST;
 }
 
-static int cmp_int(const void *a, const void *b)
-{
-    return *(const int *)a - *(const int *)b;
-}
-
 static void merge(ir_prog *p, int k1, int k2, const ir_sig *s)
 {
     ir_kernel *A = &p->kernels[k1], *B = &p->kernels[k2];
@@ -583,7 +578,7 @@ static void merge(ir_prog *p, int k1, int k2, const ir_sig *s)
         abort();
     memcpy(A->nodes + A->nnodes, B->nodes, (size_t)B->nnodes * sizeof *B->nodes);
     A->nnodes += B->nnodes;
-    qsort(A->nodes, (size_t)A->nnodes, sizeof *A->nodes, cmp_int); /* node order is topological */
+    qsort(A->nodes, (size_t)A->nnodes, sizeof *A->nodes, ir_cmp_int); /* node order is topological */
     /* A matmul kernel's template comes first: the pointwise nodes fused
      * with it either read its result or do not depend on it at all (a
      * pointwise node it reads would have made a cycle), so all can follow
