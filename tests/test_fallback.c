@@ -420,6 +420,16 @@ static void ln_chain(int layers, int w, char *buf, size_t len)
         snprintf(buf + o, len - o, "output %%m_%d\n", layers - 1);
 }
 
+/* text run with --check and opts: it validates, with no op on the host
+ * and `want` in what it prints. */
+static void runs_on_the_device(const char *text, const char *opts, const char *want)
+{
+    CU_ASSERT_EQUAL(run_checked(text, opts), 0);
+    TU_ASSERT_CONTAINS(out, "fallback_ops=0 host_cycles=0\n");
+    TU_ASSERT_CONTAINS(out, want);
+    CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
+}
+
 /* Fusion builds no kernel the back half refuses: a deep chain of layer
  * norms runs on the device, no op falling back to the host.  At width
  * 4096 the fused chain's row does not fit the 4-core chip's LX: the
@@ -431,18 +441,11 @@ static void test_a_deep_layer_norm_chain_runs_on_the_device(void)
     const char *chips[] = {" --config spyre --no-fallback", " --config spyre-4core --no-fallback"};
     for (int l = 0; l < 2; l++) {
         ln_chain(layers[l], 96, text, sizeof text);
-        for (int i = 0; i < 2; i++) {
-            CU_ASSERT_EQUAL(run_checked(text, chips[i]), 0);
-            TU_ASSERT_CONTAINS(out, "fallback_ops=0 host_cycles=0\n");
-            TU_ASSERT_CONTAINS(out, " ok");
-            CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
-        }
+        for (int i = 0; i < 2; i++)
+            runs_on_the_device(text, chips[i], " ok");
     }
     ln_chain(7, 4096, text, sizeof text);
-    CU_ASSERT_EQUAL(run_checked(text, chips[1]), 0);
-    TU_ASSERT_CONTAINS(out, "fallback_ops=0 host_cycles=0\n");
-    TU_ASSERT_CONTAINS(out, "check m_6: ");
-    CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
+    runs_on_the_device(text, chips[1], "check m_6: ");
 }
 
 /* Horizontal fusion joins copies of slices that share a read: 40 cats
@@ -466,12 +469,8 @@ static void test_many_cats_sharing_an_input_run_on_the_device(void)
         o += (size_t)snprintf(text + o, sizeof text - o, ", %%c_%d", i);
     snprintf(text + o, sizeof text - o, "\n");
     const char *chips[] = {" --config spyre --no-fallback", " --config spyre-4core --no-fallback"};
-    for (int i = 0; i < 2; i++) {
-        CU_ASSERT_EQUAL(run_checked(text, chips[i]), 0);
-        TU_ASSERT_CONTAINS(out, "fallback_ops=0 host_cycles=0\n");
-        TU_ASSERT_CONTAINS(out, "check c_39: ");
-        CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
-    }
+    for (int i = 0; i < 2; i++)
+        runs_on_the_device(text, chips[i], "check c_39: ");
 }
 
 /* Decompose folds an identity (clone) into the value it copies, but the
