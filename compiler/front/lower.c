@@ -1018,6 +1018,41 @@ static int reduce_in_two(lctx *c, int out, int x, ir_reduce_op rop, gr_dtype dt,
     return 1;
 }
 
+/* Do the reduced dims (reduced[d], extents over 1) of a value of shape t,
+ * read at element strides coef[d], walk one run, the reduction's loops
+ * merging into one? */
+static int reduced_merge(const gr_ttype *t, const int64_t *coef, const int *reduced)
+{
+    int inner = -1;
+    for (int d = t->rank - 1; d >= 0; d--) {
+        if (!reduced[d] || t->shape[d] == 1)
+            continue;
+        if (inner >= 0 && coef[d] != coef[inner] * t->shape[inner])
+            return 0;
+        inner = d;
+    }
+    return 1;
+}
+
+/* A reduction of x (a strided view, flatten) whose reduced dims x walks
+ * apart but its own contiguous copy would walk as one (a conv's result,
+ * channels-last and padded, read NCHW: a group norm's sums): the back half
+ * reduces one loop, so x becomes that copy, for its other readers too. */
+static void merge_reduced(lctx *c, int x, const int *reduced)
+{
+    const gr_ttype t = val(c, x)->type;
+    int64_t flat[GR_MAX_RANK], dense[GR_MAX_RANK], st = 1;
+    for (int d = t.rank - 1; d >= 0; d--) {
+        flat[d] = val(c, x)->map[0].coef[d];
+        dense[d] = st;
+        st *= t.shape[d];
+    }
+    if (reduced_merge(&t, flat, reduced) || !reduced_merge(&t, dense, reduced))
+        return;
+    realize_copy(c, x, c->d->values[x].name);
+    flatten(c, x);
+}
+
 static void l_reduce(lctx *c, int out, int opi)
 {
     ir_reduce_op rop = (ir_reduce_op)opi;
@@ -1077,6 +1112,7 @@ static void l_reduce(lctx *c, int out, int opi)
         return;
     }
     as_buffer_view(c, x);
+    merge_reduced(c, x, reduced);
     uint64_t *ops = ops_new(c);
     ops_of(c, ops, x);
     ops_add_cur(c, ops);
