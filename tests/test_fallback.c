@@ -473,6 +473,68 @@ static void test_many_cats_sharing_an_input_run_on_the_device(void)
         runs_on_the_device(text, chips[i], "check c_39: ");
 }
 
+/* A 3x3 conv of x (n, 4, 8, 8) into (n, 16, 8, 8), then `norm` of %c
+ * (graph text, results %y...), into buf. */
+static void conv_then(int n, const char *norm, char *buf, size_t len)
+{
+    snprintf(buf, len,
+             "graph conv_norm\ninput %%x: f32[%d, 4, 8, 8]\ninput %%w: f32[16, 4, 3, 3]\ninput %%b: f32[16]\n"
+             "input %%g: f32[16]\ninput %%h: f32[16]\n"
+             "%%c: f32[%d, 16, 8, 8] = aten.convolution.default(%%x, %%w, %%b, [1, 1], [1, 1], [1, 1], False, "
+             "[0, 0], 1)\n%s",
+             n, n, norm);
+}
+
+/* A conv's result is channels-last and padded; a norm's sums over (h, w)
+ * read it NCHW, two reduced loops that do not merge, which the back half
+ * refuses (it reduces one): they read a contiguous copy instead, and no
+ * op, the conv least, goes to the host. */
+static void test_a_norm_after_a_conv_runs_on_the_device(void)
+{
+    static const char *norms[] = {
+        /* a diffusion ResBlock's GroupNorm, SiLU; batch 2 */
+        "%n: (f32[2, 16, 8, 8], f32[2, 4], f32[2, 4]) = aten.native_group_norm.default(%c, %g, %h, 2, 16, 64, 4, "
+        "1e-05)\n%y0: f32[2, 16, 8, 8] = getitem(%n, 0)\n%y: f32[2, 16, 8, 8] = aten.silu.default(%y0)\noutput %y\n",
+        /* one group; affine=False */
+        "%n: (f32[1, 16, 8, 8], f32[1, 1], f32[1, 1]) = aten.native_group_norm.default(%c, None, None, 1, 16, 64, "
+        "1, 1e-05)\n%y: f32[1, 16, 8, 8] = getitem(%n, 0)\noutput %y\n",
+        /* a group per channel */
+        "%n: (f32[1, 16, 8, 8], f32[1, 16], f32[1, 16]) = aten.native_group_norm.default(%c, %g, %h, 1, 16, 64, "
+        "16, 1e-05)\n%y: f32[1, 16, 8, 8] = getitem(%n, 0)\noutput %y\n",
+        /* LayerNorm([16, 8, 8]) */
+        "input %lw: f32[16, 8, 8]\ninput %lb: f32[16, 8, 8]\n%n: (f32[1, 16, 8, 8], f32[1, 1, 1, 1], "
+        "f32[1, 1, 1, 1]) = aten.native_layer_norm.default(%c, [16, 8, 8], %lw, %lb, 1e-05)\n"
+        "%y: f32[1, 16, 8, 8] = getitem(%n, 0)\noutput %y\n",
+        /* InstanceNorm2d, as exported: batch norm's statistics over the view */
+        "%v: f32[1, 16, 8, 8] = aten.view.default(%c, [1, 16, 8, 8])\n%n: (f32[1, 16, 8, 8], f32[16], f32[16]) = "
+        "aten.native_batch_norm.default(%v, %g, %h, None, None, True, 0.1, 1e-05)\n"
+        "%y: f32[1, 16, 8, 8] = getitem(%n, 0)\noutput %y\n",
+    };
+    const char *chips[] = {" --config spyre --no-fallback", " --config spyre-4core --no-fallback"};
+    char text[2048];
+    for (size_t k = 0; k < sizeof norms / sizeof *norms; k++) {
+        conv_then(k ? 1 : 2, norms[k], text, sizeof text);
+        for (int i = 0; i < 2; i++)
+            runs_on_the_device(text, chips[i], "check y: ");
+    }
+}
+
+/* A kernel the back half refuses, a conv's copy out fused with a sum over
+ * dims 1 and 3 that no layout walks as one run: the sum goes to the host,
+ * the conv's product stays on the device. */
+static void test_a_refused_kernel_sends_the_op_after_a_conv_to_the_host(void)
+{
+    char text[2048];
+    conv_then(1, "%y: f32[1, 8] = aten.sum.dim_IntList(%c, [1, 3])\noutput %y\n", text, sizeof text);
+    CU_ASSERT_EQUAL(run_checked(text, ""), 0);
+    TU_ASSERT_CONTAINS(out, "fallback_ops=1 ");
+    TU_ASSERT_CONTAINS(out, "fallback aten.sum.dim_IntList (graph line 8)");
+    CU_ASSERT_PTR_NULL(strstr(out, "fallback aten.convolution"));
+    TU_ASSERT_CONTAINS(out, "check y: ");
+    TU_ASSERT_CONTAINS(out, " ok\n");
+    CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
+}
+
 /* Decompose folds an identity (clone) into the value it copies, but the
  * host op runs its source line, which reads the clone by name: the clone
  * of a device kernel's result, of a view (its transpose), of an input. */
@@ -576,6 +638,9 @@ int main(void)
          test_a_host_op_reads_a_value_folded_into_anothers_buffer},
         {"a deep layer norm chain runs on the device", test_a_deep_layer_norm_chain_runs_on_the_device},
         {"many cats sharing an input run on the device", test_many_cats_sharing_an_input_run_on_the_device},
+        {"a norm after a conv runs on the device", test_a_norm_after_a_conv_runs_on_the_device},
+        {"a refused kernel sends the op after a conv to the host",
+         test_a_refused_kernel_sends_the_op_after_a_conv_to_the_host},
         {"encoder_small on a tiny LX runs its host ops and checks",
          test_encoder_small_on_a_tiny_lx_runs_its_host_ops_and_checks},
         {NULL, NULL},
