@@ -1035,21 +1035,42 @@ static int reduced_merge(const gr_ttype *t, const int64_t *coef, const int *redu
 }
 
 /* A reduction of x (a strided view, flatten) whose reduced dims x walks
- * apart but its own contiguous copy would walk as one (a conv's result,
- * channels-last and padded, read NCHW: a group norm's sums): the back half
- * reduces one loop, so x becomes that copy, for its other readers too. */
+ * apart (a conv's result, channels-last and padded, read NCHW by a group
+ * norm's sums over (h, w); a sum over dims 1 and 3): the back half reduces
+ * one loop, so x becomes a copy of itself with its kept dims first and its
+ * reduced dims last, each in order, which walks them as one run (for a
+ * norm's trailing dims, its contiguous copy, which the norm's elementwise
+ * part reads too). */
 static void merge_reduced(lctx *c, int x, const int *reduced)
 {
     const gr_ttype t = val(c, x)->type;
-    int64_t flat[GR_MAX_RANK], dense[GR_MAX_RANK], st = 1;
-    for (int d = t.rank - 1; d >= 0; d--) {
+    int64_t flat[GR_MAX_RANK];
+    for (int d = 0; d < t.rank; d++)
         flat[d] = val(c, x)->map[0].coef[d];
-        dense[d] = st;
-        st *= t.shape[d];
-    }
-    if (reduced_merge(&t, flat, reduced) || !reduced_merge(&t, dense, reduced))
+    if (reduced_merge(&t, flat, reduced))
         return;
-    realize_copy(c, x, c->d->values[x].name);
+    int perm[GR_MAX_RANK], n = 0; /* the copy's dim j is x's perm[j] */
+    for (int last = 0; last < 2; last++)
+        for (int d = 0; d < t.rank; d++)
+            if (!!reduced[d] == last)
+                perm[n++] = d;
+    gr_ttype ct = t;
+    ir_index at[GR_MAX_RANK];
+    for (int j = 0; j < t.rank; j++) {
+        ct.shape[j] = t.shape[perm[j]];
+        at[perm[j]] = ir_idx_var(j);
+    }
+    uint64_t *ops = ops_new(c);
+    ops_of(c, ops, x);
+    const int b = new_base(c, &ct, read_at(c, x, at), c->d->values[x].name);
+    ops_or(c, c->bases[b].ops, ops);
+    free(ops);
+    lval *V = val(c, x);
+    V->base = b;
+    for (int j = 0; j < t.rank; j++)
+        V->map[j] = ir_idx_var(perm[j]);
+    memset(V->ops, 0, (size_t)c->nwords * sizeof(uint64_t));
+    realize_base(c, b);
     flatten(c, x);
 }
 
