@@ -143,29 +143,27 @@ static void test_an_op_the_host_lacks_too_is_exit_2_naming_it(void)
     remove(g);
 }
 
-/* The back half reduces over one dimension at a time: the kernel
- * summing over two goes to the host, one op at a time, so the exp fused
- * into it runs on the device again; the report's estimate of the host op
- * is what the run charges (the same model, the same device bytes).  x,
- * read only by the host, is sticked on its 16 (32 sticks, 4096 bytes;
- * on its last dim, 4, 128 sticks). */
+/* A row of 262144 columns does not fit a core's LX: the kernel summing
+ * it goes to the host, one op at a time, so the sigmoid fused into it
+ * runs on the device again; the report's estimate of the host op is what
+ * the run charges (the same model, the same device bytes). */
 static void test_an_op_the_back_half_refuses_runs_on_the_host(void)
 {
     char g[512], cmd[1024];
-    write_graph("graph r\ninput %x: f32[8, 16, 4]\n%s: f32[16] = aten.sum.dim_IntList(%x, [0, 2])\n"
-                "%e: f32[16] = aten.exp.default(%s)\noutput %e\n", g, sizeof g);
+    write_graph("graph r\ninput %x: f32[2, 262144]\n%s: f32[2] = aten.sum.dim_IntList(%x, [1])\n"
+                "%e: f32[2] = aten.sigmoid.default(%s)\noutput %e\n", g, sizeof g);
     snprintf(cmd, sizeof cmd, "compile %s -o /dev/null --no-fallback", g);
     CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 2);
-    CU_ASSERT_PTR_NOT_NULL(strstr(out, "reduces over 2 dimensions at once"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "one row of 262144 columns needs"));
     snprintf(cmd, sizeof cmd, "compile %s --report -o /dev/null", g);
     CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "k0_sum: host"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(out, "k1_exp: pointwise"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(out, "4096 bytes to the host, 128 back, estimate 14260 cycles"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "k1_sigmoid: pointwise"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "1048576 bytes to the host, 128 back, estimate 202267 cycles"));
     snprintf(cmd, sizeof cmd, "run %s --check", g);
     CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
-    CU_ASSERT_PTR_NOT_NULL(strstr(out, "fallback aten.sum.dim_IntList (graph line 3): bytes_to_host=4096 "
-                                       "bytes_to_device=128 cycles=14260"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "fallback aten.sum.dim_IntList (graph line 3): bytes_to_host=1048576 "
+                                       "bytes_to_device=128 cycles=202267"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "check e:"));
     CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
     remove(g);
@@ -187,19 +185,18 @@ static void test_a_host_op_of_several_results_is_one_kernel_writing_each(void)
     remove(g);
 }
 
-/* var_mean over two dimensions: the back half refuses it, the host runs
- * it once and writes both results (two sticks back), which validate,
- * one of them through the device's mul; x, which only the host reads, is
- * sticked on its 16 (4096 bytes). */
+/* var_mean over a row longer than a core's LX holds: the back half
+ * refuses it, the host runs it once and writes both results (two sticks
+ * back), which validate, one of them through the device's mul. */
 static void test_a_host_op_of_two_results_runs_once_and_validates(void)
 {
-    const char *text = "graph vm2\ninput %x: f32[8, 16, 4]\n"
-                       "%s: (f32[16], f32[16]) = aten.var_mean.correction(%x, [0, 2], correction=0)\n"
-                       "%v: f32[16] = getitem(%s, 0)\n%m: f32[16] = getitem(%s, 1)\n%r: f32[16] = aten.mul.Tensor(%v, %m)\n"
+    const char *text = "graph vm2\ninput %x: f32[2, 262144]\n"
+                       "%s: (f32[2], f32[2]) = aten.var_mean.correction(%x, [1], correction=0)\n"
+                       "%v: f32[2] = getitem(%s, 0)\n%m: f32[2] = getitem(%s, 1)\n%r: f32[2] = aten.mul.Tensor(%v, %m)\n"
                        "output %r, %m\n";
     CU_ASSERT_EQUAL(run_checked(text, ""), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "fallback_ops=1 "));
-    CU_ASSERT_PTR_NOT_NULL(strstr(out, "fallback aten.var_mean.correction (graph line 3): bytes_to_host=4096 "
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "fallback aten.var_mean.correction (graph line 3): bytes_to_host=1048576 "
                                        "bytes_to_device=256 "));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "check m:"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "check r:"));
@@ -473,6 +470,73 @@ static void test_many_cats_sharing_an_input_run_on_the_device(void)
         runs_on_the_device(text, chips[i], "check c_39: ");
 }
 
+/* A 3x3 conv of x (n, 4, 8, 8) into (n, 16, 8, 8), then `norm` of %c
+ * (graph text, results %y...), into buf. */
+static void conv_then(int n, const char *norm, char *buf, size_t len)
+{
+    snprintf(buf, len,
+             "graph conv_norm\ninput %%x: f32[%d, 4, 8, 8]\ninput %%w: f32[16, 4, 3, 3]\ninput %%b: f32[16]\n"
+             "input %%g: f32[16]\ninput %%h: f32[16]\n"
+             "%%c: f32[%d, 16, 8, 8] = aten.convolution.default(%%x, %%w, %%b, [1, 1], [1, 1], [1, 1], False, "
+             "[0, 0], 1)\n%s",
+             n, n, norm);
+}
+
+/* A conv's result is channels-last and padded; a norm's sums over (h, w)
+ * read it NCHW, two reduced loops that do not merge, which the back half
+ * refuses (it reduces one): they read a copy with the reduced dims last
+ * instead, and no op, the conv least, goes to the host. */
+static void test_a_norm_or_sum_after_a_conv_runs_on_the_device(void)
+{
+    static const char *norms[] = {
+        /* a diffusion ResBlock's GroupNorm, SiLU; batch 2 */
+        "%n: (f32[2, 16, 8, 8], f32[2, 4], f32[2, 4]) = aten.native_group_norm.default(%c, %g, %h, 2, 16, 64, 4, "
+        "1e-05)\n%y0: f32[2, 16, 8, 8] = getitem(%n, 0)\n%y: f32[2, 16, 8, 8] = aten.silu.default(%y0)\noutput %y\n",
+        /* one group; affine=False */
+        "%n: (f32[1, 16, 8, 8], f32[1, 1], f32[1, 1]) = aten.native_group_norm.default(%c, None, None, 1, 16, 64, "
+        "1, 1e-05)\n%y: f32[1, 16, 8, 8] = getitem(%n, 0)\noutput %y\n",
+        /* a group per channel */
+        "%n: (f32[1, 16, 8, 8], f32[1, 16], f32[1, 16]) = aten.native_group_norm.default(%c, %g, %h, 1, 16, 64, "
+        "16, 1e-05)\n%y: f32[1, 16, 8, 8] = getitem(%n, 0)\noutput %y\n",
+        /* LayerNorm([16, 8, 8]) */
+        "input %lw: f32[16, 8, 8]\ninput %lb: f32[16, 8, 8]\n%n: (f32[1, 16, 8, 8], f32[1, 1, 1, 1], "
+        "f32[1, 1, 1, 1]) = aten.native_layer_norm.default(%c, [16, 8, 8], %lw, %lb, 1e-05)\n"
+        "%y: f32[1, 16, 8, 8] = getitem(%n, 0)\noutput %y\n",
+        /* a sum over dims 1 and 3, which no contiguous copy walks as one run */
+        "%y: f32[1, 8] = aten.sum.dim_IntList(%c, [1, 3])\noutput %y\n",
+        /* InstanceNorm2d, as exported: batch norm's statistics over the view */
+        "%v: f32[1, 16, 8, 8] = aten.view.default(%c, [1, 16, 8, 8])\n%n: (f32[1, 16, 8, 8], f32[16], f32[16]) = "
+        "aten.native_batch_norm.default(%v, %g, %h, None, None, True, 0.1, 1e-05)\n"
+        "%y: f32[1, 16, 8, 8] = getitem(%n, 0)\noutput %y\n",
+    };
+    const char *chips[] = {" --config spyre --no-fallback", " --config spyre-4core --no-fallback"};
+    char text[2048];
+    for (size_t k = 0; k < sizeof norms / sizeof *norms; k++) {
+        conv_then(k ? 1 : 2, norms[k], text, sizeof text);
+        for (int i = 0; i < 2; i++)
+            runs_on_the_device(text, chips[i], "check y: ");
+    }
+}
+
+/* A kernel the back half refuses, a 1x1 conv's copy out fused with a
+ * softmax over 16384 channels, whose row does not fit the 4-core chip's
+ * LX: the softmax goes to the host, the conv's product stays on the
+ * device. */
+static void test_a_refused_kernel_sends_the_op_after_a_conv_to_the_host(void)
+{
+    const char *text = "graph conv_softmax\ninput %x: f32[1, 16, 4, 4]\ninput %w: f32[16384, 16, 1, 1]\n"
+                       "input %b: f32[16384]\n%c: f32[1, 16384, 4, 4] = aten.convolution.default(%x, %w, %b, [1, 1], "
+                       "[0, 0], [1, 1], False, [0, 0], 1)\n%y: f32[1, 16384, 4, 4] = aten._softmax.default(%c, 1, False)\n"
+                       "output %y\n";
+    CU_ASSERT_EQUAL(run_checked(text, " --config spyre-4core"), 0);
+    TU_ASSERT_CONTAINS(out, "fallback_ops=1 ");
+    TU_ASSERT_CONTAINS(out, "fallback aten._softmax.default (graph line 6)");
+    CU_ASSERT_PTR_NULL(strstr(out, "fallback aten.convolution"));
+    TU_ASSERT_CONTAINS(out, "check y: ");
+    TU_ASSERT_CONTAINS(out, " ok\n");
+    CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
+}
+
 /* Decompose folds an identity (clone) into the value it copies, but the
  * host op runs its source line, which reads the clone by name: the clone
  * of a device kernel's result, of a view (its transpose), of an input. */
@@ -576,6 +640,9 @@ int main(void)
          test_a_host_op_reads_a_value_folded_into_anothers_buffer},
         {"a deep layer norm chain runs on the device", test_a_deep_layer_norm_chain_runs_on_the_device},
         {"many cats sharing an input run on the device", test_many_cats_sharing_an_input_run_on_the_device},
+        {"a norm or sum after a conv runs on the device", test_a_norm_or_sum_after_a_conv_runs_on_the_device},
+        {"a refused kernel sends the op after a conv to the host",
+         test_a_refused_kernel_sends_the_op_after_a_conv_to_the_host},
         {"encoder_small on a tiny LX runs its host ops and checks",
          test_encoder_small_on_a_tiny_lx_runs_its_host_ops_and_checks},
         {NULL, NULL},
