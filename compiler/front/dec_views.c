@@ -282,9 +282,28 @@ int dc_r_addmv(dctx *c, const gr_node *n, int *out)
     return 1;
 }
 
+/* The p-norm of x over dims: sqrt(sum(x*x)) for 2, sum|x| for 1, amax|x|
+ * for inf, amin|x| for -inf, the count of nonzeros for 0, else
+ * sum(|x|^p)^(1/p). */
+static int pnorm(dctx *c, int x, double p, int nd, const int64_t *dims, int keep)
+{
+    int a = dc_un(c, "aten.abs.default", x);
+    if (p == INFINITY || p == -INFINITY)
+        return dc_red(c, p > 0 ? "aten.amax.default" : "aten.amin.default", a, nd, dims, keep);
+    if (p == 0)
+        return dc_red(c, "aten.sum.dim_IntList", dc_cast(c, dc_cmps(c, "aten.ne.Scalar", x, 0), dc_T(c, x).dtype), nd,
+                      dims, keep);
+    if (p == 1)
+        return dc_red(c, "aten.sum.dim_IntList", a, nd, dims, keep);
+    if (p == 2)
+        return dc_un(c, "aten.sqrt.default",
+                     dc_red(c, "aten.sum.dim_IntList", dc_bin(c, "aten.mul.Tensor", x, x), nd, dims, keep));
+    return dc_bins(c, "aten.pow.Tensor_Scalar",
+                   dc_red(c, "aten.sum.dim_IntList", dc_bins(c, "aten.pow.Tensor_Scalar", a, p), nd, dims, keep), 1 / p);
+}
+
 /* linalg_vector_norm(self, ord, dim, keepdim, dtype), norm(self, p, dim,
- * keepdim): sqrt(sum(x*x)) for 2, sum|x| for 1, amax|x| for inf, amin|x|
- * for -inf, the count of nonzeros for 0, else sum(|x|^p)^(1/p). */
+ * keepdim): pnorm over dim. */
 int dc_r_norm(dctx *c, const gr_node *n, int *out)
 {
     int x = dc_fx(c, dc_val(c, n, 0, "self"));
@@ -296,24 +315,43 @@ int dc_r_norm(dctx *c, const gr_node *n, int *out)
     int dt = lin ? dc_dtype_arg(c, n, 4, "dtype") : dc_dtype_arg(c, n, 99, "dtype");
     if (dt >= 0)
         x = dc_cast(c, x, (gr_dtype)dt);
-    if (nd < 0)
-        nd = 0;
-    int a = dc_un(c, "aten.abs.default", x), r;
-    if (p == INFINITY || p == -INFINITY)
-        r = dc_red(c, p > 0 ? "aten.amax.default" : "aten.amin.default", a, nd, dims, keep);
-    else if (p == 0)
-        r = dc_red(c, "aten.sum.dim_IntList", dc_cast(c, dc_cmps(c, "aten.ne.Scalar", x, 0), dc_T(c, x).dtype), nd,
-                   dims, keep);
-    else if (p == 1)
-        r = dc_red(c, "aten.sum.dim_IntList", a, nd, dims, keep);
-    else if (p == 2)
-        r = dc_un(c, "aten.sqrt.default", dc_red(c, "aten.sum.dim_IntList", dc_bin(c, "aten.mul.Tensor", x, x), nd,
-                                                 dims, keep));
-    else
-        r = dc_bins(c, "aten.pow.Tensor_Scalar",
-                    dc_red(c, "aten.sum.dim_IntList", dc_bins(c, "aten.pow.Tensor_Scalar", a, p), nd, dims, keep),
-                    1 / p);
-    out[0] = r;
+    out[0] = pnorm(c, x, p, nd < 0 ? 0 : nd, dims, keep);
+    return 1;
+}
+
+/* _cdist_forward(x1, x2, p, compute_mode): as PyTorch 1.13, p = 2 by the
+ * product |a|^2 - 2ab + |b|^2 (one matmul of [-2a, |a|^2, 1] and [b, 1,
+ * |b|^2], clamped at 0, sqrt) when compute_mode asks (1) or leaves it (None,
+ * 0) and either side has more than 25 rows; else the p-norm of the
+ * differences (.., r1, r2, m) over m. */
+int dc_r_cdist(dctx *c, const gr_node *n, int *out)
+{
+    int a = dc_fx(c, dc_val(c, n, 0, "x1")), b = dc_fx(c, dc_val(c, n, 1, "x2"));
+    double p = dc_num(c, n, 2, "p", 2);
+    const gr_arg *m = gr_node_arg(n, 3, "compute_mode");
+    int mode = m && m->kind != GR_ARG_NONE ? (int)dc_num(c, n, 3, "compute_mode", 0) : 0;
+    gr_ttype ta = dc_T(c, a), tb = dc_T(c, b);
+    if (ta.rank < 2 || tb.rank != ta.rank || ta.shape[ta.rank - 1] != tb.shape[tb.rank - 1])
+        dc_fail(c, "x1 and x2 must be (.., r, m) alike");
+    int r = ta.rank;
+    int64_t r1 = ta.shape[r - 2], r2 = tb.shape[r - 2], last = r - 1;
+    if (p == 2 && (mode == 1 || (mode == 0 && (r1 > 25 || r2 > 25)))) {
+        int an = dc_red(c, "aten.sum.dim_IntList", dc_bin(c, "aten.mul.Tensor", a, a), 1, &last, 1);
+        int bn = dc_red(c, "aten.sum.dim_IntList", dc_bin(c, "aten.mul.Tensor", b, b), 1, &last, 1);
+        gr_ttype t1 = dc_T(c, an), t2 = dc_T(c, bn);
+        int ones1 = dc_full(c, t1.rank, t1.shape, 1, t1.dtype), ones2 = dc_full(c, t2.rank, t2.shape, 1, t2.dtype);
+        int va[3] = {dc_scale(c, a, -2), an, ones1}, vb[3] = {b, ones2, bn};
+        ta.shape[r - 1] += 2;
+        tb.shape[r - 1] += 2;
+        int ca = DC_EMIT(c, "aten.cat.default", ta, da_vals(3, va), da_int(last));
+        int cb = DC_EMIT(c, "aten.cat.default", tb, da_vals(3, vb), da_int(last));
+        int prod = dc_matmul(c, "aten.matmul.default", ca, dc_transpose(c, cb, r - 2, r - 1));
+        out[0] = dc_un(c, "aten.sqrt.default", dc_bins(c, "aten.clamp_min.default", prod, 0));
+        return 1;
+    }
+    int d = dc_bin(c, "aten.sub.Tensor", dc_unsqueeze(c, a, r - 1), dc_unsqueeze(c, b, r - 2));
+    int64_t dl = r;
+    out[0] = pnorm(c, d, p, 1, &dl, 0);
     return 1;
 }
 
