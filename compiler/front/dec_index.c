@@ -756,12 +756,27 @@ static int bag_members(dctx *c, int off, int64_t N, int64_t B, int last)
     return dc_bin(c, "aten.logical_and.default", in, dc_cmpv(c, "aten.lt.Tensor", i, dc_unsqueeze(c, ends, 1)));
 }
 
+/* indices != pad (N, D) as a gather of a constant table like the weight
+ * (ones but row pad): the device reads an integer input only by a gather
+ * of whole rows. */
+static int not_padding(dctx *c, int ix, gr_ttype tw, int64_t pad)
+{
+    int64_t V = tw.shape[0], D = tw.shape[1];
+    float *ones = ir_xalloc((size_t)(V * D) * sizeof *ones);
+    for (int64_t i = 0; i < V * D; i++)
+        ones[i] = i / D != pad;
+    gr_ttype tg = tw;
+    tg.shape[0] = dc_T(c, ix).shape[0];
+    int g = DC_EMIT(c, "aten.embedding.default", tg, da_val(dc_const(c, tw, ones)), da_val(ix));
+    return dc_cmps(c, "aten.gt.Scalar", g, 0.5);
+}
+
 /* _embedding_bag(weight, indices, offsets, scale_grad_by_freq, mode,
  * sparse, per_sample_weights, include_last_offset, padding_idx): the rows
  * gathered (embedding), then per bag a sum (0), mean (1) or max (2) over
- * bags (B, K, D) with a mask of the rows that count (B, K, 1): fixed bags
- * are the rows reshaped, any others every row against the offsets (K = N).
- * An empty bag gives 0.  offset2bag, bag_size and max_indices are
+ * bags (B, K, D) with a mask of the rows that count (padding_idx's out):
+ * fixed bags are the rows reshaped, any others every row against the
+ * offsets (K = N).  An empty bag gives 0.  offset2bag, bag_size and max_indices are
  * refused when the graph reads them (their values differ by path in
  * PyTorch). */
 int dc_r_embedding_bag(dctx *c, const gr_node *n, int *out)
@@ -784,18 +799,17 @@ int dc_r_embedding_bag(dctx *c, const gr_node *n, int *out)
     int rows = DC_EMIT(c, "aten.embedding.default", tr, da_val(w), da_val(ix));
     if (psw >= 0)
         rows = dc_bin(c, "aten.mul.Tensor", rows, dc_unsqueeze(c, psw, 1));
-    int keep = pad >= 0 ? dc_cmps(c, "aten.ne.Scalar", ix, (double)pad) : -1, mask, x;
+    int keep = pad >= 0 ? not_padding(c, ix, tw, pad) : -1, mask, x;
     int64_t L = last ? 0 : fixed_bag(c, n, N, B), k = 1;
     if (L) {
-        int64_t bags[3] = {B, L, D}, kept[3] = {B, L, 1};
+        int64_t bags[3] = {B, L, D};
         x = dc_reshape(c, rows, 3, bags);
-        mask = keep >= 0 ? dc_reshape(c, keep, 3, kept) : -1;
+        mask = keep >= 0 ? dc_reshape(c, keep, 3, bags) : -1;
     } else {
         x = dc_unsqueeze(c, rows, 0);
-        mask = bag_members(c, off, N, B, last);
+        mask = dc_unsqueeze(c, bag_members(c, off, N, B, last), 2);
         if (keep >= 0)
             mask = dc_bin(c, "aten.logical_and.default", mask, dc_unsqueeze(c, keep, 0));
-        mask = dc_unsqueeze(c, mask, 2);
     }
     int count = mask >= 0 ? dc_red(c, "aten.sum.dim_IntList", dc_cast(c, mask, tw.dtype), 1, &k, 0) : -1;
     if (mode == 2) {

@@ -319,39 +319,61 @@ int dc_r_norm(dctx *c, const gr_node *n, int *out)
     return 1;
 }
 
-/* _cdist_forward(x1, x2, p, compute_mode): as PyTorch 1.13, p = 2 by the
- * product |a|^2 - 2ab + |b|^2 (one matmul of [-2a, |a|^2, 1] and [b, 1,
- * |b|^2], clamped at 0, sqrt) when compute_mode asks (1) or leaves it (None,
- * 0) and either side has more than 25 rows; else the p-norm of the
- * differences (.., r1, r2, m) over m. */
+/* sqrt(clamp_min(|a|^2 - 2ab + |b|^2, 0)) as PyTorch's _euclidean_dist:
+ * one matmul of [-2a, |a|^2, 1] and [b, 1, |b|^2]^T. */
+static int euclid_mm(dctx *c, int a, int b)
+{
+    gr_ttype ta = dc_T(c, a), tb = dc_T(c, b);
+    int64_t la = ta.rank - 1, lb = tb.rank - 1;
+    int an = dc_red(c, "aten.sum.dim_IntList", dc_bin(c, "aten.mul.Tensor", a, a), 1, &la, 1);
+    int bn = dc_red(c, "aten.sum.dim_IntList", dc_bin(c, "aten.mul.Tensor", b, b), 1, &lb, 1);
+    gr_ttype t1 = dc_T(c, an), t2 = dc_T(c, bn);
+    int va[3] = {dc_scale(c, a, -2), an, dc_full(c, t1.rank, t1.shape, 1, t1.dtype)};
+    int vb[3] = {b, dc_full(c, t2.rank, t2.shape, 1, t2.dtype), bn};
+    ta.shape[la] += 2;
+    tb.shape[lb] += 2;
+    int ca = DC_EMIT(c, "aten.cat.default", ta, da_vals(3, va), da_int(la));
+    int cb = DC_EMIT(c, "aten.cat.default", tb, da_vals(3, vb), da_int(lb));
+    int prod = dc_matmul(c, "aten.matmul.default", ca, dc_transpose(c, cb, lb - 1, lb));
+    return dc_un(c, "aten.sqrt.default", dc_bins(c, "aten.clamp_min.default", prod, 0));
+}
+
+/* The two (.., r, m) operands of a distance op, m alike. */
+static void dist_operands(dctx *c, const gr_node *n, int *a, int *b)
+{
+    *a = dc_fx(c, dc_val(c, n, 0, "x1"));
+    *b = dc_fx(c, dc_val(c, n, 1, "x2"));
+    gr_ttype ta = dc_T(c, *a), tb = dc_T(c, *b);
+    if (ta.rank < 2 || tb.rank < 2 || ta.shape[ta.rank - 1] != tb.shape[tb.rank - 1])
+        dc_fail(c, "x1 and x2 must be (.., r, m) with the same m");
+}
+
+int dc_r_euclidean_dist(dctx *c, const gr_node *n, int *out)
+{
+    int a, b;
+    dist_operands(c, n, &a, &b);
+    out[0] = euclid_mm(c, a, b);
+    return 1;
+}
+
+/* _cdist_forward(x1, x2, p, compute_mode): as PyTorch 1.13, p = 2 by
+ * euclid_mm when compute_mode asks (1) or leaves it (None, 0) and either
+ * side has more than 25 rows; else the p-norm over m of the differences
+ * (.., r1, r2, m). */
 int dc_r_cdist(dctx *c, const gr_node *n, int *out)
 {
-    int a = dc_fx(c, dc_val(c, n, 0, "x1")), b = dc_fx(c, dc_val(c, n, 1, "x2"));
+    int a, b;
+    dist_operands(c, n, &a, &b);
     double p = dc_num(c, n, 2, "p", 2);
-    const gr_arg *m = gr_node_arg(n, 3, "compute_mode");
-    int mode = m && m->kind != GR_ARG_NONE ? (int)dc_num(c, n, 3, "compute_mode", 0) : 0;
+    int mode = (int)dc_num(c, n, 3, "compute_mode", 0);
     gr_ttype ta = dc_T(c, a), tb = dc_T(c, b);
-    if (ta.rank < 2 || tb.rank != ta.rank || ta.shape[ta.rank - 1] != tb.shape[tb.rank - 1])
-        dc_fail(c, "x1 and x2 must be (.., r, m) alike");
-    int r = ta.rank;
-    int64_t r1 = ta.shape[r - 2], r2 = tb.shape[r - 2], last = r - 1;
-    if (p == 2 && (mode == 1 || (mode == 0 && (r1 > 25 || r2 > 25)))) {
-        int an = dc_red(c, "aten.sum.dim_IntList", dc_bin(c, "aten.mul.Tensor", a, a), 1, &last, 1);
-        int bn = dc_red(c, "aten.sum.dim_IntList", dc_bin(c, "aten.mul.Tensor", b, b), 1, &last, 1);
-        gr_ttype t1 = dc_T(c, an), t2 = dc_T(c, bn);
-        int ones1 = dc_full(c, t1.rank, t1.shape, 1, t1.dtype), ones2 = dc_full(c, t2.rank, t2.shape, 1, t2.dtype);
-        int va[3] = {dc_scale(c, a, -2), an, ones1}, vb[3] = {b, ones2, bn};
-        ta.shape[r - 1] += 2;
-        tb.shape[r - 1] += 2;
-        int ca = DC_EMIT(c, "aten.cat.default", ta, da_vals(3, va), da_int(last));
-        int cb = DC_EMIT(c, "aten.cat.default", tb, da_vals(3, vb), da_int(last));
-        int prod = dc_matmul(c, "aten.matmul.default", ca, dc_transpose(c, cb, r - 2, r - 1));
-        out[0] = dc_un(c, "aten.sqrt.default", dc_bins(c, "aten.clamp_min.default", prod, 0));
+    if (p == 2 && (mode == 1 || (mode == 0 && (ta.shape[ta.rank - 2] > 25 || tb.shape[tb.rank - 2] > 25)))) {
+        out[0] = euclid_mm(c, a, b);
         return 1;
     }
-    int d = dc_bin(c, "aten.sub.Tensor", dc_unsqueeze(c, a, r - 1), dc_unsqueeze(c, b, r - 2));
-    int64_t dl = r;
-    out[0] = pnorm(c, d, p, 1, &dl, 0);
+    int d = dc_bin(c, "aten.sub.Tensor", dc_unsqueeze(c, a, ta.rank - 1), dc_unsqueeze(c, b, tb.rank - 2));
+    int64_t m = dc_T(c, d).rank - 1;
+    out[0] = pnorm(c, d, p, 1, &m, 0);
     return 1;
 }
 

@@ -2829,8 +2829,9 @@ static const struct {
     {"addbmm", dc_r_addmv, "one mm over K = batch*K: batch1 permuted to (N, B, K) and flattened, batch2 flattened; add"},
     {"norm", dc_r_norm, "p = 2: sqrt(sum(x*x)); 1: sum|x|; inf: amax|x|; 0: sum(x != 0); else sum(|x|^p)^(1/p)"},
     {"linalg_vector_norm", dc_r_norm, "as norm"},
-    {"_cdist_forward", dc_r_cdist, "p = 2, a side over 25 rows (PyTorch's default): sqrt(clamp_min([-2a, |a|^2, 1] "
-                                   "@ [b, 1, |b|^2]^T, 0)); else norm of a[.., :, None, :] - b[.., None, :, :] over m"},
+    {"_cdist_forward", dc_r_cdist, "p = 2 with a side over 25 rows (PyTorch's default) or compute_mode 1: as "
+                                   "_euclidean_dist; else norm over m of a[.., :, None, :] - b[.., None, :, :]"},
+    {"_euclidean_dist", dc_r_euclidean_dist, "sqrt(clamp_min([-2a, |a|^2, 1] @ [b, 1, |b|^2]^T, 0)), one matmul"},
 };
 
 /* A rule's description: its row's, or the math function's (r_math). */

@@ -120,6 +120,7 @@ int dc_r_narrow_copy(dctx *c, const gr_node *n, int *out);
 int dc_r_addmv(dctx *c, const gr_node *n, int *out);
 int dc_r_norm(dctx *c, const gr_node *n, int *out);
 int dc_r_cdist(dctx *c, const gr_node *n, int *out);
+int dc_r_euclidean_dist(dctx *c, const gr_node *n, int *out);
 int dc_r_mv(dctx *c, const gr_node *n, int *out);
 int dc_r_cumprod(dctx *c, const gr_node *n, int *out);
 int dc_r_as_strided(dctx *c, const gr_node *n, int *out);
