@@ -153,7 +153,7 @@ int dc_r_count_nonzero(dctx *c, const gr_node *n, int *out)
 
 /* sort along the last dim by rank counting: rank_i = #{j: x_j before x_i,
  * or equal with j < i} (stable); out[r] = sum_i where(rank_i == r, x_i, 0),
- * its index amin_i where(rank_i == r, i, n).  Only the first k ranks are produced (topk). */
+ * its index alike (rows over 32: amin_i where(rank_i == r, i, n)).  Only the first k ranks are produced (topk). */
 static void sort_last(dctx *c, int x, int64_t k, int desc, int *vals, int *idx)
 {
     gr_ttype t = dc_T(c, x);
@@ -169,9 +169,14 @@ static void sort_last(dctx *c, int x, int64_t k, int desc, int *vals, int *idx)
     int rk = dc_unsqueeze(c, rank, r - 1);                                               /* (.., 1, n) */
     int hit = dc_cmpv(c, "aten.eq.Tensor", rk, iota(c, k, r + 1, last));                /* (.., k, n) */
     *vals = dc_red(c, "aten.sum.dim_IntList", dc_where_s(c, hit, xj, 0, 0), 1, &rd, 0);
-    /* one i hits each rank: the smallest hit position is it, and stays
-     * within len where a sum's bound (intexact.c) would be len * len */
-    *idx = dc_red(c, "aten.amin.default", dc_where_s(c, hit, iota(c, len, r + 1, r), (double)len, 0), 1, &rd, 0);
+    /* one i hits each rank: a sum of where(hit, i, 0) joins the values'
+     * reduction, but intexact.c bounds it by len (len - 1); past DL16's
+     * exact integers the amin of where(hit, i, len), bounded by len */
+    int pos = iota(c, len, r + 1, r);
+    if ((len - 1) * len <= IR_INT_EXACT)
+        *idx = dc_red(c, "aten.sum.dim_IntList", dc_where_s(c, hit, pos, 0, 0), 1, &rd, 0);
+    else
+        *idx = dc_red(c, "aten.amin.default", dc_where_s(c, hit, pos, (double)len, 0), 1, &rd, 0);
 }
 
 static void sort_dim(dctx *c, int x, int d, int64_t k, int desc, int *vals, int *idx)

@@ -298,8 +298,8 @@ static int pnorm(dctx *c, int x, double p, int nd, const int64_t *dims, int keep
     if (p == 2)
         return dc_un(c, "aten.sqrt.default",
                      dc_red(c, "aten.sum.dim_IntList", dc_bin(c, "aten.mul.Tensor", x, x), nd, dims, keep));
-    return dc_bins(c, "aten.pow.Tensor_Scalar",
-                   dc_red(c, "aten.sum.dim_IntList", dc_bins(c, "aten.pow.Tensor_Scalar", a, p), nd, dims, keep), 1 / p);
+    int s = dc_red(c, "aten.sum.dim_IntList", dc_bins(c, "aten.pow.Tensor_Scalar", a, p), nd, dims, keep);
+    return dc_bins(c, "aten.pow.Tensor_Scalar", s, 1 / p);
 }
 
 /* linalg_vector_norm(self, ord, dim, keepdim, dtype), norm(self, p, dim,

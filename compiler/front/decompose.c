@@ -2790,7 +2790,7 @@ static const struct {
     {"aminmax", dc_r_aminmax, "(amin, amax)"},
     {"count_nonzero", dc_r_count_nonzero, "sum(x != 0)"},
     {"sort", dc_r_sort, "rank_i = sum_j (x_j before x_i, or equal and j < i); out[r] = sum_i where(rank_i == r, x_i, 0), "
-                        "indices amin_i where(rank_i == r, i, n) (n*n per row; NaN last)"},
+                        "indices alike (n over 32: amin_i where(rank_i == r, i, n)) (n*n per row; NaN last)"},
     {"argsort", dc_r_sort, "as sort, indices"},
     {"topk", dc_r_topk, "as sort (descending if largest), ranks 0..k-1 only"},
     {"gather", dc_r_gather, "sum_k where(index == k, self[.., k, ..], 0) along dim (one-hot)"},
