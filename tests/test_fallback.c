@@ -417,6 +417,9 @@ static void ln_chain(int layers, int w, char *buf, size_t len)
         snprintf(buf + o, len - o, "output %%m_%d\n", layers - 1);
 }
 
+/* The options of a run on each chip with no host fallback. */
+static const char *const both_chips[] = {" --config spyre --no-fallback", " --config spyre-4core --no-fallback"};
+
 /* text run with --check and opts: it validates, with no op on the host
  * and `want` in what it prints. */
 static void runs_on_the_device(const char *text, const char *opts, const char *want)
@@ -435,14 +438,89 @@ static void test_a_deep_layer_norm_chain_runs_on_the_device(void)
 {
     static char text[1 << 15];
     const int layers[] = {7, 20};
-    const char *chips[] = {" --config spyre --no-fallback", " --config spyre-4core --no-fallback"};
     for (int l = 0; l < 2; l++) {
         ln_chain(layers[l], 96, text, sizeof text);
         for (int i = 0; i < 2; i++)
-            runs_on_the_device(text, chips[i], " ok");
+            runs_on_the_device(text, both_chips[i], " ok");
     }
     ln_chain(7, 4096, text, sizeof text);
-    runs_on_the_device(text, chips[1], "check m_6: ");
+    runs_on_the_device(text, both_chips[1], "check m_6: ");
+}
+
+/* nn.EmbeddingBag: bags of one length (a 2-D input: offsets an arange),
+ * mean and max with padding_idx; bags of varying length (offsets computed,
+ * one empty) with per_sample_weights and include_last_offset. */
+static void test_embedding_bags_of_every_mode_run_on_the_device(void)
+{
+    const char *text = "graph eb\ninput %ids: i64[4, 6]\ninput %flat: i64[12]\ninput %psw: f32[12]\n"
+                       "input %w: f32[50, 16]\n"
+                       "%a: i64[4] = aten.arange.start_step(0, 24, 6, dtype=i64)\n"
+                       "%r: i64[24] = aten._reshape_alias.default(%ids, [24], [1])\n"
+                       "%m: (f32[4, 16], i64[24], i64[4], i64[4]) = aten._embedding_bag.default(%w, %r, %a, False, 1)\n"
+                       "%m0: f32[4, 16] = getitem(%m, 0)\n"
+                       "%x: (f32[4, 16], i64[24], i64[4], i64[4, 16]) = "
+                       "aten._embedding_bag.default(%w, %r, %a, False, 2, False, None, False, 3)\n"
+                       "%x0: f32[4, 16] = getitem(%x, 0)\n"
+                       "%i: i64[4] = aten.arange.default(4)\n%q: i64[4] = aten.mul.Tensor(%i, %i)\n"
+                       "%p: i64[4] = aten.sub.Tensor(%q, 1)\n%o: i64[4] = aten.clamp_min.default(%p, 0)\n"
+                       "%s: (f32[4, 16], i64[12], i64[4], i64[4]) = "
+                       "aten._embedding_bag.default(%w, %flat, %q, False, 0, False, %psw, False, 7)\n"
+                       "%s0: f32[4, 16] = getitem(%s, 0)\n"
+                       "%e: (f32[4, 16], i64[12], i64[4], i64[4]) = aten._embedding_bag.default(%w, %flat, %o, False, 1)\n"
+                       "%e0: f32[4, 16] = getitem(%e, 0)\n"
+                       "%l: (f32[3, 16], i64[12], i64[3], i64[3, 16]) = "
+                       "aten._embedding_bag.default(%w, %flat, %q, False, 2, False, None, True)\n"
+                       "%l0: f32[3, 16] = getitem(%l, 0)\n"
+                       "output %m0, %x0, %s0, %e0, %l0\n";
+    for (int i = 0; i < 2; i++)
+        runs_on_the_device(text, both_chips[i], "check l0: ");
+}
+
+/* The bags' other results are not lowered: a graph reading offset2bag
+ * runs the op on the host, and --no-fallback says why. */
+static void test_an_embedding_bags_offset2bag_runs_on_the_host_saying_why(void)
+{
+    const char *text = "graph eb2\ninput %w: f32[20, 8]\ninput %ids: i64[6]\n"
+                       "%a: i64[3] = aten.arange.start_step(0, 6, 2, dtype=i64)\n"
+                       "%m: (f32[3, 8], i64[6], i64[3], i64[3]) = aten._embedding_bag.default(%w, %ids, %a, False, 1)\n"
+                       "%m0: f32[3, 8] = getitem(%m, 0)\n%m1: i64[6] = getitem(%m, 1)\noutput %m0, %m1\n";
+    CU_ASSERT_EQUAL(run_checked(text, ""), 0);
+    TU_ASSERT_CONTAINS(out, "fallback_ops=1 ");
+    CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
+    CU_ASSERT_EQUAL(run_checked(text, " --no-fallback"), 2);
+    TU_ASSERT_CONTAINS(out, "result 1 (offset2bag, bag_size, max_indices) is not lowered");
+}
+
+/* torch.cdist as PyTorch 1.13 computes it: differences up to 25 rows a
+ * side, the matmul expansion beyond (and for _euclidean_dist); p = 1, inf
+ * and 3 with batch dims that broadcast. */
+static void test_cdist_of_every_p_runs_on_the_device(void)
+{
+    const char *text = "graph cd\ninput %a: f32[8, 16]\ninput %b: f32[6, 16]\ninput %c: f32[30, 16]\n"
+                       "input %u: f32[2, 5, 4]\ninput %v: f32[3, 4]\n"
+                       "%d2: f32[8, 6] = aten._cdist_forward.default(%a, %b, 2.0, None)\n"
+                       "%m2: f32[30, 6] = aten._cdist_forward.default(%c, %b, 2.0, None)\n"
+                       "%e2: f32[8, 6] = aten._euclidean_dist.default(%a, %b)\n"
+                       "%d1: f32[2, 5, 3] = aten._cdist_forward.default(%u, %v, 1.0, None)\n"
+                       "%di: f32[2, 5, 3] = aten._cdist_forward.default(%u, %v, inf, None)\n"
+                       "%d3: f32[2, 5, 3] = aten._cdist_forward.default(%u, %v, 3.0, None)\n"
+                       "output %d2, %m2, %e2, %d1, %di, %d3\n";
+    for (int i = 0; i < 2; i++)
+        runs_on_the_device(text, both_chips[i], "check d3: ");
+}
+
+/* Rows 1024 wide: a sort's and a topk's indices stay within 1024 (an
+ * amin of the hit positions), so they run on the device. */
+static void test_sort_topk_argmax_of_1024_wide_rows_run_on_the_device(void)
+{
+    const char *text = "graph wide\ninput %x: f32[2, 1024]\n"
+                       "%s: (f32[2, 1024], i64[2, 1024]) = aten.sort.default(%x, 1, True)\n"
+                       "%sv: f32[2, 1024] = getitem(%s, 0)\n%si: i64[2, 1024] = getitem(%s, 1)\n"
+                       "%k: (f32[2, 7], i64[2, 7]) = aten.topk.default(%x, 7)\n"
+                       "%kv: f32[2, 7] = getitem(%k, 0)\n%ki: i64[2, 7] = getitem(%k, 1)\n"
+                       "%a: i64[2] = aten.argmax.default(%x, -1)\noutput %sv, %si, %kv, %ki, %a\n";
+    for (int i = 0; i < 2; i++)
+        runs_on_the_device(text, both_chips[i], "check ki: ");
 }
 
 /* Horizontal fusion joins copies of slices that share a read: 40 cats
@@ -465,9 +543,8 @@ static void test_many_cats_sharing_an_input_run_on_the_device(void)
     for (int i = 1; i < 40; i++)
         o += (size_t)snprintf(text + o, sizeof text - o, ", %%c_%d", i);
     snprintf(text + o, sizeof text - o, "\n");
-    const char *chips[] = {" --config spyre --no-fallback", " --config spyre-4core --no-fallback"};
     for (int i = 0; i < 2; i++)
-        runs_on_the_device(text, chips[i], "check c_39: ");
+        runs_on_the_device(text, both_chips[i], "check c_39: ");
 }
 
 /* A 3x3 conv of x (n, 4, 8, 8) into (n, 16, 8, 8), then `norm` of %c
@@ -643,6 +720,12 @@ int main(void)
         {"a norm or sum after a conv runs on the device", test_a_norm_or_sum_after_a_conv_runs_on_the_device},
         {"a refused kernel sends the op after a conv to the host",
          test_a_refused_kernel_sends_the_op_after_a_conv_to_the_host},
+        {"embedding bags of every mode run on the device", test_embedding_bags_of_every_mode_run_on_the_device},
+        {"an embedding bag's offset2bag runs on the host saying why",
+         test_an_embedding_bags_offset2bag_runs_on_the_host_saying_why},
+        {"cdist of every p runs on the device", test_cdist_of_every_p_runs_on_the_device},
+        {"sort, topk, argmax of 1024-wide rows run on the device",
+         test_sort_topk_argmax_of_1024_wide_rows_run_on_the_device},
         {"encoder_small on a tiny LX runs its host ops and checks",
          test_encoder_small_on_a_tiny_lx_runs_its_host_ops_and_checks},
         {NULL, NULL},
