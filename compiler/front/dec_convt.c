@@ -1,7 +1,8 @@
 /* dec_convt.c: the decompose rule for transposed convolutions (1-D and
  * 2-D), as stride-1 convolutions of the unpadded input, one per output
  * phase: the sub-pixel decomposition (docs/compiler.md, "Transposed
- * convolution").
+ * convolution"); and for 3-D ones, as 2-D convolutions per depth tap
+ * (conv3d_depth_taps).
  *
  * Along one axis of stride s, padding p, dilation d and K taps, output o
  * sums x[i] w[k] over o + p = i s + k d.  The outputs o = q s + r of one
