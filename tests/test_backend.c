@@ -3887,7 +3887,8 @@ static void test_transposed_convolutions_run_natively_and_validate(void)
  * sum over its kernel's depth taps of 2-D convolutions of the depth slices
  * as a batch (dec_convt.c, conv3d_depth_taps).  With padding, bias, stride
  * and dilation along depth and the rows, groups, a depthwise one, batch 2,
- * a 1x1x1 of stride 2 (r3d_18's downsample) and a kernel of one depth tap,
+ * a 1x1x1 of stride 2 (r3d_18's downsample), a kernel of one depth tap,
+ * and a relu and residual add between two (realized channels-last, 5-D),
  * every output runs natively and validates on both chips. */
 static void test_3d_convolutions_run_natively_and_validate(void)
 {
@@ -3903,7 +3904,11 @@ static void test_3d_convolutions_run_natively_and_validate(void)
         "%dw: f32[2, 4, 5, 6, 7] = aten.convolution.default(%x, %wd, None, [1, 1, 1], [1, 1, 1], [1, 1, 1], False, [0, 0, 0], 4)\n"
         "%p: f32[2, 8, 3, 3, 4] = aten.convolution.default(%x, %w1, None, [2, 2, 2], [0, 0, 0], [1, 1, 1], False, [0, 0, 0], 1)\n"
         "%f: f32[2, 5, 5, 3, 4] = aten.convolution.default(%x, %wf, None, [1, 2, 2], [0, 1, 1], [1, 1, 1], False, [0, 0, 0], 1)\n"
-        "output %a, %s, %d, %g, %dw, %p, %f\n");
+        "input %v: f32[6, 6, 3, 3, 3]\n"
+        "%r: f32[2, 6, 5, 6, 7] = aten.relu.default(%a)\n"
+        "%b2: f32[2, 6, 5, 6, 7] = aten.convolution.default(%r, %v, None, [1, 1, 1], [1, 1, 1], [1, 1, 1], False, [0, 0, 0], 1)\n"
+        "%res: f32[2, 6, 5, 6, 7] = aten.add.Tensor(%b2, %r)\n"
+        "output %a, %s, %d, %g, %dw, %p, %f, %res\n");
 }
 
 /* 3-D pools (max with indices, average with and without the padding
