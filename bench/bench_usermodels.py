@@ -9,6 +9,7 @@ lines) and `.host_ops=OP@LINE,...` (what `spyre compile --report` runs on the ho
 `usermodels_validated=N/M` (validated, host ops allowed) and last `usermodels_native=N/M` (no
 host op and validated).  SPYRE_USERMODELS=NAME,... picks some."""
 import os
+import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -20,4 +21,6 @@ MODELS = ("lstm,bigru,audio,tenc,unet,diffusion_block,dcgan,dlrm,embbag,moe,gnn,
 
 if __name__ == "__main__":
     names = os.environ.get("SPYRE_USERMODELS", MODELS).split(",")
+    for name in names:  # export afresh: the export is part of what a user does
+        shutil.rmtree(os.path.join(bench_models.build, "models", name), ignore_errors=True)
     sys.exit(bench_models.run_all(names, ["spyre"], "usermodels_native", SOURCE, "usermodels_validated"))
