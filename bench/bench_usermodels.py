@@ -3,7 +3,7 @@ bidirectional GRU, a Conv1d audio net, a pre-norm TransformerEncoder, a UNet, a 
 ResBlock with a timestep embedding, a DCGAN generator, DLRM, an EmbeddingBag classifier, a
 mixture of experts, a GNN layer, a TCN, PixelCNN's masked conv, a CLIP head, T5's
 relative-position bias, an r3d-style 3-D block, bf16, mixed-precision and fp16 models), each
-exported into $SPYRE_BUILD/models/NAME and run with `spyre run DIR --check` on spyre.  Prints
+exported afresh into $SPYRE_BUILD/models/NAME and run with `spyre run DIR --check` on spyre.  Prints
 per model `MODEL.spyre.cycles=`, `.fallback_ops=`, `.check=ok|vacuous|fail|error` (bench_models'
 lines) and `.host_ops=OP@LINE,...` (what `spyre compile --report` runs on the host), then
 `usermodels_validated=N/M` (validated, host ops allowed) and last `usermodels_native=N/M` (no

@@ -335,17 +335,26 @@ def is_random(node):
 
 
 def fp16_to(dtype, value):
-    """value (a tensor, or a tuple or list of them) with its fp16 tensors
-    made dtype, or with dtype fp16 its fp32 tensors made fp16."""
-    of = torch.float32 if dtype == torch.float16 else torch.float16
-    return tree_map(lambda t: t.to(dtype) if isinstance(t, torch.Tensor) and t.dtype == of else t, value)
+    """value (nested tuples, lists and dicts of anything) with its fp16 tensors made dtype."""
+    return tree_map(lambda t: t.to(dtype) if isinstance(t, torch.Tensor) and t.dtype == torch.float16 else t, value)
+
+
+def retype(value, like):
+    """value's tensors in the dtypes of like's (an op's result run in bf16
+    for fp16), bf16 ones made fp16."""
+    if isinstance(value, (tuple, list)):
+        return type(value)(retype(v, k) for v, k in zip(value, like))
+    if isinstance(value, torch.Tensor):
+        return value.to(torch.float16 if like.dtype in (torch.bfloat16, torch.float16) else like.dtype)
+    return value
 
 
 class TypeRecorder(torch.fx.Interpreter):
     """Runs the graph on real tensors and keeps each node's result type:
     (dtype, shape) for a tensor, a list of them for a tuple.  With upcast,
-    an op PyTorch's CPU has no fp16 kernel for runs in fp32, its fp32
-    results rounded to fp16."""
+    an op PyTorch's CPU has no fp16 kernel for runs in fp32 for its values,
+    typed as the CPU types it in bf16 (fp16's result types: a norm's
+    statistics stay fp32 or not as for bf16) with bf16 read as fp16."""
 
     def __init__(self, gm, upcast=False):
         super().__init__(gm)
@@ -358,8 +367,14 @@ class TypeRecorder(torch.fx.Interpreter):
         except RuntimeError as e:
             if not self.upcast or "'Half'" not in str(e):
                 raise
-        up = fp16_to(torch.float32, (args, kwargs))
-        return fp16_to(torch.float16, super().call_function(target, up[0], up[1]))
+        up, bf = fp16_to(torch.float32, (args, kwargs)), fp16_to(torch.bfloat16, (args, kwargs))
+        value = super().call_function(target, *up)
+        try:
+            like = super().call_function(target, *bf)
+        except RuntimeError:  # no bf16 kernel either: fp32 results are fp16
+            like = tree_map(lambda t: t.half() if isinstance(t, torch.Tensor) and t.dtype == torch.float32 else t,
+                            value)
+        return retype(value, like)
 
     def run_node(self, node):
         result = super().run_node(node)
@@ -674,7 +689,7 @@ def export(spec, out_dir, seed, tracer, graph_only=False, func=None, draws=False
     except Exception as e:
         raise UserError(f"{spec}: the module raised {describe(e)}")
     if fake:
-        expected = [fp16_to(torch.float16, o) if g.dtype == torch.float16 else o
+        expected = [o.to(g.dtype) if isinstance(o, torch.Tensor) and g.dtype == torch.float16 else o
                     for o, g in zip(expected, graph_outputs)]
         print(f"export.py: {spec}: PyTorch {torch.__version__}'s CPU cannot run this fp16 model: traced on fake "
               f"tensors; expected outputs computed by an fp32 copy, then rounded to the outputs' dtypes (they "
