@@ -2750,6 +2750,10 @@ static const struct {
     {"vdot", r_dot, "sum(a * b) (real tensors)"},
     {"zero", r_zero, "full(x's shape, 0)"},
     {"eye", r_eye, "arange(n)[:, None] == arange(m), cast"},
+    {"linspace", dc_r_space, "a constant of PyTorch's values (an integer dtype: within 1024)"},
+    {"logspace", dc_r_space, "as linspace"},
+    {"tril_indices", dc_r_tri_indices, "a constant of the (row, column) pairs (indices within 1024)"},
+    {"triu_indices", dc_r_tri_indices, "as tril_indices"},
     {"logsumexp", r_logsumexp, "m = amax (kept dims), log(sum(exp(x - m))) + m"},
     {"native_batch_norm", r_batch_norm, "not training: (x - running_mean) * rsqrt(running_var + eps) * weight + "
                                         "bias per channel; training: the batch's statistics as group_norm's, per channel"},

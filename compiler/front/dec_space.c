@@ -1,0 +1,100 @@
+/* dec_space.c: the constant factories linspace, logspace, tril_indices and triu_indices.  Their values depend
+ * on the arguments alone, so they are computed here as PyTorch computes them and baked as a constant; the
+ * reference executor calls the same functions (runtime/ref_space.c). */
+#include "decompose.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#define EXACT 1024 /* DL16 keeps every integer up to here (intexact.c) */
+
+double cc_space_at(double a, double b, double base, int64_t n, int64_t j, int is_float)
+{
+    double x;
+    if (n == 1) {
+        x = a;
+    } else if (is_float) { /* PyTorch's step is of the result's type; the second half counts down from b */
+        float fa = (float)a, fb = (float)b, st = (fb - fa) / (float)(n - 1);
+        x = j < n / 2 ? (double)(fa + st * (float)j) : (double)(fb - st * (float)(n - j - 1));
+    } else {
+        double st = (b - a) / (double)(n - 1);
+        x = j < n / 2 ? a + st * (double)j : b - st * (double)(n - j - 1);
+    }
+    if (base > 0)
+        x = is_float ? (double)powf((float)base, (float)x) : pow(base, x);
+    return is_float ? (double)(float)x : trunc(x);
+}
+
+int64_t cc_tri_indices(int64_t row, int64_t col, int64_t offset, int upper, int64_t *rows, int64_t *cols)
+{
+    int64_t k = 0;
+    for (int64_t i = 0; i < row; i++) {
+        int64_t lo = upper ? i + offset : 0, hi = upper ? col : i + offset + 1;
+        lo = lo < 0 ? 0 : lo;
+        hi = hi > col ? col : hi;
+        for (int64_t j = lo; j < hi; j++, k++)
+            if (rows) {
+                rows[k] = i;
+                cols[k] = j;
+            }
+    }
+    return k;
+}
+
+/* An integer constant is exact on the device only within DL16's integers. */
+static void need_exact(dctx *c, double v)
+{
+    if (fabs(v) > EXACT)
+        dc_fail(c, "integer values up to %g are not exact on the device (DL16 keeps every integer up to %d)",
+                fabs(v), EXACT);
+}
+
+/* linspace(start, end, steps, dtype), logspace(start, end, steps, base=10, dtype) */
+int dc_r_space(dctx *c, const gr_node *n, int *out)
+{
+    int is_log = !strcmp(n->base, "logspace");
+    double a = dc_num(c, n, 0, "start", 0), b = dc_num(c, n, 1, "end", 0), base = is_log ? dc_num(c, n, 3, "base", 10) : 0;
+    int64_t steps = (int64_t)dc_num(c, n, 2, "steps", 0);
+    int d = dc_dtype_arg(c, n, 99, "dtype");
+    gr_ttype t = {.dtype = d >= 0 ? (gr_dtype)d : GR_F32, .rank = 1, .shape = {steps}};
+    if (steps < 0)
+        dc_fail(c, "steps must not be negative");
+    if (!steps || t.dtype == GR_BOOL || (is_log && base <= 0)) /* the host's: nothing to bake, or NaNs */
+        return 0;
+    float *v = ir_xalloc((size_t)steps * sizeof *v);
+    for (int64_t j = 0; j < steps; j++) {
+        double x = cc_space_at(a, b, base, steps, j, dc_is_float(t.dtype));
+        if (!dc_is_float(t.dtype))
+            need_exact(c, x);
+        v[j] = (float)x;
+    }
+    out[0] = dc_const(c, t, v);
+    return 1;
+}
+
+/* tril_indices(row, col, offset, dtype), triu_indices: the (row, column) pairs of the triangle, row-major */
+int dc_r_tri_indices(dctx *c, const gr_node *n, int *out)
+{
+    int64_t row = (int64_t)dc_num(c, n, 0, "row", 0), col = (int64_t)dc_num(c, n, 1, "col", 0);
+    int64_t off = (int64_t)dc_num(c, n, 2, "offset", 0);
+    int d = dc_dtype_arg(c, n, 99, "dtype");
+    if (row < 0 || col < 0)
+        dc_fail(c, "row and col must not be negative");
+    int64_t k = cc_tri_indices(row, col, off, n->base[3] == 'u', NULL, NULL);
+    gr_ttype t = {.dtype = d >= 0 ? (gr_dtype)d : GR_I64, .rank = 2, .shape = {2, k}};
+    if (!k)
+        return 0;
+    int64_t *ij = ir_xalloc((size_t)(2 * k) * sizeof *ij), top = 0;
+    cc_tri_indices(row, col, off, n->base[3] == 'u', ij, ij + k);
+    float *v = ir_xalloc((size_t)(2 * k) * sizeof *v);
+    for (int64_t i = 0; i < 2 * k; i++) {
+        v[i] = (float)ij[i];
+        top = ij[i] > top ? ij[i] : top;
+    }
+    free(ij);
+    if (top > EXACT)
+        free(v);
+    need_exact(c, (double)top);
+    out[0] = dc_const(c, t, v);
+    return 1;
+}
