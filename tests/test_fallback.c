@@ -545,6 +545,43 @@ static void test_encoder_small_on_a_tiny_lx_runs_its_host_ops_and_checks(void)
     remove(cfg);
 }
 
+/* DLRM's pairwise interactions (Z[:, li, lj] with li, lj = tril_indices):
+ * tril_indices / triu_indices, linspace and logspace are baked constants,
+ * unbind is selects, and an index of several index tensors (adjacent, or
+ * apart: their dims first) is one index of combined offsets. */
+static void test_factories_and_an_index_of_two_tensors_run_on_the_device(void)
+{
+    const char *text = "graph factories\ninput %z: f32[4, 4, 4]\n"
+                       "%tri: i64[2, 6] = aten.tril_indices.default(4, 4, -1, device=\"cpu\", pin_memory=False)\n"
+                       "%unbind: (i64[6], i64[6]) = aten.unbind.int(%tri)\n"
+                       "%li: i64[6] = getitem(%unbind, 0)\n%lj: i64[6] = getitem(%unbind, 1)\n"
+                       "%pick: f32[4, 6] = aten.index.Tensor(%z, [None, %li, %lj])\n"
+                       "%up: i64[2, 6] = aten.triu_indices.default(4, 4, 1)\n"
+                       "%ui: i64[6] = aten.select.int(%up, 0, 0)\n%uj: i64[6] = aten.select.int(%up, 0, 1)\n"
+                       "%apart: f32[6, 4] = aten.index.Tensor(%z, [%ui, None, %uj])\n"
+                       "%ls: f32[6] = aten.linspace.default(-1, 1, 6, device=\"cpu\", pin_memory=False)\n"
+                       "%lg: f32[6] = aten.logspace.default(0, 1, 6, 2.0)\n"
+                       "%s1: f32[4, 6] = aten.add.Tensor(%pick, %ls)\n%s2: f32[4, 6] = aten.mul.Tensor(%s1, %lg)\n"
+                       "%t: f32[4, 6] = aten.t.default(%apart)\n%r: f32[4, 6] = aten.add.Tensor(%s2, %t)\noutput %r\n";
+    runs_on_the_device(text, " --config spyre --no-fallback", "check r: ");
+    runs_on_the_device(text, " --config spyre-4core --no-fallback", " ok");
+}
+
+/* Indices beyond DL16's exact integers (1024) stay on the host, and the
+ * refusal says why. */
+static void test_tril_indices_beyond_dl16_integers_run_on_the_host(void)
+{
+    const char *text = "graph big\ninput %z: f32[1030, 2]\n"
+                       "%tri: i64[2, 2059] = aten.tril_indices.default(1030, 2, 0)\n"
+                       "%i: i64[2059] = aten.select.int(%tri, 0, 0)\n"
+                       "%p: f32[2059, 2] = aten.index.Tensor(%z, [%i])\noutput %p\n";
+    CU_ASSERT_EQUAL(run_checked(text, " --config spyre"), 0);
+    TU_ASSERT_CONTAINS(out, "fallback aten.tril_indices.default (graph line 3)");
+    TU_ASSERT_CONTAINS(out, " ok\n");
+    CU_ASSERT_EQUAL(run_checked(text, " --no-fallback"), 2);
+    TU_ASSERT_CONTAINS(out, ":3: aten.tril_indices.default: integer values up to 1029 are not exact on the device");
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -576,6 +613,9 @@ int main(void)
          test_a_host_op_reads_a_value_folded_into_anothers_buffer},
         {"a deep layer norm chain runs on the device", test_a_deep_layer_norm_chain_runs_on_the_device},
         {"many cats sharing an input run on the device", test_many_cats_sharing_an_input_run_on_the_device},
+        {"factories and an index of two tensors run on the device",
+         test_factories_and_an_index_of_two_tensors_run_on_the_device},
+        {"tril_indices beyond DL16's integers run on the host", test_tril_indices_beyond_dl16_integers_run_on_the_host},
         {"encoder_small on a tiny LX runs its host ops and checks",
          test_encoder_small_on_a_tiny_lx_runs_its_host_ops_and_checks},
         {NULL, NULL},

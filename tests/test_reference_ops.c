@@ -1214,6 +1214,37 @@ static void test_linspace_and_logspace_give_hand_worked_values(void)
     done(&t);
 }
 
+/* The factories a model's graph holds, against PyTorch 1.13's values: linspace's middle point
+ * comes from the second half (1 - 3 * step, not 0), tril_indices / triu_indices list the
+ * triangle's (row, column) pairs row-major, clipped by the offset on either side. */
+static void test_factories_give_pytorch_values(void)
+{
+    run_t t;
+    RUN(&t,
+        "%l: f32[7] = aten.linspace.default(-1, 1, 7, device=\"cpu\", pin_memory=False)\n"
+        "%g: f32[5] = aten.logspace.default(0, 1, 5, 2.0)\n"
+        "%lo: i64[2, 6] = aten.tril_indices.default(4, 4, -1, device=\"cpu\", pin_memory=False)\n"
+        "%up: i64[2, 6] = aten.triu_indices.default(3, 4, 1)\n"
+        "%lw: i64[2, 12] = aten.tril_indices.default(3, 5, 2)\n"
+        "%ut: i64[2, 9] = aten.triu_indices.default(4, 3, -1)\n"
+        "%no: i64[2, 0] = aten.triu_indices.default(2, 2, 5)\n"
+        "%s: f32[] = aten.scalar_tensor.default(1)\n"
+        "%nf: f32[2, 2] = aten.new_full.default(%s, [2, 2], 7.5)\n"
+        "%e: f32[2, 3] = aten.eye.m(2, 3)\n"
+        "output %l, %g, %lo, %up, %lw, %ut, %no, %nf, %e\n",
+        NULL);
+    EXPECT(&t, "l", -1, -0.6666666269302368, -0.3333333134651184, -2.9802322387695312e-08, 0.3333333134651184,
+           0.6666666269302368, 1);
+    EXPECT(&t, "g", 1, 1.1892070770263672, 1.4142135381698608, 1.6817928552627563, 2);
+    EXPECT(&t, "lo", 1, 2, 2, 3, 3, 3, 0, 0, 1, 0, 1, 2);
+    EXPECT(&t, "up", 0, 0, 0, 1, 1, 2, 1, 2, 3, 2, 3, 3);
+    EXPECT(&t, "lw", 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 2, 0, 1, 2, 0, 1, 2, 3, 0, 1, 2, 3, 4);
+    EXPECT(&t, "ut", 0, 0, 0, 1, 1, 1, 2, 2, 3, 0, 1, 2, 0, 1, 2, 1, 2, 2);
+    EXPECT(&t, "nf", 7.5, 7.5, 7.5, 7.5);
+    EXPECT(&t, "e", 1, 0, 0, 0, 1, 0);
+    done(&t);
+}
+
 /* ---- Distances (runtime/ref_dist.c) ---- */
 
 static void test_distances_give_hand_worked_values(void)
@@ -1660,6 +1691,7 @@ int main(void)
         {"3-D pooling gives hand-worked values", test_3d_pooling_gives_hand_worked_values},
         {"margin losses give hand-worked values", test_margin_losses_give_hand_worked_values},
         {"linspace and logspace give hand-worked values", test_linspace_and_logspace_give_hand_worked_values},
+        {"factories give PyTorch's values", test_factories_give_pytorch_values},
         {"distances give hand-worked values", test_distances_give_hand_worked_values},
         {"im2col lays each window in a column", test_im2col_lays_each_window_in_a_column},
         {"mode picks the most frequent, then the smallest", test_mode_picks_the_most_frequent_then_the_smallest},
