@@ -2818,7 +2818,9 @@ static const struct {
     {"narrow_copy", dc_r_narrow_copy, "slice"},
     {"index_select", dc_r_index_select, "a 0-d self: itself; a 2-D table's rows by an input's row numbers: a row gather (lower); "
                                         "else one-hot: sum_k where(index == k, x[.., k, ..], 0)"},
-    {"index", dc_r_index, "one integer index tensor: one-hot over its flattened positions (negative ones wrap), reshaped"},
+    {"index", dc_r_index, "one integer index tensor: one-hot over its flattened positions (negative ones wrap), reshaped; "
+                          "several: the indexed dims merged (moved first when apart), one index of combined offsets "
+                          "(within 1024)"},
     {"take", dc_r_take, "one-hot over the flattened self (negative positions wrap), reshaped as index"},
     {"index_put", dc_r_index_put, "one integer index tensor: the values of the entries equal to each position, "
                                   "summed (accumulate) or the last one's; a bool mask over the leading dims with values "
