@@ -435,6 +435,21 @@ static int one_index(dctx *c, const gr_node *n, int *d)
     return ix;
 }
 
+/* sum_j ix_j * stride_j, each ix_j's negative positions wrapped, the
+ * strides row-major over sizes (span their product) */
+static int combined_offsets(dctx *c, const int *ix, const int64_t *sizes, int k, int64_t span)
+{
+    int off = -1;
+    for (int j = 0; j < k; j++) {
+        span /= sizes[j];
+        int neg = dc_cmps(c, "aten.lt.Scalar", ix[j], 0);
+        int w = dc_where(c, neg, dc_bins(c, "aten.add.Tensor", ix[j], (double)sizes[j]), ix[j]);
+        w = dc_bins(c, "aten.mul.Tensor", w, (double)span);
+        off = off < 0 ? w : dc_bin(c, "aten.add.Tensor", off, w);
+    }
+    return off;
+}
+
 /* index.Tensor(self, indices) with several integer index tensors: they
  * broadcast together and pick elements of the dims they index, so those
  * dims merged into one are indexed by one tensor of combined offsets
@@ -461,19 +476,16 @@ static int several_indices(dctx *c, const gr_node *n, int x)
         }
     if (l->nitems > t.rank || span - 1 > 1024 || t.rank - k + tb.rank > GR_MAX_RANK)
         return 0; /* offsets beyond DL16's exact integers stay on the host */
-    int d0 = apart ? 0 : first, off = -1;
+    int d0 = apart ? 0 : first;
     for (int i = 0; i < t.rank; i++)
         if (i >= l->nitems || l->items[i].kind != GR_ARG_VALUE)
             perm[np++] = i;
     if (apart)
         x = dc_permute(c, x, perm);
-    for (int j = 0, stride = (int)span; j < k; j++) {
-        int64_t size = t.shape[perm[j]]; /* perm lists the indexed dims first */
-        stride /= (int)size;
-        int neg = dc_cmps(c, "aten.lt.Scalar", ix[j], 0), w = dc_where(c, neg, dc_bins(c, "aten.add.Tensor", ix[j], (double)size), ix[j]);
-        w = dc_bins(c, "aten.mul.Tensor", w, (double)stride);
-        off = off < 0 ? w : dc_bin(c, "aten.add.Tensor", off, w);
-    }
+    int64_t sizes[GR_MAX_RANK];
+    for (int j = 0; j < k; j++)
+        sizes[j] = t.shape[perm[j]]; /* perm lists the indexed dims first */
+    int off = combined_offsets(c, ix, sizes, k, span);
     gr_ttype tx = dc_T(c, x), to = {.dtype = t.dtype, .rank = 0};
     int mr = 0;
     for (int i = 0; i < tx.rank; i++)

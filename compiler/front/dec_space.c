@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define EXACT 1024 /* DL16 keeps every integer up to here (intexact.c) */
 
@@ -41,19 +42,24 @@ int64_t cc_tri_indices(int64_t row, int64_t col, int64_t offset, int upper, int6
     return k;
 }
 
-/* An integer constant is exact on the device only within DL16's integers. */
-static void need_exact(dctx *c, double v)
+/* An integer constant is exact on the device only within DL16's integers:
+ * beyond (top, the largest magnitude), its values v are dropped and the
+ * op stays on the host. */
+static void need_exact(dctx *c, double top, float *v)
 {
-    if (fabs(v) > EXACT)
-        dc_fail(c, "integer values up to %g are not exact on the device (DL16 keeps every integer up to %d)",
-                fabs(v), EXACT);
+    if (top <= EXACT)
+        return;
+    free(v);
+    dc_fail(c, "integer values up to %g are not exact on the device (DL16 keeps every integer up to %d)", top,
+            EXACT);
 }
 
 /* linspace(start, end, steps, dtype), logspace(start, end, steps, base=10, dtype) */
 int dc_r_space(dctx *c, const gr_node *n, int *out)
 {
     int is_log = !strcmp(n->base, "logspace");
-    double a = dc_num(c, n, 0, "start", 0), b = dc_num(c, n, 1, "end", 0), base = is_log ? dc_num(c, n, 3, "base", 10) : 0;
+    double a = dc_num(c, n, 0, "start", 0), b = dc_num(c, n, 1, "end", 0);
+    double base = is_log ? dc_num(c, n, 3, "base", 10) : 0;
     int64_t steps = (int64_t)dc_num(c, n, 2, "steps", 0);
     int d = dc_dtype_arg(c, n, 99, "dtype");
     gr_ttype t = {.dtype = d >= 0 ? (gr_dtype)d : GR_F32, .rank = 1, .shape = {steps}};
@@ -62,12 +68,13 @@ int dc_r_space(dctx *c, const gr_node *n, int *out)
     if (!steps || t.dtype == GR_BOOL || (is_log && base <= 0)) /* the host's: nothing to bake, or NaNs */
         return 0;
     float *v = ir_xalloc((size_t)steps * sizeof *v);
+    double top = 0;
     for (int64_t j = 0; j < steps; j++) {
         double x = cc_space_at(a, b, base, steps, j, dc_is_float(t.dtype));
-        if (!dc_is_float(t.dtype))
-            need_exact(c, x);
+        top = dc_is_float(t.dtype) ? 0 : fmax(top, fabs(x));
         v[j] = (float)x;
     }
+    need_exact(c, top, v);
     out[0] = dc_const(c, t, v);
     return 1;
 }
@@ -80,21 +87,20 @@ int dc_r_tri_indices(dctx *c, const gr_node *n, int *out)
     int d = dc_dtype_arg(c, n, 99, "dtype");
     if (row < 0 || col < 0)
         dc_fail(c, "row and col must not be negative");
-    int64_t k = cc_tri_indices(row, col, off, n->base[3] == 'u', NULL, NULL);
+    int upper = !strcmp(n->base, "triu_indices");
+    int64_t k = cc_tri_indices(row, col, off, upper, NULL, NULL);
     gr_ttype t = {.dtype = d >= 0 ? (gr_dtype)d : GR_I64, .rank = 2, .shape = {2, k}};
     if (!k)
         return 0;
     int64_t *ij = ir_xalloc((size_t)(2 * k) * sizeof *ij), top = 0;
-    cc_tri_indices(row, col, off, n->base[3] == 'u', ij, ij + k);
+    cc_tri_indices(row, col, off, upper, ij, ij + k);
     float *v = ir_xalloc((size_t)(2 * k) * sizeof *v);
     for (int64_t i = 0; i < 2 * k; i++) {
         v[i] = (float)ij[i];
         top = ij[i] > top ? ij[i] : top;
     }
     free(ij);
-    if (top > EXACT)
-        free(v);
-    need_exact(c, (double)top);
+    need_exact(c, (double)top, v);
     out[0] = dc_const(c, t, v);
     return 1;
 }
