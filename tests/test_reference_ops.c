@@ -1214,6 +1214,35 @@ static void test_linspace_and_logspace_give_hand_worked_values(void)
     done(&t);
 }
 
+/* linspace bit for bit as PyTorch 1.13 on the CPU (AVX2): its points within whole blocks of 16
+ * run from each 8th one (base + k * step), every other point fused (start + i * step, or in the
+ * second half end - (n - 1 - i) * step: the middle of 7 points from -2 is 2 - 3 * step, not 0). */
+static void test_linspace_is_pytorchs_bit_for_bit(void)
+{
+    static const float want50[50] = {
+        -10, -9.59183693, -9.18367386, -8.77550983, -8.36734676, -7.95918369, -7.55102062, -7.14285707,
+        -6.73469353, -6.32653046, -5.91836691, -5.51020384, -5.10204029, -4.69387722, -4.28571415, -3.8775506,
+        -3.46938753, -3.06122422, -2.65306091, -2.24489784, -1.83673441, -1.42857122, -1.02040792, -0.612244606,
+        -0.204081297, 0.204081982, 0.612245262, 1.02040851, 1.42857182, 1.83673501, 2.24489832, 2.65306163,
+        3.06122422, 3.46938753, 3.87755084, 4.28571415, 4.69387722, 5.10204029, 5.51020384, 5.91836739,
+        6.32653046, 6.73469353, 7.14285707, 7.55102015, 7.95918369, 8.36734676, 8.77550983, 9.18367386,
+        9.59183693, 10};
+    static const float want7[7] = {-2, -1.33333325, -0.666666627, -5.96046448e-08, 0.666666627, 1.33333325, 2};
+    run_t t;
+    RUN(&t,
+        "%a: f32[50] = aten.linspace.default(-10, 10, 50)\n"
+        "%b: f32[7] = aten.linspace.default(-2, 2, 7)\n"
+        "output %a, %b\n",
+        NULL);
+    const float *a = rt_ref_value(t.r, gr_graph_find(t.g, "a"), &(gr_ttype){0});
+    const float *b = rt_ref_value(t.r, gr_graph_find(t.g, "b"), &(gr_ttype){0});
+    for (int i = 0; i < 50; i++)
+        CU_ASSERT_EQUAL(a[i], want50[i]);
+    for (int i = 0; i < 7; i++)
+        CU_ASSERT_EQUAL(b[i], want7[i]);
+    done(&t);
+}
+
 /* The factories a model's graph holds, against PyTorch 1.13's values: linspace's middle point
  * comes from the second half (1 - 3 * step, not 0), tril_indices / triu_indices list the
  * triangle's (row, column) pairs row-major, clipped by the offset on either side. */
@@ -1692,6 +1721,7 @@ int main(void)
         {"margin losses give hand-worked values", test_margin_losses_give_hand_worked_values},
         {"linspace and logspace give hand-worked values", test_linspace_and_logspace_give_hand_worked_values},
         {"factories give PyTorch's values", test_factories_give_pytorch_values},
+        {"linspace is PyTorch's bit for bit", test_linspace_is_pytorchs_bit_for_bit},
         {"distances give hand-worked values", test_distances_give_hand_worked_values},
         {"im2col lays each window in a column", test_im2col_lays_each_window_in_a_column},
         {"mode picks the most frequent, then the smallest", test_mode_picks_the_most_frequent_then_the_smallest},

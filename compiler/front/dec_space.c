@@ -14,9 +14,14 @@ double cc_space_at(double a, double b, double base, int64_t n, int64_t j, int is
     double x;
     if (n == 1) {
         x = a;
-    } else if (is_float) { /* PyTorch's step is of the result's type; the second half counts down from b */
+    } else if (is_float) {
+        /* PyTorch 1.13's CPU kernel (AVX2): the step of the result's type; a point of a whole block of 16
+         * is in a run of 8 from its first, base + k * step; a base, and any other point, is a fused
+         * start + i * step, or in the second half end - (n - 1 - i) * step */
         float fa = (float)a, fb = (float)b, st = (fb - fa) / (float)(n - 1);
-        x = j < n / 2 ? (double)(fa + st * (float)j) : (double)(fb - st * (float)(n - j - 1));
+        int64_t i = j < n / 16 * 16 ? j / 8 * 8 : j;
+        float base = i < n / 2 ? fmaf(st, (float)i, fa) : fmaf(-st, (float)(n - 1 - i), fb);
+        x = (double)(base + (float)(j - i) * st);
     } else {
         double st = (b - a) / (double)(n - 1);
         x = j < n / 2 ? a + st * (double)j : b - st * (double)(n - j - 1);
