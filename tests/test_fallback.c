@@ -548,7 +548,8 @@ static void test_encoder_small_on_a_tiny_lx_runs_its_host_ops_and_checks(void)
 /* DLRM's pairwise interactions (Z[:, li, lj] with li, lj = tril_indices):
  * tril_indices / triu_indices, linspace and logspace are baked constants,
  * unbind is selects, and an index of several index tensors (adjacent, or
- * apart: their dims first) is one index of combined offsets. */
+ * apart: their dims first) is one index of combined offsets.  A constant
+ * the graph returns is copied into its output. */
 static void test_factories_and_an_index_of_two_tensors_run_on_the_device(void)
 {
     const char *text = "graph factories\ninput %z: f32[4, 4, 4]\n"
@@ -565,6 +566,9 @@ static void test_factories_and_an_index_of_two_tensors_run_on_the_device(void)
                        "%t: f32[4, 6] = aten.t.default(%apart)\n%r: f32[4, 6] = aten.add.Tensor(%s2, %t)\noutput %r\n";
     runs_on_the_device(text, " --config spyre --no-fallback", "check r: ");
     runs_on_the_device(text, " --config spyre-4core --no-fallback", " ok");
+    runs_on_the_device("graph lo\n%linspace: f32[7] = aten.linspace.default(-2, 2, 7)\n"
+                       "%tri: i64[2, 6] = aten.tril_indices.default(4, 4, -1)\noutput %linspace, %tri\n",
+                       " --no-fallback", "check tri: ");
 }
 
 /* Indices beyond DL16's exact integers (1024) stay on the host, and the

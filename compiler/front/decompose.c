@@ -3004,7 +3004,8 @@ static void decompose_node(dctx *c, int id)
         memcpy(c->tmap[n->out], res, (size_t)nres * sizeof *res);
         return;
     }
-    if (res[0] >= c->fresh) { /* the result takes the graph's name */
+    /* the result takes the graph's name; a constant (dc_const) keeps its own, an output of it a copy */
+    if (res[0] >= c->fresh && c->d->values[res[0]].kind == GR_VAL_NODE) {
         free(c->d->values[res[0]].name);
         c->d->values[res[0]].name = ir_xstrdup(v->name);
     }
