@@ -9,25 +9,33 @@
 
 #define EXACT 1024 /* DL16 keeps every integer up to here (intexact.c) */
 
+/* linspace's point j of n > 1, float: PyTorch 1.13's CPU kernel (AVX2), its step of the result's type; a
+ * point of a whole block of 16 is in a run of 8 from its first, from + k * step; a run's first, and any other
+ * point, a fused start + i * step, or in the second half end - (n - 1 - i) * step */
+static float float_point(double a, double b, int64_t n, int64_t j)
+{
+    float fa = (float)a, fb = (float)b, st = (fb - fa) / (float)(n - 1);
+    int64_t i = j < n / 16 * 16 ? j / 8 * 8 : j;
+    float from = i < n / 2 ? fmaf(st, (float)i, fa) : fmaf(-st, (float)(n - 1 - i), fb);
+    return from + (float)(j - i) * st;
+}
+
 double cc_space_at(double a, double b, double base, int64_t n, int64_t j, int is_float)
 {
-    double x;
-    if (n == 1) {
-        x = a;
-    } else if (is_float) {
-        /* PyTorch 1.13's CPU kernel (AVX2): the step of the result's type; a point of a whole block of 16
-         * is in a run of 8 from its first, base + k * step; a base, and any other point, is a fused
-         * start + i * step, or in the second half end - (n - 1 - i) * step */
-        float fa = (float)a, fb = (float)b, st = (fb - fa) / (float)(n - 1);
-        int64_t i = j < n / 16 * 16 ? j / 8 * 8 : j;
-        float base = i < n / 2 ? fmaf(st, (float)i, fa) : fmaf(-st, (float)(n - 1 - i), fb);
-        x = (double)(base + (float)(j - i) * st);
-    } else {
-        double st = (b - a) / (double)(n - 1);
-        x = j < n / 2 ? a + st * (double)j : b - st * (double)(n - j - 1);
+    if (!is_float) { /* PyTorch casts start and end to the result's type first */
+        a = trunc(a);
+        b = trunc(b);
     }
+    if (n == 1)
+        return is_float ? (double)(float)(base > 0 ? pow(base, a) : a) : trunc(base > 0 ? pow(base, a) : a);
+    if (is_float && base <= 0)
+        return (double)float_point(a, b, n, j);
+    /* logspace's exponents, and integer points: in double (logspace's step of the float difference) */
+    double fa = is_float ? (double)(float)a : a, fb = is_float ? (double)(float)b : b;
+    double st = (is_float ? (double)(float)(fb - fa) : b - a) / (double)(n - 1);
+    double x = j < n / 2 ? fa + st * (double)j : fb - st * (double)(n - 1 - j);
     if (base > 0)
-        x = is_float ? (double)powf((float)base, (float)x) : pow(base, x);
+        x = pow(base, x);
     return is_float ? (double)(float)x : trunc(x);
 }
 
