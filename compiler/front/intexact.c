@@ -96,6 +96,7 @@ static ival eval(ictx *c, int e)
     return r;
 }
 
+/* The interval of a constant's n values, widened to hold 0 */
 static ival const_ival(const float *v, int64_t n)
 {
     ival r = {0, 0};
