@@ -571,6 +571,52 @@ static void test_factories_and_an_index_of_two_tensors_run_on_the_device(void)
                        " --no-fallback", "check tri: ");
 }
 
+/* Every factory a model's graph holds is lowered, decomposed or baked:
+ * with each one's value in a sum, nothing runs on the host. */
+static void test_every_factory_runs_on_the_device(void)
+{
+    const char *text =
+                       "graph allf\n"
+                       "input %x: f32[4, 4]\n"
+                       "%e: f32[4, 4] = aten.eye.default(4)\n"
+                       "%em: f32[4, 4] = aten.eye.m(4, 4)\n"
+                       "%f: f32[4, 4] = aten.full.default([4, 4], 2.5)\n"
+                       "%fl: f32[4, 4] = aten.full_like.default(%x, 3)\n"
+                       "%zl: f32[4, 4] = aten.zeros_like.default(%x)\n"
+                       "%ol: f32[4, 4] = aten.ones_like.default(%x)\n"
+                       "%el: f32[4, 4] = aten.empty_like.default(%x)\n"
+                       "%ar: f32[4] = aten.arange.start_step(0.5, 4.5, 1.0)\n"
+                       "%ai: i64[4] = aten.arange.start_step(2, 10, 2)\n"
+                       "%ac: f32[4] = aten._to_copy.default(%ai, dtype=f32)\n"
+                       "%st: f32[] = aten.scalar_tensor.default(1.5)\n"
+                       "%tl: f32[4, 4] = aten.tril.default(%x, -1)\n"
+                       "%tu: f32[4, 4] = aten.triu.default(%x, 1)\n"
+                       "%nz: f32[4, 4] = aten.new_zeros.default(%x, [4, 4])\n"
+                       "%no: f32[4, 4] = aten.new_ones.default(%x, [4, 4])\n"
+                       "%nf: f32[4, 4] = aten.new_full.default(%x, [4, 4], 0.25)\n"
+                       "%ls: f32[4] = aten.linspace.default(0, 1, 4)\n"
+                       "%lg: f32[4] = aten.logspace.default(0, 1, 4)\n"
+                       "%a1: f32[4, 4] = aten.add.Tensor(%e, %em)\n"
+                       "%a2: f32[4, 4] = aten.add.Tensor(%a1, %f)\n"
+                       "%a3: f32[4, 4] = aten.add.Tensor(%a2, %fl)\n"
+                       "%a4: f32[4, 4] = aten.add.Tensor(%a3, %zl)\n"
+                       "%a5: f32[4, 4] = aten.add.Tensor(%a4, %ol)\n"
+                       "%a6: f32[4, 4] = aten.add.Tensor(%a5, %el)\n"
+                       "%a7: f32[4, 4] = aten.add.Tensor(%a6, %ar)\n"
+                       "%a8: f32[4, 4] = aten.add.Tensor(%a7, %ac)\n"
+                       "%a9: f32[4, 4] = aten.mul.Tensor(%a8, %st)\n"
+                       "%b1: f32[4, 4] = aten.add.Tensor(%a9, %tl)\n"
+                       "%b2: f32[4, 4] = aten.add.Tensor(%b1, %tu)\n"
+                       "%b3: f32[4, 4] = aten.add.Tensor(%b2, %nz)\n"
+                       "%b4: f32[4, 4] = aten.add.Tensor(%b3, %no)\n"
+                       "%b5: f32[4, 4] = aten.add.Tensor(%b4, %nf)\n"
+                       "%b6: f32[4, 4] = aten.add.Tensor(%b5, %ls)\n"
+                       "%b7: f32[4, 4] = aten.add.Tensor(%b6, %lg)\n"
+                       "output %b7\n";
+    runs_on_the_device(text, " --config spyre --no-fallback", "check b7: ");
+    runs_on_the_device(text, " --config spyre-4core --no-fallback", " ok");
+}
+
 /* Indices beyond DL16's exact integers (1024) stay on the host, and the
  * refusal says why. */
 static void test_tril_indices_beyond_dl16_integers_run_on_the_host(void)
@@ -619,6 +665,7 @@ int main(void)
         {"many cats sharing an input run on the device", test_many_cats_sharing_an_input_run_on_the_device},
         {"factories and an index of two tensors run on the device",
          test_factories_and_an_index_of_two_tensors_run_on_the_device},
+        {"every factory runs on the device", test_every_factory_runs_on_the_device},
         {"tril_indices beyond DL16's integers run on the host", test_tril_indices_beyond_dl16_integers_run_on_the_host},
         {"encoder_small on a tiny LX runs its host ops and checks",
          test_encoder_small_on_a_tiny_lx_runs_its_host_ops_and_checks},
