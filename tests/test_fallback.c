@@ -686,6 +686,93 @@ static void test_encoder_small_on_a_tiny_lx_runs_its_host_ops_and_checks(void)
     remove(cfg);
 }
 
+/* DLRM's pairwise interactions (Z[:, li, lj] with li, lj = tril_indices):
+ * tril_indices / triu_indices, linspace and logspace are baked constants,
+ * unbind is selects, and an index of several index tensors (adjacent, or
+ * apart: their dims first) is one index of combined offsets.  A constant
+ * the graph returns is copied into its output. */
+static void test_factories_and_an_index_of_two_tensors_run_on_the_device(void)
+{
+    const char *text = "graph factories\ninput %z: f32[4, 4, 4]\n"
+                       "%tri: i64[2, 6] = aten.tril_indices.default(4, 4, -1, device=\"cpu\", pin_memory=False)\n"
+                       "%unbind: (i64[6], i64[6]) = aten.unbind.int(%tri)\n"
+                       "%li: i64[6] = getitem(%unbind, 0)\n%lj: i64[6] = getitem(%unbind, 1)\n"
+                       "%pick: f32[4, 6] = aten.index.Tensor(%z, [None, %li, %lj])\n"
+                       "%up: i64[2, 6] = aten.triu_indices.default(4, 4, 1)\n"
+                       "%ui: i64[6] = aten.select.int(%up, 0, 0)\n%uj: i64[6] = aten.select.int(%up, 0, 1)\n"
+                       "%apart: f32[6, 4] = aten.index.Tensor(%z, [%ui, None, %uj])\n"
+                       "%ls: f32[6] = aten.linspace.default(-1, 1, 6, device=\"cpu\", pin_memory=False)\n"
+                       "%lg: f32[6] = aten.logspace.default(0, 1, 6, 2.0)\n"
+                       "%s1: f32[4, 6] = aten.add.Tensor(%pick, %ls)\n%s2: f32[4, 6] = aten.mul.Tensor(%s1, %lg)\n"
+                       "%t: f32[4, 6] = aten.t.default(%apart)\n%r: f32[4, 6] = aten.add.Tensor(%s2, %t)\noutput %r\n";
+    runs_on_the_device(text, " --config spyre --no-fallback", "check r: ");
+    runs_on_the_device(text, " --config spyre-4core --no-fallback", " ok");
+    runs_on_the_device("graph lo\n%linspace: f32[7] = aten.linspace.default(-2, 2, 7)\n"
+                       "%tri: i64[2, 6] = aten.tril_indices.default(4, 4, -1)\noutput %linspace, %tri\n",
+                       " --no-fallback", "check tri: ");
+}
+
+/* Every factory a model's graph holds is lowered, decomposed or baked:
+ * with each one's value in a sum, nothing runs on the host. */
+static void test_every_factory_runs_on_the_device(void)
+{
+    const char *text =
+        "graph allf\n"
+        "input %x: f32[4, 4]\n"
+        "%e: f32[4, 4] = aten.eye.default(4)\n"
+        "%em: f32[4, 4] = aten.eye.m(4, 4)\n"
+        "%f: f32[4, 4] = aten.full.default([4, 4], 2.5)\n"
+        "%fl: f32[4, 4] = aten.full_like.default(%x, 3)\n"
+        "%zl: f32[4, 4] = aten.zeros_like.default(%x)\n"
+        "%ol: f32[4, 4] = aten.ones_like.default(%x)\n"
+        "%el: f32[4, 4] = aten.empty_like.default(%x)\n"
+        "%ar: f32[4] = aten.arange.start_step(0.5, 4.5, 1.0)\n"
+        "%ai: i64[4] = aten.arange.start_step(2, 10, 2)\n"
+        "%ac: f32[4] = aten._to_copy.default(%ai, dtype=f32)\n"
+        "%st: f32[] = aten.scalar_tensor.default(1.5)\n"
+        "%tl: f32[4, 4] = aten.tril.default(%x, -1)\n"
+        "%tu: f32[4, 4] = aten.triu.default(%x, 1)\n"
+        "%nz: f32[4, 4] = aten.new_zeros.default(%x, [4, 4])\n"
+        "%no: f32[4, 4] = aten.new_ones.default(%x, [4, 4])\n"
+        "%nf: f32[4, 4] = aten.new_full.default(%x, [4, 4], 0.25)\n"
+        "%ls: f32[4] = aten.linspace.default(0, 1, 4)\n"
+        "%lg: f32[4] = aten.logspace.default(0, 1, 4)\n"
+        "%a1: f32[4, 4] = aten.add.Tensor(%e, %em)\n"
+        "%a2: f32[4, 4] = aten.add.Tensor(%a1, %f)\n"
+        "%a3: f32[4, 4] = aten.add.Tensor(%a2, %fl)\n"
+        "%a4: f32[4, 4] = aten.add.Tensor(%a3, %zl)\n"
+        "%a5: f32[4, 4] = aten.add.Tensor(%a4, %ol)\n"
+        "%a6: f32[4, 4] = aten.add.Tensor(%a5, %el)\n"
+        "%a7: f32[4, 4] = aten.add.Tensor(%a6, %ar)\n"
+        "%a8: f32[4, 4] = aten.add.Tensor(%a7, %ac)\n"
+        "%a9: f32[4, 4] = aten.mul.Tensor(%a8, %st)\n"
+        "%b1: f32[4, 4] = aten.add.Tensor(%a9, %tl)\n"
+        "%b2: f32[4, 4] = aten.add.Tensor(%b1, %tu)\n"
+        "%b3: f32[4, 4] = aten.add.Tensor(%b2, %nz)\n"
+        "%b4: f32[4, 4] = aten.add.Tensor(%b3, %no)\n"
+        "%b5: f32[4, 4] = aten.add.Tensor(%b4, %nf)\n"
+        "%b6: f32[4, 4] = aten.add.Tensor(%b5, %ls)\n"
+        "%b7: f32[4, 4] = aten.add.Tensor(%b6, %lg)\n"
+        "output %b7\n";
+    runs_on_the_device(text, " --config spyre --no-fallback", "check b7: ");
+    runs_on_the_device(text, " --config spyre-4core --no-fallback", " ok");
+}
+
+/* Indices beyond DL16's exact integers (1024) stay on the host, and the
+ * refusal says why. */
+static void test_tril_indices_beyond_dl16_integers_run_on_the_host(void)
+{
+    const char *text = "graph big\ninput %z: f32[1030, 2]\n"
+                       "%tri: i64[2, 2059] = aten.tril_indices.default(1030, 2, 0)\n"
+                       "%i: i64[2059] = aten.select.int(%tri, 0, 0)\n"
+                       "%p: f32[2059, 2] = aten.index.Tensor(%z, [%i])\noutput %p\n";
+    CU_ASSERT_EQUAL(run_checked(text, " --config spyre"), 0);
+    TU_ASSERT_CONTAINS(out, "fallback aten.tril_indices.default (graph line 3)");
+    TU_ASSERT_CONTAINS(out, " ok\n");
+    CU_ASSERT_EQUAL(run_checked(text, " --no-fallback"), 2);
+    TU_ASSERT_CONTAINS(out, ":3: aten.tril_indices.default: integer values up to 1029 are not exact on the device");
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -726,6 +813,10 @@ int main(void)
         {"cdist of every p runs on the device", test_cdist_of_every_p_runs_on_the_device},
         {"sort, topk, argmax of 1024-wide rows run on the device",
          test_sort_topk_argmax_of_1024_wide_rows_run_on_the_device},
+        {"factories and an index of two tensors run on the device",
+         test_factories_and_an_index_of_two_tensors_run_on_the_device},
+        {"every factory runs on the device", test_every_factory_runs_on_the_device},
+        {"tril_indices beyond DL16's integers run on the host", test_tril_indices_beyond_dl16_integers_run_on_the_host},
         {"encoder_small on a tiny LX runs its host ops and checks",
          test_encoder_small_on_a_tiny_lx_runs_its_host_ops_and_checks},
         {NULL, NULL},

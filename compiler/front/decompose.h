@@ -130,4 +130,7 @@ int dc_r_convolution(dctx *c, const gr_node *n, int *out);     /* dec_convt.c */
  * as one matrix, a product, the shape back with out elements (dec_interp.c). */
 int dc_last_axis_times(dctx *c, int x, int m);
 
+int dc_r_space(dctx *c, const gr_node *n, int *out); /* dec_space.c */
+int dc_r_tri_indices(dctx *c, const gr_node *n, int *out);
+
 #endif

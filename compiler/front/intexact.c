@@ -96,6 +96,15 @@ static ival eval(ictx *c, int e)
     return r;
 }
 
+/* The interval of a constant's n values, widened to hold 0 */
+static ival const_ival(const float *v, int64_t n)
+{
+    ival r = {0, 0};
+    for (int64_t i = 0; i < n; i++)
+        r = (ival){fmin(r.lo, v[i]), fmax(r.hi, v[i])};
+    return r;
+}
+
 /* A node's result: its body's interval, a sum over its reduced loops
  * times their count. */
 static ival node_ival(ictx *c)
@@ -132,6 +141,8 @@ int ir_check_int_exact(ir_prog *p)
         gr_dtype d = p->bufs[b].type.dtype;
         /* integer inputs are fp32 on the device, exact up to 2^24 */
         c.buf[b] = d == GR_BOOL ? (ival){0, 1} : ir_dtype_is_float(d) ? WIDE : (ival){-0x1p24, 0x1p24};
+        if (p->bufs[b].cdata && !ir_dtype_is_float(d)) /* a compiler-made constant: its own values */
+            c.buf[b] = const_ival(p->bufs[b].cdata, gr_ttype_numel(&p->bufs[b].type));
     }
     int rc = 0;
     for (int i = 0; i < p->nnodes && !rc; i++) {
