@@ -2814,6 +2814,8 @@ static const struct {
     {"narrow_copy", dc_r_narrow_copy, "slice"},
     {"index_select", dc_r_index_select, "a 0-d self: itself; a 2-D table's rows by an input's row numbers: a row gather (lower); "
                                         "else one-hot: sum_k where(index == k, x[.., k, ..], 0)"},
+    {"embedding", dc_r_embedding, "indices made from positions alone: one-hot over the flattened indices, as "
+                                  "index_select, reshaped; else a row gather (lower)"},
     {"index", dc_r_index, "one integer index tensor: one-hot over its flattened positions (negative ones wrap), reshaped"},
     {"take", dc_r_take, "one-hot over the flattened self (negative positions wrap), reshaped as index"},
     {"index_put", dc_r_index_put, "one integer index tensor: the values of the entries equal to each position, "
