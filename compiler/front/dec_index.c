@@ -421,8 +421,9 @@ int dc_r_index_select(dctx *c, const gr_node *n, int *out)
 
 /* embedding(weight, indices) with indices made from positions alone (a
  * relative-position bucket): one-hot over the table's rows, as
- * index_select; indices that read an input stay the back half's row
- * gather (lower.c) or, computed from one, the host's. */
+ * index_select; an arange (learned positions) is a plain load, and indices
+ * that read an input stay the back half's row gather (lower.c) or,
+ * computed from one, the host's. */
 static int reads_data_rec(const gr_graph *g, int v, char *seen)
 {
     if (g->values[v].kind != GR_VAL_NODE)
@@ -454,11 +455,30 @@ static int reads_data(dctx *c, int v)
     return r;
 }
 
+/* Whether value v is an arange seen through views (the lowering reads the
+ * table's rows at those positions by a plain load). */
+static int is_positions(dctx *c, int v)
+{
+    static const char *const views[] = {"unsqueeze", "slice", "expand", "view", "_reshape_alias", "reshape", "squeeze"};
+    while (c->d->values[v].kind == GR_VAL_NODE) {
+        const gr_node *n = &c->d->nodes[c->d->values[v].node];
+        if (!strcmp(n->base, "arange"))
+            return 1;
+        int view = 0;
+        for (size_t i = 0; i < sizeof views / sizeof *views; i++)
+            view |= !strcmp(n->base, views[i]);
+        if (!view || !n->nargs || n->args[0].kind != GR_ARG_VALUE)
+            return 0;
+        v = n->args[0].value;
+    }
+    return 0;
+}
+
 int dc_r_embedding(dctx *c, const gr_node *n, int *out)
 {
     int w = dc_val(c, n, 0, "weight"), ix = dc_val(c, n, 1, "indices");
     gr_ttype tw = dc_T(c, w), ti = dc_T(c, ix), to = ti;
-    if (reads_data(c, ix) || tw.rank != 2 || !tw.shape[0] || dc_is_float(ti.dtype) ||
+    if (reads_data(c, ix) || is_positions(c, ix) || tw.rank != 2 || !tw.shape[0] || dc_is_float(ti.dtype) ||
         ti.rank >= GR_MAX_RANK)
         return 0;
     int64_t m = dc_numel(&ti);
