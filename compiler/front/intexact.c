@@ -221,13 +221,17 @@ static ival eval(ictx *c, int e)
             c->from = e;
             c->to = t;
         }
-        r = ir_dtype_is_float(x->dtype) ? WIDE : eval(c, t >= 0 ? t : x->a);
+        r = eval(c, t >= 0 ? t : x->a); /* integers under a cast to float are computed too */
+        if (ir_dtype_is_float(x->dtype))
+            r = WIDE;
         break;
     }
     case IR_E_WHERE: {
         ival b = eval(c, x->b), d = eval(c, x->c);
         (void)eval(c, x->a);
         r = (ival){fmin(b.lo, d.lo), fmax(b.hi, d.hi)};
+        if (x->dtype == GR_I64 || x->dtype == GR_I32) /* a tabulated cast's values */
+            c->worst = fmax(c->worst, fmax(fabs(r.lo), fabs(r.hi)));
         break;
     }
     case IR_E_OP: {
