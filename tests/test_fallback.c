@@ -606,6 +606,22 @@ static void test_learned_positions_are_a_load_of_the_tables_rows(void)
     runs_on_the_device(text, " --config spyre-4core --no-fallback", "check r: ");
 }
 
+/* linspace as PyTorch computes it (two halves, from each end), an even
+ * and an odd count, against the reference executor on both chips. */
+static void test_linspace_runs_on_the_device(void)
+{
+    static const char *text = "graph linspace\n"
+                              "input %x: f32[16]\n"
+                              "input %y: f32[7]\n"
+                              "%a: f32[16] = aten.linspace.default(-1, 1, 16)\n"
+                              "%b: f32[7] = aten.linspace.default(0.5, 10, 7)\n"
+                              "%r: f32[16] = aten.add.Tensor(%x, %a)\n"
+                              "%s: f32[7] = aten.add.Tensor(%y, %b)\n"
+                              "output %r, %s\n";
+    runs_on_the_device(text, " --config spyre --no-fallback", "check s: ");
+    runs_on_the_device(text, " --config spyre-4core --no-fallback", "check s: ");
+}
+
 /* A tabulated cast whose integers leave DL16's exact range (up to 1900)
  * and one whose values lie near an integer without being one are refused
  * naming why; the first runs on the host and validates. */
@@ -668,6 +684,7 @@ int main(void)
         {"many cats sharing an input run on the device", test_many_cats_sharing_an_input_run_on_the_device},
         {"a T5 relative-position bucket runs on the device", test_a_t5_relative_position_bucket_runs_on_the_device},
         {"learned positions are a load of the table's rows", test_learned_positions_are_a_load_of_the_tables_rows},
+        {"linspace runs on the device", test_linspace_runs_on_the_device},
         {"a cast to int the device cannot hold exactly runs on the host",
          test_a_cast_to_int_the_device_cannot_hold_exactly_runs_on_the_host},
         {"encoder_small on a tiny LX runs its host ops and checks",

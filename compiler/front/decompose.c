@@ -2574,6 +2574,30 @@ static int nearest_axis(dctx *c, int x, int d, int64_t to, float scale)
     return nv == 1 ? v[0] : DC_EMIT(c, "aten.cat.default", t, da_vals(nv, v), da_int(d));
 }
 
+/* linspace(start, end, steps) as a constant of the program, its values
+ * PyTorch's (float step, the first half counted up from start, the rest
+ * down from end, as runtime/ref_space.c): computed on the device from an
+ * arange they would round in DL16 more than once. */
+static int r_linspace(dctx *c, const gr_node *n, int *out)
+{
+    float a = (float)dc_num(c, n, 0, "start", 0), b = (float)dc_num(c, n, 1, "end", 0);
+    int64_t steps = (int64_t)dc_num(c, n, 2, "steps", 0);
+    int dt = dc_dtype_arg(c, n, 99, "dtype");
+    for (int i = 0; i < c->g->noutputs; i++)
+        if (c->g->outputs[i] == n->out) /* a constant output: the host's (a program outputs no parameter) */
+            return 0;
+    if (steps < 2 || (dt >= 0 && dt != GR_F32))
+        return 0;
+    float st = (b - a) / (float)(steps - 1), *v = malloc((size_t)steps * sizeof *v);
+    if (!v)
+        abort();
+    for (int64_t j = 0; j < steps; j++)
+        v[j] = j < steps / 2 ? a + st * (float)j : b - st * (float)(steps - j - 1);
+    gr_ttype t = {.dtype = GR_F32, .rank = 1, .shape = {steps}};
+    out[0] = dc_const(c, t, v);
+    return 1;
+}
+
 /* upsample_nearest1d/2d/3d(input, output_size, scales...) and .vec(input,
  * output_size, scale_factors): each of the last 1 to 3 axes by nearest_axis */
 static int r_upsample_nearest(dctx *c, const gr_node *n, int *out)
@@ -2800,6 +2824,8 @@ static const struct {
     {"index_fill", dc_r_index_fill, "where(any(arange == index) along dim, value, self)"},
     {"nll_loss_forward", dc_r_nll_loss, "picked = one-hot select of target; w = weight[target] * (target != ignore); "
                                         "-picked*w, reduced (mean: / sum w), total_weight = sum w"},
+    {"linspace", r_linspace, "float: a constant of PyTorch's values (start + j*step up to steps/2, then "
+                             "end - (steps-1-j)*step)"},
     {"cumsum", dc_r_cumsum, "last dim: rows times U, U[k][i] = (k <= i); else L (k <= i) times x as (pre, n, post): "
                             "products on the PT units (float only)"},
     {"cumprod", dc_r_cumprod, "scan by doubling: for k = 1, 2, 4, ..: y *= cat(ones(k), y[:n-k]) along dim "
