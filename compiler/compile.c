@@ -250,17 +250,36 @@ static int mark_apart(const ir_prog *p, char *host)
     return 0;
 }
 
+/* Does source op s compute a product (a matmul node: a convolution's, a
+ * linear's)? */
+static int computes_product(const ir_prog *p, int s)
+{
+    for (int n = 0; n < p->nnodes; n++)
+        if (p->nodes[n].kind == IR_MATMUL)
+            for (int j = 0; j < p->nodes[n].nops; j++)
+                if (p->nodes[n].ops[j] == s)
+                    return 1;
+    return 0;
+}
+
 /* After a failed attempt: the op it failed on, or the first op (by line)
  * of the kernel the back half refused that is not yet one, becomes a host
- * op; 0 when none is new. */
+ * op, an op computing no product first (the refused kernel holds a
+ * product's last step, a conv's copy out, fused with the op after it:
+ * that op alone on the host keeps the product on the device); 0 when
+ * none is new. */
 static int mark_host(const ir_prog *p, const gr_graph *g, char *host)
 {
     if (p->fail_src >= 0)
         return mark_op(g, host, p->fail_src);
+    if (p->fail_kernel < 0)
+        return 0;
     /* one op at a time, by line: the others may then compile on the device */
-    for (int j = 0; p->fail_kernel >= 0 && j < p->kernels[p->fail_kernel].nops; j++)
-        if (mark_op(g, host, p->kernels[p->fail_kernel].ops[j]))
-            return 1;
+    const ir_kernel *K = &p->kernels[p->fail_kernel];
+    for (int products = 0; products < 2; products++)
+        for (int j = 0; j < K->nops; j++)
+            if (computes_product(p, K->ops[j]) == products && mark_op(g, host, K->ops[j]))
+                return 1;
     return 0;
 }
 

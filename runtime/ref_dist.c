@@ -1,4 +1,4 @@
-/* ref_dist.c: reference ops: _cdist_forward and _pdist_forward, the p-norm distances between rows
+/* ref_dist.c: reference ops: _cdist_forward, _euclidean_dist and _pdist_forward, the p-norm distances between rows
  * (p = 0 counts the differing coordinates, p = inf takes the largest difference), in double. */
 #include "ref_internal.h"
 
@@ -60,13 +60,13 @@ static int64_t batch_of(const tens *t, int nb, const int64_t *bshape, int64_t bt
     return off;
 }
 
-/* _cdist_forward(x1, x2, p, compute_mode): x1 (B..., P, M), x2 (B..., R, M) -> (B..., P, R), batches broadcast. */
-static int op_cdist(ex *E, int unused)
+/* _cdist_forward(x1, x2, p, compute_mode): x1 (B..., P, M), x2 (B..., R, M) -> (B..., P, R), batches broadcast;
+ * _euclidean_dist(x1, x2) (euclid): p = 2. */
+static int op_cdist(ex *E, int euclid)
 {
-    (void)unused;
     const tens *x = ref_arg_tensor(E, 0, "x1"), *y = x ? ref_arg_tensor(E, 1, "x2") : NULL;
-    double p;
-    if (!y || dist_p(E, 2, &p))
+    double p = 2;
+    if (!y || (!euclid && dist_p(E, 2, &p)))
         return -1;
     int rx = x->rank, ry = y->rank, r = rx > ry ? rx : ry, nb = r - 2;
     if (rx < 2 || ry < 2 || kind_of(x->dtype) != K_F || kind_of(y->dtype) != K_F || x->shape[rx - 1] != y->shape[ry - 1])
@@ -112,6 +112,7 @@ static int op_pdist(ex *E, int unused)
 
 static const ref_op ops[] = {
     {"_cdist_forward", op_cdist, 0},
+    {"_euclidean_dist", op_cdist, 1},
     {"_pdist_forward", op_pdist, 0},
 };
 const ref_ops ref_dist_ops = REF_OPS(ops);

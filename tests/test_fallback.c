@@ -143,29 +143,27 @@ static void test_an_op_the_host_lacks_too_is_exit_2_naming_it(void)
     remove(g);
 }
 
-/* The back half reduces over one dimension at a time: the kernel
- * summing over two goes to the host, one op at a time, so the exp fused
- * into it runs on the device again; the report's estimate of the host op
- * is what the run charges (the same model, the same device bytes).  x,
- * read only by the host, is sticked on its 16 (32 sticks, 4096 bytes;
- * on its last dim, 4, 128 sticks). */
+/* A row of 262144 columns does not fit a core's LX: the kernel summing
+ * it goes to the host, one op at a time, so the sigmoid fused into it
+ * runs on the device again; the report's estimate of the host op is what
+ * the run charges (the same model, the same device bytes). */
 static void test_an_op_the_back_half_refuses_runs_on_the_host(void)
 {
     char g[512], cmd[1024];
-    write_graph("graph r\ninput %x: f32[8, 16, 4]\n%s: f32[16] = aten.sum.dim_IntList(%x, [0, 2])\n"
-                "%e: f32[16] = aten.exp.default(%s)\noutput %e\n", g, sizeof g);
+    write_graph("graph r\ninput %x: f32[2, 262144]\n%s: f32[2] = aten.sum.dim_IntList(%x, [1])\n"
+                "%e: f32[2] = aten.sigmoid.default(%s)\noutput %e\n", g, sizeof g);
     snprintf(cmd, sizeof cmd, "compile %s -o /dev/null --no-fallback", g);
     CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 2);
-    CU_ASSERT_PTR_NOT_NULL(strstr(out, "reduces over 2 dimensions at once"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "one row of 262144 columns needs"));
     snprintf(cmd, sizeof cmd, "compile %s --report -o /dev/null", g);
     CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "k0_sum: host"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(out, "k1_exp: pointwise"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(out, "4096 bytes to the host, 128 back, estimate 14260 cycles"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "k1_sigmoid: pointwise"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "1048576 bytes to the host, 128 back, estimate 202267 cycles"));
     snprintf(cmd, sizeof cmd, "run %s --check", g);
     CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
-    CU_ASSERT_PTR_NOT_NULL(strstr(out, "fallback aten.sum.dim_IntList (graph line 3): bytes_to_host=4096 "
-                                       "bytes_to_device=128 cycles=14260"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "fallback aten.sum.dim_IntList (graph line 3): bytes_to_host=1048576 "
+                                       "bytes_to_device=128 cycles=202267"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "check e:"));
     CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
     remove(g);
@@ -187,19 +185,18 @@ static void test_a_host_op_of_several_results_is_one_kernel_writing_each(void)
     remove(g);
 }
 
-/* var_mean over two dimensions: the back half refuses it, the host runs
- * it once and writes both results (two sticks back), which validate,
- * one of them through the device's mul; x, which only the host reads, is
- * sticked on its 16 (4096 bytes). */
+/* var_mean over a row longer than a core's LX holds: the back half
+ * refuses it, the host runs it once and writes both results (two sticks
+ * back), which validate, one of them through the device's mul. */
 static void test_a_host_op_of_two_results_runs_once_and_validates(void)
 {
-    const char *text = "graph vm2\ninput %x: f32[8, 16, 4]\n"
-                       "%s: (f32[16], f32[16]) = aten.var_mean.correction(%x, [0, 2], correction=0)\n"
-                       "%v: f32[16] = getitem(%s, 0)\n%m: f32[16] = getitem(%s, 1)\n%r: f32[16] = aten.mul.Tensor(%v, %m)\n"
+    const char *text = "graph vm2\ninput %x: f32[2, 262144]\n"
+                       "%s: (f32[2], f32[2]) = aten.var_mean.correction(%x, [1], correction=0)\n"
+                       "%v: f32[2] = getitem(%s, 0)\n%m: f32[2] = getitem(%s, 1)\n%r: f32[2] = aten.mul.Tensor(%v, %m)\n"
                        "output %r, %m\n";
     CU_ASSERT_EQUAL(run_checked(text, ""), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "fallback_ops=1 "));
-    CU_ASSERT_PTR_NOT_NULL(strstr(out, "fallback aten.var_mean.correction (graph line 3): bytes_to_host=4096 "
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "fallback aten.var_mean.correction (graph line 3): bytes_to_host=1048576 "
                                        "bytes_to_device=256 "));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "check m:"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "check r:"));
@@ -420,6 +417,9 @@ static void ln_chain(int layers, int w, char *buf, size_t len)
         snprintf(buf + o, len - o, "output %%m_%d\n", layers - 1);
 }
 
+/* The options of a run on each chip with no host fallback. */
+static const char *const both_chips[] = {" --config spyre --no-fallback", " --config spyre-4core --no-fallback"};
+
 /* text run with --check and opts: it validates, with no op on the host
  * and `want` in what it prints. */
 static void runs_on_the_device(const char *text, const char *opts, const char *want)
@@ -438,14 +438,89 @@ static void test_a_deep_layer_norm_chain_runs_on_the_device(void)
 {
     static char text[1 << 15];
     const int layers[] = {7, 20};
-    const char *chips[] = {" --config spyre --no-fallback", " --config spyre-4core --no-fallback"};
     for (int l = 0; l < 2; l++) {
         ln_chain(layers[l], 96, text, sizeof text);
         for (int i = 0; i < 2; i++)
-            runs_on_the_device(text, chips[i], " ok");
+            runs_on_the_device(text, both_chips[i], " ok");
     }
     ln_chain(7, 4096, text, sizeof text);
-    runs_on_the_device(text, chips[1], "check m_6: ");
+    runs_on_the_device(text, both_chips[1], "check m_6: ");
+}
+
+/* nn.EmbeddingBag: bags of one length (a 2-D input: offsets an arange),
+ * mean and max with padding_idx; bags of varying length (offsets computed,
+ * one empty) with per_sample_weights and include_last_offset. */
+static void test_embedding_bags_of_every_mode_run_on_the_device(void)
+{
+    const char *text = "graph eb\ninput %ids: i64[4, 6]\ninput %flat: i64[12]\ninput %psw: f32[12]\n"
+                       "input %w: f32[50, 16]\n"
+                       "%a: i64[4] = aten.arange.start_step(0, 24, 6, dtype=i64)\n"
+                       "%r: i64[24] = aten._reshape_alias.default(%ids, [24], [1])\n"
+                       "%m: (f32[4, 16], i64[24], i64[4], i64[4]) = aten._embedding_bag.default(%w, %r, %a, False, 1)\n"
+                       "%m0: f32[4, 16] = getitem(%m, 0)\n"
+                       "%x: (f32[4, 16], i64[24], i64[4], i64[4, 16]) = "
+                       "aten._embedding_bag.default(%w, %r, %a, False, 2, False, None, False, 3)\n"
+                       "%x0: f32[4, 16] = getitem(%x, 0)\n"
+                       "%i: i64[4] = aten.arange.default(4)\n%q: i64[4] = aten.mul.Tensor(%i, %i)\n"
+                       "%p: i64[4] = aten.sub.Tensor(%q, 1)\n%o: i64[4] = aten.clamp_min.default(%p, 0)\n"
+                       "%s: (f32[4, 16], i64[12], i64[4], i64[4]) = "
+                       "aten._embedding_bag.default(%w, %flat, %q, False, 0, False, %psw, False, 7)\n"
+                       "%s0: f32[4, 16] = getitem(%s, 0)\n"
+                       "%e: (f32[4, 16], i64[12], i64[4], i64[4]) = aten._embedding_bag.default(%w, %flat, %o, False, 1)\n"
+                       "%e0: f32[4, 16] = getitem(%e, 0)\n"
+                       "%l: (f32[3, 16], i64[12], i64[3], i64[3, 16]) = "
+                       "aten._embedding_bag.default(%w, %flat, %q, False, 2, False, None, True)\n"
+                       "%l0: f32[3, 16] = getitem(%l, 0)\n"
+                       "output %m0, %x0, %s0, %e0, %l0\n";
+    for (int i = 0; i < 2; i++)
+        runs_on_the_device(text, both_chips[i], "check l0: ");
+}
+
+/* The bags' other results are not lowered: a graph reading offset2bag
+ * runs the op on the host, and --no-fallback says why. */
+static void test_an_embedding_bags_offset2bag_runs_on_the_host_saying_why(void)
+{
+    const char *text = "graph eb2\ninput %w: f32[20, 8]\ninput %ids: i64[6]\n"
+                       "%a: i64[3] = aten.arange.start_step(0, 6, 2, dtype=i64)\n"
+                       "%m: (f32[3, 8], i64[6], i64[3], i64[3]) = aten._embedding_bag.default(%w, %ids, %a, False, 1)\n"
+                       "%m0: f32[3, 8] = getitem(%m, 0)\n%m1: i64[6] = getitem(%m, 1)\noutput %m0, %m1\n";
+    CU_ASSERT_EQUAL(run_checked(text, ""), 0);
+    TU_ASSERT_CONTAINS(out, "fallback_ops=1 ");
+    CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
+    CU_ASSERT_EQUAL(run_checked(text, " --no-fallback"), 2);
+    TU_ASSERT_CONTAINS(out, "result 1 (offset2bag, bag_size, max_indices) is not lowered");
+}
+
+/* torch.cdist as PyTorch 1.13 computes it: differences up to 25 rows a
+ * side, the matmul expansion beyond (and for _euclidean_dist); p = 1, inf
+ * and 3 with batch dims that broadcast. */
+static void test_cdist_of_every_p_runs_on_the_device(void)
+{
+    const char *text = "graph cd\ninput %a: f32[8, 16]\ninput %b: f32[6, 16]\ninput %c: f32[30, 16]\n"
+                       "input %u: f32[2, 5, 4]\ninput %v: f32[3, 4]\n"
+                       "%d2: f32[8, 6] = aten._cdist_forward.default(%a, %b, 2.0, None)\n"
+                       "%m2: f32[30, 6] = aten._cdist_forward.default(%c, %b, 2.0, None)\n"
+                       "%e2: f32[8, 6] = aten._euclidean_dist.default(%a, %b)\n"
+                       "%d1: f32[2, 5, 3] = aten._cdist_forward.default(%u, %v, 1.0, None)\n"
+                       "%di: f32[2, 5, 3] = aten._cdist_forward.default(%u, %v, inf, None)\n"
+                       "%d3: f32[2, 5, 3] = aten._cdist_forward.default(%u, %v, 3.0, None)\n"
+                       "output %d2, %m2, %e2, %d1, %di, %d3\n";
+    for (int i = 0; i < 2; i++)
+        runs_on_the_device(text, both_chips[i], "check d3: ");
+}
+
+/* Rows 1024 wide: a sort's and a topk's indices stay within 1024 (an
+ * amin of the hit positions), so they run on the device. */
+static void test_sort_topk_argmax_of_1024_wide_rows_run_on_the_device(void)
+{
+    const char *text = "graph wide\ninput %x: f32[2, 1024]\n"
+                       "%s: (f32[2, 1024], i64[2, 1024]) = aten.sort.default(%x, 1, True)\n"
+                       "%sv: f32[2, 1024] = getitem(%s, 0)\n%si: i64[2, 1024] = getitem(%s, 1)\n"
+                       "%k: (f32[2, 7], i64[2, 7]) = aten.topk.default(%x, 7)\n"
+                       "%kv: f32[2, 7] = getitem(%k, 0)\n%ki: i64[2, 7] = getitem(%k, 1)\n"
+                       "%a: i64[2] = aten.argmax.default(%x, -1)\noutput %sv, %si, %kv, %ki, %a\n";
+    for (int i = 0; i < 2; i++)
+        runs_on_the_device(text, both_chips[i], "check ki: ");
 }
 
 /* Horizontal fusion joins copies of slices that share a read: 40 cats
@@ -468,9 +543,75 @@ static void test_many_cats_sharing_an_input_run_on_the_device(void)
     for (int i = 1; i < 40; i++)
         o += (size_t)snprintf(text + o, sizeof text - o, ", %%c_%d", i);
     snprintf(text + o, sizeof text - o, "\n");
-    const char *chips[] = {" --config spyre --no-fallback", " --config spyre-4core --no-fallback"};
     for (int i = 0; i < 2; i++)
-        runs_on_the_device(text, chips[i], "check c_39: ");
+        runs_on_the_device(text, both_chips[i], "check c_39: ");
+}
+
+/* A 3x3 conv of x (n, 4, 8, 8) into (n, 16, 8, 8), then `norm` of %c
+ * (graph text, results %y...), into buf. */
+static void conv_then(int n, const char *norm, char *buf, size_t len)
+{
+    snprintf(buf, len,
+             "graph conv_norm\ninput %%x: f32[%d, 4, 8, 8]\ninput %%w: f32[16, 4, 3, 3]\ninput %%b: f32[16]\n"
+             "input %%g: f32[16]\ninput %%h: f32[16]\n"
+             "%%c: f32[%d, 16, 8, 8] = aten.convolution.default(%%x, %%w, %%b, [1, 1], [1, 1], [1, 1], False, "
+             "[0, 0], 1)\n%s",
+             n, n, norm);
+}
+
+/* A conv's result is channels-last and padded; a norm's sums over (h, w)
+ * read it NCHW, two reduced loops that do not merge, which the back half
+ * refuses (it reduces one): they read a copy with the reduced dims last
+ * instead, and no op, the conv least, goes to the host. */
+static void test_a_norm_or_sum_after_a_conv_runs_on_the_device(void)
+{
+    static const char *norms[] = {
+        /* a diffusion ResBlock's GroupNorm, SiLU; batch 2 */
+        "%n: (f32[2, 16, 8, 8], f32[2, 4], f32[2, 4]) = aten.native_group_norm.default(%c, %g, %h, 2, 16, 64, 4, "
+        "1e-05)\n%y0: f32[2, 16, 8, 8] = getitem(%n, 0)\n%y: f32[2, 16, 8, 8] = aten.silu.default(%y0)\noutput %y\n",
+        /* one group; affine=False */
+        "%n: (f32[1, 16, 8, 8], f32[1, 1], f32[1, 1]) = aten.native_group_norm.default(%c, None, None, 1, 16, 64, "
+        "1, 1e-05)\n%y: f32[1, 16, 8, 8] = getitem(%n, 0)\noutput %y\n",
+        /* a group per channel */
+        "%n: (f32[1, 16, 8, 8], f32[1, 16], f32[1, 16]) = aten.native_group_norm.default(%c, %g, %h, 1, 16, 64, "
+        "16, 1e-05)\n%y: f32[1, 16, 8, 8] = getitem(%n, 0)\noutput %y\n",
+        /* LayerNorm([16, 8, 8]) */
+        "input %lw: f32[16, 8, 8]\ninput %lb: f32[16, 8, 8]\n%n: (f32[1, 16, 8, 8], f32[1, 1, 1, 1], "
+        "f32[1, 1, 1, 1]) = aten.native_layer_norm.default(%c, [16, 8, 8], %lw, %lb, 1e-05)\n"
+        "%y: f32[1, 16, 8, 8] = getitem(%n, 0)\noutput %y\n",
+        /* a sum over dims 1 and 3, which no contiguous copy walks as one run */
+        "%y: f32[1, 8] = aten.sum.dim_IntList(%c, [1, 3])\noutput %y\n",
+        /* InstanceNorm2d, as exported: batch norm's statistics over the view */
+        "%v: f32[1, 16, 8, 8] = aten.view.default(%c, [1, 16, 8, 8])\n%n: (f32[1, 16, 8, 8], f32[16], f32[16]) = "
+        "aten.native_batch_norm.default(%v, %g, %h, None, None, True, 0.1, 1e-05)\n"
+        "%y: f32[1, 16, 8, 8] = getitem(%n, 0)\noutput %y\n",
+    };
+    const char *chips[] = {" --config spyre --no-fallback", " --config spyre-4core --no-fallback"};
+    char text[2048];
+    for (size_t k = 0; k < sizeof norms / sizeof *norms; k++) {
+        conv_then(k ? 1 : 2, norms[k], text, sizeof text);
+        for (int i = 0; i < 2; i++)
+            runs_on_the_device(text, chips[i], "check y: ");
+    }
+}
+
+/* A kernel the back half refuses, a 1x1 conv's copy out fused with a
+ * softmax over 16384 channels, whose row does not fit the 4-core chip's
+ * LX: the softmax goes to the host, the conv's product stays on the
+ * device. */
+static void test_a_refused_kernel_sends_the_op_after_a_conv_to_the_host(void)
+{
+    const char *text = "graph conv_softmax\ninput %x: f32[1, 16, 4, 4]\ninput %w: f32[16384, 16, 1, 1]\n"
+                       "input %b: f32[16384]\n%c: f32[1, 16384, 4, 4] = aten.convolution.default(%x, %w, %b, [1, 1], "
+                       "[0, 0], [1, 1], False, [0, 0], 1)\n%y: f32[1, 16384, 4, 4] = aten._softmax.default(%c, 1, False)\n"
+                       "output %y\n";
+    CU_ASSERT_EQUAL(run_checked(text, " --config spyre-4core"), 0);
+    TU_ASSERT_CONTAINS(out, "fallback_ops=1 ");
+    TU_ASSERT_CONTAINS(out, "fallback aten._softmax.default (graph line 6)");
+    CU_ASSERT_PTR_NULL(strstr(out, "fallback aten.convolution"));
+    TU_ASSERT_CONTAINS(out, "check y: ");
+    TU_ASSERT_CONTAINS(out, " ok\n");
+    CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
 }
 
 /* Decompose folds an identity (clone) into the value it copies, but the
@@ -682,6 +823,15 @@ int main(void)
          test_a_host_op_reads_a_value_folded_into_anothers_buffer},
         {"a deep layer norm chain runs on the device", test_a_deep_layer_norm_chain_runs_on_the_device},
         {"many cats sharing an input run on the device", test_many_cats_sharing_an_input_run_on_the_device},
+        {"a norm or sum after a conv runs on the device", test_a_norm_or_sum_after_a_conv_runs_on_the_device},
+        {"a refused kernel sends the op after a conv to the host",
+         test_a_refused_kernel_sends_the_op_after_a_conv_to_the_host},
+        {"embedding bags of every mode run on the device", test_embedding_bags_of_every_mode_run_on_the_device},
+        {"an embedding bag's offset2bag runs on the host saying why",
+         test_an_embedding_bags_offset2bag_runs_on_the_host_saying_why},
+        {"cdist of every p runs on the device", test_cdist_of_every_p_runs_on_the_device},
+        {"sort, topk, argmax of 1024-wide rows run on the device",
+         test_sort_topk_argmax_of_1024_wide_rows_run_on_the_device},
         {"a T5 relative-position bucket runs on the device", test_a_t5_relative_position_bucket_runs_on_the_device},
         {"learned positions are a load of the table's rows", test_learned_positions_are_a_load_of_the_tables_rows},
         {"linspace runs on the device", test_linspace_runs_on_the_device},

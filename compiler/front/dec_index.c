@@ -153,8 +153,8 @@ int dc_r_count_nonzero(dctx *c, const gr_node *n, int *out)
 }
 
 /* sort along the last dim by rank counting: rank_i = #{j: x_j before x_i,
- * or equal with j < i} (stable); out[r] = sum_i where(rank_i == r, x_i, 0).
- * Only the first k ranks are produced (topk). */
+ * or equal with j < i} (stable); out[r] = sum_i where(rank_i == r, x_i, 0),
+ * its index alike (rows over 32: amin_i where(rank_i == r, i, n)).  Only the first k ranks are produced (topk). */
 static void sort_last(dctx *c, int x, int64_t k, int desc, int *vals, int *idx)
 {
     gr_ttype t = dc_T(c, x);
@@ -170,7 +170,14 @@ static void sort_last(dctx *c, int x, int64_t k, int desc, int *vals, int *idx)
     int rk = dc_unsqueeze(c, rank, r - 1);                                               /* (.., 1, n) */
     int hit = dc_cmpv(c, "aten.eq.Tensor", rk, iota(c, k, r + 1, last));                /* (.., k, n) */
     *vals = dc_red(c, "aten.sum.dim_IntList", dc_where_s(c, hit, xj, 0, 0), 1, &rd, 0);
-    *idx = dc_red(c, "aten.sum.dim_IntList", dc_where_s(c, hit, iota(c, len, r + 1, r), 0, 0), 1, &rd, 0);
+    /* one i hits each rank: a sum of where(hit, i, 0) joins the values'
+     * reduction, but intexact.c bounds it by len (len - 1); past DL16's
+     * exact integers the amin of where(hit, i, len), bounded by len */
+    int pos = iota(c, len, r + 1, r);
+    if ((len - 1) * len <= IR_INT_EXACT)
+        *idx = dc_red(c, "aten.sum.dim_IntList", dc_where_s(c, hit, pos, 0, 0), 1, &rd, 0);
+    else
+        *idx = dc_red(c, "aten.amin.default", dc_where_s(c, hit, pos, (double)len, 0), 1, &rd, 0);
 }
 
 static void sort_dim(dctx *c, int x, int d, int64_t k, int desc, int *vals, int *idx)
@@ -775,4 +782,122 @@ int dc_r_scatter(dctx *c, const gr_node *n, int *out)
         }
     out[0] = dc_where(c, any, got, x);
     return 1;
+}
+
+/* Is element e of source tuple value v read by a getitem? */
+static int tuple_used(dctx *c, int v, int64_t e)
+{
+    for (int i = 0; i < c->g->nnodes; i++) {
+        const gr_node *m = &c->g->nodes[i];
+        const gr_arg *t = gr_node_arg(m, 0, NULL), *k = gr_node_arg(m, 1, NULL);
+        if (!strcmp(m->op, "getitem") && t && t->kind == GR_ARG_VALUE && t->value == v && k &&
+            k->kind == GR_ARG_INT && k->i == e)
+            return 1;
+    }
+    return 0;
+}
+
+/* The length L of every bag when the offsets are a graph line's
+ * arange(0, nidx, L) giving nbags bags (a 2-D input flattened); else 0. */
+static int64_t fixed_bag(dctx *c, const gr_node *n, int64_t nidx, int64_t nbags)
+{
+    const gr_arg *a = gr_node_arg(n, 2, "offsets");
+    const gr_value *v = a && a->kind == GR_ARG_VALUE ? &c->g->values[a->value] : NULL;
+    if (!v || v->kind != GR_VAL_NODE || v->node < 0 || strcmp(c->g->nodes[v->node].op, "aten.arange.start_step"))
+        return 0;
+    const gr_node *m = &c->g->nodes[v->node];
+    for (int i = 0; i < 3; i++)
+        if (!dc_is_number(gr_node_arg(m, i, NULL)))
+            return 0;
+    int64_t start = (int64_t)dc_num(c, m, 0, "start", 0), step = (int64_t)dc_num(c, m, 2, "step", 1);
+    return start == 0 && step > 0 && step * nbags == nidx ? step : 0;
+}
+
+/* Which of N indices fall in each bag (B, N): offsets[b] <= i < the next
+ * offset (or N for the last bag unless the last offset is given). */
+static int bag_members(dctx *c, int off, int64_t N, int64_t B, int last)
+{
+    int64_t one = 1;
+    int starts = dc_slice(c, off, 0, 0, B, 1), ends;
+    int total = dc_full(c, 1, &one, (double)N, GR_I64);
+    if (last)
+        ends = dc_slice(c, off, 0, 1, B + 1, 1);
+    else if (B > 1)
+        ends = DC_EMIT(c, "aten.cat.default", dc_T(c, starts), da_vals(2, (int[]){dc_slice(c, off, 0, 1, B, 1), total}),
+                       da_int(0));
+    else
+        ends = total;
+    int i = iota(c, N, 2, 1);
+    int in = dc_cmpv(c, "aten.le.Tensor", dc_unsqueeze(c, starts, 1), i);
+    return dc_bin(c, "aten.logical_and.default", in, dc_cmpv(c, "aten.lt.Tensor", i, dc_unsqueeze(c, ends, 1)));
+}
+
+/* indices != pad (N, D) as a gather of a constant table like the weight
+ * (ones but row pad): the device reads an integer input only by a gather
+ * of whole rows. */
+static int not_padding(dctx *c, int ix, gr_ttype tw, int64_t pad)
+{
+    int64_t V = tw.shape[0], D = tw.shape[1];
+    float *ones = ir_xalloc((size_t)(V * D) * sizeof *ones);
+    for (int64_t i = 0; i < V * D; i++)
+        ones[i] = i / D != pad;
+    gr_ttype tg = tw;
+    tg.shape[0] = dc_T(c, ix).shape[0];
+    int g = DC_EMIT(c, "aten.embedding.default", tg, da_val(dc_const(c, tw, ones)), da_val(ix));
+    return dc_cmps(c, "aten.gt.Scalar", g, 0.5);
+}
+
+/* _embedding_bag(weight, indices, offsets, scale_grad_by_freq, mode,
+ * sparse, per_sample_weights, include_last_offset, padding_idx): the rows
+ * gathered (embedding), then per bag a sum (0), mean (1) or max (2) over
+ * bags (B, K, D) with a mask of the rows that count (padding_idx's out):
+ * fixed bags are the rows reshaped, any others every row against the
+ * offsets (K = N).  An empty bag gives 0.  offset2bag, bag_size and max_indices are
+ * refused when the graph reads them (their values differ by path in
+ * PyTorch). */
+int dc_r_embedding_bag(dctx *c, const gr_node *n, int *out)
+{
+    int w = dc_val(c, n, 0, "weight"), ix = dc_val(c, n, 1, "indices"), off = dc_val(c, n, 2, "offsets");
+    int mode = (int)dc_num(c, n, 4, "mode", 0), last = (int)dc_num(c, n, 7, "include_last_offset", 0);
+    int psw = dc_opt_val(c, n, 6, "per_sample_weights");
+    int64_t pad = (int64_t)dc_num(c, n, 8, "padding_idx", -1);
+    const gr_value *v = &c->g->values[n->out];
+    gr_ttype tw = dc_T(c, w), ti = dc_T(c, ix);
+    if (tw.rank != 2 || ti.rank != 1 || dc_T(c, off).rank != 1 || v->ntuple != 4 || mode < 0 || mode > 2)
+        dc_fail(c, "expects a 2-D weight, 1-D indices and offsets, mode 0, 1 or 2");
+    for (int e = 1; e < 4; e++)
+        if (tuple_used(c, n->out, e))
+            dc_fail(c, "result %d (offset2bag, bag_size, max_indices) is not lowered; only the bags are", e);
+    if (psw >= 0 && mode != 0)
+        dc_fail(c, "per_sample_weights need mode sum");
+    int64_t N = ti.shape[0], B = v->tuple[0].shape[0], D = tw.shape[1];
+    gr_ttype tr = {.dtype = tw.dtype, .rank = 2, .shape = {N, D}};
+    int rows = DC_EMIT(c, "aten.embedding.default", tr, da_val(w), da_val(ix));
+    if (psw >= 0)
+        rows = dc_bin(c, "aten.mul.Tensor", rows, dc_unsqueeze(c, psw, 1));
+    int keep = pad >= 0 ? not_padding(c, ix, tw, pad) : -1, mask, x;
+    int64_t L = last ? 0 : fixed_bag(c, n, N, B), k = 1;
+    if (L) {
+        int64_t bags[3] = {B, L, D};
+        x = dc_reshape(c, rows, 3, bags);
+        mask = keep >= 0 ? dc_reshape(c, keep, 3, bags) : -1;
+    } else {
+        x = dc_unsqueeze(c, rows, 0);
+        mask = dc_unsqueeze(c, bag_members(c, off, N, B, last), 2);
+        if (keep >= 0)
+            mask = dc_bin(c, "aten.logical_and.default", mask, dc_unsqueeze(c, keep, 0));
+    }
+    int count = mask >= 0 ? dc_red(c, "aten.sum.dim_IntList", dc_cast(c, mask, tw.dtype), 1, &k, 0) : -1;
+    if (mode == 2) {
+        int m = dc_red(c, "aten.amax.default", mask >= 0 ? dc_where_s(c, mask, x, -INFINITY, 0) : x, 1, &k, 0);
+        out[0] = count >= 0 ? dc_where_s(c, dc_cmps(c, "aten.gt.Scalar", count, 0), m, 0, 0) : m;
+    } else {
+        out[0] = dc_red(c, "aten.sum.dim_IntList", mask >= 0 ? dc_where_s(c, mask, x, 0, 0) : x, 1, &k, 0);
+        if (mode == 1)
+            out[0] = count >= 0 ? dc_bin(c, "aten.div.Tensor", out[0], dc_bins(c, "aten.clamp_min.default", count, 1))
+                                : dc_bins(c, "aten.div.Tensor", out[0], (double)L);
+    }
+    for (int e = 1; e < 4; e++) /* unread (checked above) */
+        out[e] = dc_full(c, v->tuple[e].rank, v->tuple[e].shape, 0, v->tuple[e].dtype);
+    return 4;
 }

@@ -282,9 +282,28 @@ int dc_r_addmv(dctx *c, const gr_node *n, int *out)
     return 1;
 }
 
+/* The p-norm of x over dims: sqrt(sum(x*x)) for 2, sum|x| for 1, amax|x|
+ * for inf, amin|x| for -inf, the count of nonzeros for 0, else
+ * sum(|x|^p)^(1/p). */
+static int pnorm(dctx *c, int x, double p, int nd, const int64_t *dims, int keep)
+{
+    int a = dc_un(c, "aten.abs.default", x);
+    if (p == INFINITY || p == -INFINITY)
+        return dc_red(c, p > 0 ? "aten.amax.default" : "aten.amin.default", a, nd, dims, keep);
+    if (p == 0)
+        return dc_red(c, "aten.sum.dim_IntList", dc_cast(c, dc_cmps(c, "aten.ne.Scalar", x, 0), dc_T(c, x).dtype), nd,
+                      dims, keep);
+    if (p == 1)
+        return dc_red(c, "aten.sum.dim_IntList", a, nd, dims, keep);
+    if (p == 2)
+        return dc_un(c, "aten.sqrt.default",
+                     dc_red(c, "aten.sum.dim_IntList", dc_bin(c, "aten.mul.Tensor", x, x), nd, dims, keep));
+    int s = dc_red(c, "aten.sum.dim_IntList", dc_bins(c, "aten.pow.Tensor_Scalar", a, p), nd, dims, keep);
+    return dc_bins(c, "aten.pow.Tensor_Scalar", s, 1 / p);
+}
+
 /* linalg_vector_norm(self, ord, dim, keepdim, dtype), norm(self, p, dim,
- * keepdim): sqrt(sum(x*x)) for 2, sum|x| for 1, amax|x| for inf, amin|x|
- * for -inf, the count of nonzeros for 0, else sum(|x|^p)^(1/p). */
+ * keepdim): pnorm over dim. */
 int dc_r_norm(dctx *c, const gr_node *n, int *out)
 {
     int x = dc_fx(c, dc_val(c, n, 0, "self"));
@@ -296,24 +315,65 @@ int dc_r_norm(dctx *c, const gr_node *n, int *out)
     int dt = lin ? dc_dtype_arg(c, n, 4, "dtype") : dc_dtype_arg(c, n, 99, "dtype");
     if (dt >= 0)
         x = dc_cast(c, x, (gr_dtype)dt);
-    if (nd < 0)
-        nd = 0;
-    int a = dc_un(c, "aten.abs.default", x), r;
-    if (p == INFINITY || p == -INFINITY)
-        r = dc_red(c, p > 0 ? "aten.amax.default" : "aten.amin.default", a, nd, dims, keep);
-    else if (p == 0)
-        r = dc_red(c, "aten.sum.dim_IntList", dc_cast(c, dc_cmps(c, "aten.ne.Scalar", x, 0), dc_T(c, x).dtype), nd,
-                   dims, keep);
-    else if (p == 1)
-        r = dc_red(c, "aten.sum.dim_IntList", a, nd, dims, keep);
-    else if (p == 2)
-        r = dc_un(c, "aten.sqrt.default", dc_red(c, "aten.sum.dim_IntList", dc_bin(c, "aten.mul.Tensor", x, x), nd,
-                                                 dims, keep));
-    else
-        r = dc_bins(c, "aten.pow.Tensor_Scalar",
-                    dc_red(c, "aten.sum.dim_IntList", dc_bins(c, "aten.pow.Tensor_Scalar", a, p), nd, dims, keep),
-                    1 / p);
-    out[0] = r;
+    out[0] = pnorm(c, x, p, nd < 0 ? 0 : nd, dims, keep);
+    return 1;
+}
+
+/* sqrt(clamp_min(|a|^2 - 2ab + |b|^2, 0)) as PyTorch's _euclidean_dist:
+ * one matmul of [-2a, |a|^2, 1] and [b, 1, |b|^2]^T. */
+static int euclid_mm(dctx *c, int a, int b)
+{
+    gr_ttype ta = dc_T(c, a), tb = dc_T(c, b);
+    int64_t la = ta.rank - 1, lb = tb.rank - 1;
+    int an = dc_red(c, "aten.sum.dim_IntList", dc_bin(c, "aten.mul.Tensor", a, a), 1, &la, 1);
+    int bn = dc_red(c, "aten.sum.dim_IntList", dc_bin(c, "aten.mul.Tensor", b, b), 1, &lb, 1);
+    gr_ttype t1 = dc_T(c, an), t2 = dc_T(c, bn);
+    int va[3] = {dc_scale(c, a, -2), an, dc_full(c, t1.rank, t1.shape, 1, t1.dtype)};
+    int vb[3] = {b, dc_full(c, t2.rank, t2.shape, 1, t2.dtype), bn};
+    ta.shape[la] += 2;
+    tb.shape[lb] += 2;
+    int ca = DC_EMIT(c, "aten.cat.default", ta, da_vals(3, va), da_int(la));
+    int cb = DC_EMIT(c, "aten.cat.default", tb, da_vals(3, vb), da_int(lb));
+    int prod = dc_matmul(c, "aten.matmul.default", ca, dc_transpose(c, cb, lb - 1, lb));
+    return dc_un(c, "aten.sqrt.default", dc_bins(c, "aten.clamp_min.default", prod, 0));
+}
+
+/* The two (.., r, m) operands of a distance op, m alike. */
+static void dist_operands(dctx *c, const gr_node *n, int *a, int *b)
+{
+    *a = dc_fx(c, dc_val(c, n, 0, "x1"));
+    *b = dc_fx(c, dc_val(c, n, 1, "x2"));
+    gr_ttype ta = dc_T(c, *a), tb = dc_T(c, *b);
+    if (ta.rank < 2 || tb.rank < 2 || ta.shape[ta.rank - 1] != tb.shape[tb.rank - 1])
+        dc_fail(c, "x1 and x2 must be (.., r, m) with the same m");
+}
+
+int dc_r_euclidean_dist(dctx *c, const gr_node *n, int *out)
+{
+    int a, b;
+    dist_operands(c, n, &a, &b);
+    out[0] = euclid_mm(c, a, b);
+    return 1;
+}
+
+/* _cdist_forward(x1, x2, p, compute_mode): as PyTorch 1.13, p = 2 by
+ * euclid_mm when compute_mode asks (1) or leaves it (None, 0) and either
+ * side has more than 25 rows; else the p-norm over m of the differences
+ * (.., r1, r2, m). */
+int dc_r_cdist(dctx *c, const gr_node *n, int *out)
+{
+    int a, b;
+    dist_operands(c, n, &a, &b);
+    double p = dc_num(c, n, 2, "p", 2);
+    int mode = (int)dc_num(c, n, 3, "compute_mode", 0);
+    gr_ttype ta = dc_T(c, a), tb = dc_T(c, b);
+    if (p == 2 && (mode == 1 || (mode == 0 && (ta.shape[ta.rank - 2] > 25 || tb.shape[tb.rank - 2] > 25)))) {
+        out[0] = euclid_mm(c, a, b);
+        return 1;
+    }
+    int d = dc_bin(c, "aten.sub.Tensor", dc_unsqueeze(c, a, ta.rank - 1), dc_unsqueeze(c, b, tb.rank - 2));
+    int64_t m = dc_T(c, d).rank - 1;
+    out[0] = pnorm(c, d, p, 1, &m, 0);
     return 1;
 }
 

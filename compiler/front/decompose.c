@@ -2814,7 +2814,7 @@ static const struct {
     {"aminmax", dc_r_aminmax, "(amin, amax)"},
     {"count_nonzero", dc_r_count_nonzero, "sum(x != 0)"},
     {"sort", dc_r_sort, "rank_i = sum_j (x_j before x_i, or equal and j < i); out[r] = sum_i where(rank_i == r, x_i, 0), "
-                        "indices alike (n*n per row; NaN last)"},
+                        "indices alike (n over 32: amin_i where(rank_i == r, i, n)) (n*n per row; NaN last)"},
     {"argsort", dc_r_sort, "as sort, indices"},
     {"topk", dc_r_topk, "as sort (descending if largest), ranks 0..k-1 only"},
     {"gather", dc_r_gather, "sum_k where(index == k, self[.., k, ..], 0) along dim (one-hot)"},
@@ -2838,6 +2838,10 @@ static const struct {
     {"slice_scatter", dc_r_slice_scatter, "where(placed ones != 0, src placed by cat (interleaved for step > 1), self)"},
     {"select_scatter", dc_r_slice_scatter, "slice_scatter of src unsqueezed at dim"},
     {"narrow_copy", dc_r_narrow_copy, "slice"},
+    {"_embedding_bag", dc_r_embedding_bag, "rows = embedding(weight, indices) (* per_sample_weights); bags of one "
+                                           "length L (offsets arange(0, N, L)): rows as (B, L, D); else a mask (B, N) "
+                                           "offsets[b] <= i < next; sum, mean (/ count) or amax over the bag, padding_idx "
+                                           "rows out, empty bags 0"},
     {"index_select", dc_r_index_select, "a 0-d self: itself; a 2-D table's rows by an input's row numbers: a row gather (lower); "
                                         "else one-hot: sum_k where(index == k, x[.., k, ..], 0)"},
     {"embedding", dc_r_embedding, "indices made from positions alone: one-hot over the flattened indices, as "
@@ -2853,6 +2857,9 @@ static const struct {
     {"addbmm", dc_r_addmv, "one mm over K = batch*K: batch1 permuted to (N, B, K) and flattened, batch2 flattened; add"},
     {"norm", dc_r_norm, "p = 2: sqrt(sum(x*x)); 1: sum|x|; inf: amax|x|; 0: sum(x != 0); else sum(|x|^p)^(1/p)"},
     {"linalg_vector_norm", dc_r_norm, "as norm"},
+    {"_cdist_forward", dc_r_cdist, "p = 2 with a side over 25 rows (PyTorch's default) or compute_mode 1: as "
+                                   "_euclidean_dist; else norm over m of a[.., :, None, :] - b[.., None, :, :]"},
+    {"_euclidean_dist", dc_r_euclidean_dist, "sqrt(clamp_min([-2a, |a|^2, 1] @ [b, 1, |b|^2]^T, 0)), one matmul"},
 };
 
 /* A rule's description: its row's, or the math function's (r_math). */

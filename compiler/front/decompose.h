@@ -110,6 +110,7 @@ int dc_r_index_add(dctx *c, const gr_node *n, int *out);
 int dc_r_repeat_positions(dctx *c, const gr_node *n, int *out);
 int dc_r_index_put(dctx *c, const gr_node *n, int *out);
 int dc_r_scatter(dctx *c, const gr_node *n, int *out);
+int dc_r_embedding_bag(dctx *c, const gr_node *n, int *out);
 int dc_r_cumsum(dctx *c, const gr_node *n, int *out);      /* dec_views.c */
 int dc_r_roll(dctx *c, const gr_node *n, int *out);
 int dc_r_rot90(dctx *c, const gr_node *n, int *out);
@@ -119,6 +120,8 @@ int dc_r_slice_scatter(dctx *c, const gr_node *n, int *out);
 int dc_r_narrow_copy(dctx *c, const gr_node *n, int *out);
 int dc_r_addmv(dctx *c, const gr_node *n, int *out);
 int dc_r_norm(dctx *c, const gr_node *n, int *out);
+int dc_r_cdist(dctx *c, const gr_node *n, int *out);
+int dc_r_euclidean_dist(dctx *c, const gr_node *n, int *out);
 int dc_r_mv(dctx *c, const gr_node *n, int *out);
 int dc_r_cumprod(dctx *c, const gr_node *n, int *out);
 int dc_r_as_strided(dctx *c, const gr_node *n, int *out);

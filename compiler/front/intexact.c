@@ -13,7 +13,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#define EXACT 1024.0 /* DL16 keeps every integer up to here (BE_IOTA_EXACT) */
+#define EXACT ((double)IR_INT_EXACT)
 
 typedef struct {
     double lo, hi;

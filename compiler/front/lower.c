@@ -1044,6 +1044,62 @@ static int reduce_in_two(lctx *c, int out, int x, ir_reduce_op rop, gr_dtype dt,
     return 1;
 }
 
+/* Do the reduced dims (reduced[d], extents over 1) of a value of shape t,
+ * read at element strides coef[d], walk one run, the reduction's loops
+ * merging into one? */
+static int reduced_merge(const gr_ttype *t, const int64_t *coef, const int *reduced)
+{
+    int inner = -1;
+    for (int d = t->rank - 1; d >= 0; d--) {
+        if (!reduced[d] || t->shape[d] == 1)
+            continue;
+        if (inner >= 0 && coef[d] != coef[inner] * t->shape[inner])
+            return 0;
+        inner = d;
+    }
+    return 1;
+}
+
+/* A reduction of x (a strided view, flatten) whose reduced dims x walks
+ * apart (a conv's result, channels-last and padded, read NCHW by a group
+ * norm's sums over (h, w); a sum over dims 1 and 3): the back half reduces
+ * one loop, so x becomes a copy of itself with its kept dims first and its
+ * reduced dims last, each in order, which walks them as one run (for a
+ * norm's trailing dims, its contiguous copy, which the norm's elementwise
+ * part reads too). */
+static void merge_reduced(lctx *c, int x, const int *reduced)
+{
+    const gr_ttype t = val(c, x)->type;
+    int64_t flat[GR_MAX_RANK];
+    for (int d = 0; d < t.rank; d++)
+        flat[d] = val(c, x)->map[0].coef[d];
+    if (reduced_merge(&t, flat, reduced))
+        return;
+    int perm[GR_MAX_RANK], n = 0; /* the copy's dim j is x's perm[j] */
+    for (int last = 0; last < 2; last++)
+        for (int d = 0; d < t.rank; d++)
+            if (!!reduced[d] == last)
+                perm[n++] = d;
+    gr_ttype ct = t;
+    ir_index at[GR_MAX_RANK];
+    for (int j = 0; j < t.rank; j++) {
+        ct.shape[j] = t.shape[perm[j]];
+        at[perm[j]] = ir_idx_var(j);
+    }
+    uint64_t *ops = ops_new(c);
+    ops_of(c, ops, x);
+    const int b = new_base(c, &ct, read_at(c, x, at), c->d->values[x].name);
+    ops_or(c, c->bases[b].ops, ops);
+    free(ops);
+    lval *V = val(c, x);
+    V->base = b;
+    for (int j = 0; j < t.rank; j++)
+        V->map[j] = ir_idx_var(perm[j]);
+    memset(V->ops, 0, (size_t)c->nwords * sizeof(uint64_t));
+    realize_base(c, b);
+    flatten(c, x);
+}
+
 static void l_reduce(lctx *c, int out, int opi)
 {
     ir_reduce_op rop = (ir_reduce_op)opi;
@@ -1103,6 +1159,7 @@ static void l_reduce(lctx *c, int out, int opi)
         return;
     }
     as_buffer_view(c, x);
+    merge_reduced(c, x, reduced);
     uint64_t *ops = ops_new(c);
     ops_of(c, ops, x);
     ops_add_cur(c, ops);
