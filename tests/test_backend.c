@@ -3883,6 +3883,56 @@ static void test_transposed_convolutions_run_natively_and_validate(void)
         "output %b2, %i, %big, %a, %b, %c, %d, %e, %g, %f, %h\n");
 }
 
+/* 3-D convolutions (video ResNets' Conv3d) ran on the host: each is the
+ * sum over its kernel's depth taps of 2-D convolutions of the depth slices
+ * as a batch (dec_convt.c, conv3d_depth_taps).  With padding, bias, stride
+ * and dilation along depth and the rows, groups, a depthwise one, batch 2,
+ * a 1x1x1 of stride 2 (r3d_18's downsample), a kernel of one depth tap,
+ * and a relu and residual add between two (realized channels-last, 5-D),
+ * every output runs natively and validates on both chips. */
+static void test_3d_convolutions_run_natively_and_validate(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph conv3d\n"
+        "input %x: f32[2, 4, 5, 6, 7]\ninput %w: f32[6, 4, 3, 3, 3]\ninput %b: f32[6]\n"
+        "input %wg: f32[6, 2, 2, 3, 1]\ninput %wd: f32[4, 1, 3, 3, 3]\ninput %w1: f32[8, 4, 1, 1, 1]\n"
+        "input %wf: f32[5, 4, 1, 3, 3]\n"
+        "%a: f32[2, 6, 5, 6, 7] = aten.convolution.default(%x, %w, %b, [1, 1, 1], [1, 1, 1], [1, 1, 1], False, [0, 0, 0], 1)\n"
+        "%s: f32[2, 6, 3, 2, 3] = aten.convolution.default(%x, %w, None, [2, 2, 2], [1, 0, 0], [1, 1, 1], False, [0, 0, 0], 1)\n"
+        "%d: f32[2, 6, 3, 6, 3] = aten.convolution.default(%x, %w, %b, [1, 1, 1], [1, 1, 0], [2, 1, 2], False, [0, 0, 0], 1)\n"
+        "%g: f32[2, 6, 4, 4, 7] = aten.convolution.default(%x, %wg, %b, [1, 1, 1], [0, 0, 0], [1, 1, 1], False, [0, 0, 0], 2)\n"
+        "%dw: f32[2, 4, 5, 6, 7] = aten.convolution.default(%x, %wd, None, [1, 1, 1], [1, 1, 1], [1, 1, 1], False, [0, 0, 0], 4)\n"
+        "%p: f32[2, 8, 3, 3, 4] = aten.convolution.default(%x, %w1, None, [2, 2, 2], [0, 0, 0], [1, 1, 1], False, [0, 0, 0], 1)\n"
+        "%f: f32[2, 5, 5, 3, 4] = aten.convolution.default(%x, %wf, None, [1, 2, 2], [0, 1, 1], [1, 1, 1], False, [0, 0, 0], 1)\n"
+        "input %v: f32[6, 6, 3, 3, 3]\n"
+        "%r: f32[2, 6, 5, 6, 7] = aten.relu.default(%a)\n"
+        "%b2: f32[2, 6, 5, 6, 7] = aten.convolution.default(%r, %v, None, [1, 1, 1], [1, 1, 1], [1, 1, 1], False, [0, 0, 0], 1)\n"
+        "%res: f32[2, 6, 5, 6, 7] = aten.add.Tensor(%b2, %r)\n"
+        "output %a, %s, %d, %g, %dw, %p, %f, %res\n");
+}
+
+/* 3-D pools (max with indices, average with and without the padding
+ * counted, adaptive average and max, even and uneven) are the 2-D ones'
+ * strided slices with one more axis (decompose.c, pool_win): every output
+ * runs natively and validates on both chips, the indices exactly. */
+static void test_3d_pools_run_natively_and_validate(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph pool3d\n"
+        "input %x: f32[1, 3, 6, 7, 9]\n"
+        "%mp: (f32[1, 3, 3, 4, 5], i64[1, 3, 3, 4, 5]) = aten.max_pool3d_with_indices.default(%x, [2, 3, 3], [2, 2, 2], [0, 1, 1])\n"
+        "%mv: f32[1, 3, 3, 4, 5] = getitem(%mp, 0)\n"
+        "%mi: i64[1, 3, 3, 4, 5] = getitem(%mp, 1)\n"
+        "%ap: f32[1, 3, 3, 4, 5] = aten.avg_pool3d.default(%x, [3, 3, 3], [2, 2, 2], [1, 1, 1], False, False)\n"
+        "%ai: f32[1, 3, 2, 3, 4] = aten.avg_pool3d.default(%x, [2, 2, 2], [3, 2, 2], [0, 0, 0], False, True)\n"
+        "%aa: f32[1, 3, 1, 1, 1] = aten._adaptive_avg_pool3d.default(%x, [1, 1, 1])\n"
+        "%au: f32[1, 3, 4, 3, 2] = aten._adaptive_avg_pool3d.default(%x, [4, 3, 2])\n"
+        "%amx: (f32[1, 3, 4, 3, 2], i64[1, 3, 4, 3, 2]) = aten.adaptive_max_pool3d.default(%x, [4, 3, 2])\n"
+        "%am: f32[1, 3, 4, 3, 2] = getitem(%amx, 0)\n"
+        "%ami: i64[1, 3, 4, 3, 2] = getitem(%amx, 1)\n"
+        "output %mv, %mi, %ap, %ai, %aa, %au, %am, %ami\n");
+}
+
 /* A transposed convolution (kernel 9x7, stride 5, padding 3x1, dilation
  * 1x3) whose row kernel has a block of RK_SPAN_BLOCK rows taking no
  * spans: its merge added an offset to the block spans' array before any
@@ -6248,6 +6298,8 @@ int main(void)
          test_a_per_row_result_of_a_broadcast_operand_alone_gives_every_row_on_both_chips},
         {"pixel_shuffle and unshuffle run natively and validate", test_pixel_shuffle_and_unshuffle_run_natively_and_validate},
         {"transposed convolutions run natively and validate", test_transposed_convolutions_run_natively_and_validate},
+        {"3-D convolutions run natively and validate", test_3d_convolutions_run_natively_and_validate},
+        {"3-D pools run natively and validate", test_3d_pools_run_natively_and_validate},
         {"a transposed conv with a block of rows without spans validates",
          test_a_transposed_conv_with_a_block_of_rows_without_spans_validates},
         {"a transposed conv kernel a multiple of its stride runs as sums",

@@ -326,7 +326,7 @@ static int add_tensor(ir_prog *p, be_ctx *c, int b, uint64_t align)
     T->bytes = isa_tensor_device_bytes(T, c->prog->stick_bytes);
     if (B->cdata)
         bake_const(c->prog, T, B->cdata);
-    if (L->free_stick)
+    if (L->free_stick || c->own_bytes)
         c->prog->dram_bytes = off + T->bytes > end ? off + T->bytes : end;
     else if (off + T->bytes > c->prog->dram_bytes)
         c->prog->dram_bytes = off + T->bytes;
@@ -380,6 +380,43 @@ static int add_cat(ir_prog *p, be_ctx *c, int b, uint64_t align)
     for (int d = 0; d < B->type.rank; d++)
         L->rows *= d == B->cat_dim ? 1 : B->type.shape[d];
     return 0;
+}
+
+/* The tensor table, each tensor at its DRAM offset. */
+static int table_tensors(ir_prog *p, be_ctx *c, const chip_config *cfg)
+{
+    /* The program in the arena of the span cache cc_compile's
+     * attempts share if an attempt before made it (its tables and this
+     * program's code then share huge pages as the rolling's scratch does:
+     * be_reroll.c rr_state). */
+    c->prog = cc_program_new(cfg, p->graph_text, be_spancache_shared_arena(c), p->err, p->errlen);
+    if (!c->prog)
+        return -1;
+    uint64_t align = cfg->stick_bytes;
+    if (cfg->dram_align > align && cfg->dram_align % align == 0)
+        align = cfg->dram_align;
+    /* Parameters first: they form the weights region, which the runtime
+     * keeps resident across runs (docs/runtime.md). */
+    /* A concatenated parameter is laid out where its first part would be:
+     * cat[b] is the concatenation whose first part b is, -1 for any other
+     * part (laid out with the first), -2 for the rest. */
+    int *cat = ir_xalloc((size_t)(p->nbufs + 1) * sizeof *cat);
+    for (int b = 0; b < p->nbufs; b++)
+        cat[b] = -2;
+    for (int b = 0; b < p->nbufs; b++)
+        for (int j = 0; j < p->bufs[b].nparts; j++)
+            cat[p->bufs[b].parts[j]] = j ? -1 : b;
+    int failed = 0;
+    for (int pass = 0; pass < 2 && !failed; pass++) {
+        if (pass == 1)
+            c->prog->weight_bytes = (c->prog->dram_bytes + align - 1) / align * align;
+        for (int b = 0; b < p->nbufs && !failed; b++)
+            if (c->lay[b].dram && !p->bufs[b].nparts && cat[b] != -1 &&
+                (p->bufs[b].kind == IR_BUF_PARAM) == (pass == 0))
+                failed = cat[b] >= 0 ? add_cat(p, c, cat[b], align) : add_tensor(p, c, b, align);
+    }
+    free(cat);
+    return failed ? -1 : 0;
 }
 
 int be_layout_pass(ir_prog *p, const chip_config *cfg)
@@ -457,39 +494,17 @@ int be_layout_pass(ir_prog *p, const chip_config *cfg)
         if (walked_dim(&p->bufs[N->b].type, N->bidx.coef[N->nbatch + 1]) != c->lay[N->b].stick_dim)
             c->restick++;
     }
-    /* The tensor table, in the arena of the span cache cc_compile's
-     * attempts share if an attempt before made it (its tables and this
-     * program's code then share huge pages as the rolling's scratch does:
-     * be_reroll.c rr_state). */
-    c->prog = cc_program_new(cfg, p->graph_text, be_spancache_shared_arena(c), p->err, p->errlen);
-    if (!c->prog)
+    /* A table that does not fit with each tensor's bytes reserved as
+     * sticked on its last dim (a video ResNet's 3x3x3 weights, padded 64 /
+     * 3 times) is made again with only their own bytes reserved. */
+    if (table_tensors(p, c, cfg))
         return -1;
-    uint64_t align = cfg->stick_bytes;
-    if (cfg->dram_align > align && cfg->dram_align % align == 0)
-        align = cfg->dram_align;
-    /* Parameters first: they form the weights region, which the runtime
-     * keeps resident across runs (docs/runtime.md). */
-    /* A concatenated parameter is laid out where its first part would be:
-     * cat[b] is the concatenation whose first part b is, -1 for any other
-     * part (laid out with the first), -2 for the rest. */
-    int *cat = ir_xalloc((size_t)(p->nbufs + 1) * sizeof *cat);
-    for (int b = 0; b < p->nbufs; b++)
-        cat[b] = -2;
-    for (int b = 0; b < p->nbufs; b++)
-        for (int j = 0; j < p->bufs[b].nparts; j++)
-            cat[p->bufs[b].parts[j]] = j ? -1 : b;
-    int failed = 0;
-    for (int pass = 0; pass < 2 && !failed; pass++) {
-        if (pass == 1)
-            c->prog->weight_bytes = (c->prog->dram_bytes + align - 1) / align * align;
-        for (int b = 0; b < p->nbufs && !failed; b++)
-            if (c->lay[b].dram && !p->bufs[b].nparts && cat[b] != -1 &&
-                (p->bufs[b].kind == IR_BUF_PARAM) == (pass == 0))
-                failed = cat[b] >= 0 ? add_cat(p, c, cat[b], align) : add_tensor(p, c, b, align);
+    if (c->prog->dram_bytes > cfg->dram_bytes) {
+        isa_program_free(c->prog);
+        c->own_bytes = 1;
+        if (table_tensors(p, c, cfg))
+            return -1;
     }
-    free(cat);
-    if (failed)
-        return -1;
     if (c->prog->dram_bytes > cfg->dram_bytes)
         return ir_error(p, -1, "the tensors need %llu bytes of DRAM, more than %s has",
                         (unsigned long long)c->prog->dram_bytes, cfg->name);

@@ -142,6 +142,7 @@ typedef struct be_ctx {
     be_layout *lay;    /* per buffer */
     be_work *work;     /* per kernel position */
     int restick;       /* layout conflicts that would need a restickify */
+    int own_bytes;     /* every tensor reserves only its own DRAM bytes (table_tensors) */
     be_res *res;       /* per buffer: kept in LX across kernels (all off with no_lx_plan) */
     int64_t *lx_floor; /* per kernel position: LX below the tensors kept there */
     int64_t *lx_need;  /* lxplan: per kernel position, its working LX (0: no kept tensor lives through it) */

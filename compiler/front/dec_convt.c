@@ -1,7 +1,8 @@
 /* dec_convt.c: the decompose rule for transposed convolutions (1-D and
  * 2-D), as stride-1 convolutions of the unpadded input, one per output
  * phase: the sub-pixel decomposition (docs/compiler.md, "Transposed
- * convolution").
+ * convolution"); and for 3-D ones, as 2-D convolutions per depth tap
+ * (conv3d_depth_taps).
  *
  * Along one axis of stride s, padding p, dilation d and K taps, output o
  * sums x[i] w[k] over o + p = i s + k d.  The outputs o = q s + r of one
@@ -501,13 +502,68 @@ static int shuffle_sums(dctx *c, const ct_op *o)
     return y;
 }
 
+/* A 3-D convolution's argument k (stride, padding, dilation) per axis. */
+static void conv3d_arg(dctx *c, const gr_node *n, int k, int64_t *v)
+{
+    const char *keys[3] = {"stride", "padding", "dilation"};
+    const int cnt = dc_ints(c, n, 3 + k, keys[k], v);
+    if (cnt != 1 && cnt != 3)
+        dc_fail(c, "argument %s must have 3 values", keys[k]);
+    v[1] = v[cnt == 1 ? 0 : 1];
+    v[2] = v[cnt == 1 ? 0 : 2];
+}
+
+/* A 3-D convolution as the sum over its kernel's depth taps kd of 2-D
+ * convolutions: x [N, C, D, H, W] padded along D, seen as [N, Dp, C, H, W],
+ * the OD depths tap kd reads (from kd dd, stepping sd) as a batch of N OD
+ * images, times w[:, :, kd]; the sum [N OD, Co, OH, OW] seen as [N, Co, OD,
+ * OH, OW].  Each tap is the 2-D path's implicit GEMM (its input copy reads
+ * the depth slice in place), the bias added by the first. */
+static int conv3d_depth_taps(dctx *c, const gr_node *n)
+{
+    const int x = dc_val(c, n, 0, "input"), w = dc_val(c, n, 1, "weight"), bias = dc_opt_val(c, n, 2, "bias");
+    const gr_ttype xt = dc_T(c, x), wt = dc_T(c, w), ot = c->g->values[n->out].type;
+    const int64_t g = (int64_t)dc_num(c, n, 8, "groups", 1);
+    if (wt.rank != 5 || ot.rank != 5 || g < 1 || xt.shape[1] % g || wt.shape[1] * g != xt.shape[1])
+        dc_fail(c, "weight and groups do not match the input's %lld channels", (long long)xt.shape[1]);
+    int64_t s[GR_MAX_RANK], p[GR_MAX_RANK], d[GR_MAX_RANK];
+    conv3d_arg(c, n, 0, s);
+    conv3d_arg(c, n, 1, p);
+    conv3d_arg(c, n, 2, d);
+    for (int i = 0; i < 3; i++)
+        if (s[i] < 1 || p[i] < 0 || d[i] < 1 || p[i] > INT32_MAX || d[i] > INT32_MAX)
+            dc_fail(c, "lowers positive strides and dilations below 2^31, padding not negative");
+    const int64_t kd = wt.shape[2], od = (xt.shape[2] + 2 * p[0] - d[0] * (kd - 1) - 1) / s[0] + 1;
+    if (xt.shape[2] + 2 * p[0] < d[0] * (kd - 1) + 1) /* as PyTorch and the host's (ref_conv.c) */
+        dc_fail(c, "the kernel does not fit the padded input");
+    const int64_t dpad[6] = {0, 0, 0, 0, p[0], p[0]}, perm[5] = {0, 2, 1, 3, 4}, zero[2] = {0, 0};
+    const int xd = dc_permute(c, p[0] ? dc_pad(c, x, 3, dpad, 0) : x, perm);
+    gr_ttype yt = {.dtype = ot.dtype, .rank = 4, .shape = {xt.shape[0] * od, wt.shape[0], ot.shape[3], ot.shape[4]}};
+    const int64_t batch[4] = {xt.shape[0] * od, xt.shape[1], xt.shape[3], xt.shape[4]};
+    int sum = -1;
+    for (int64_t k = 0; k < kd; k++) {
+        const int xs = dc_reshape(c, dc_slice(c, xd, 1, k * d[0], k * d[0] + (od - 1) * s[0] + 1, s[0]), 4, batch);
+        const gr_arg b = k || bias < 0 ? (gr_arg){.kind = GR_ARG_NONE} : da_val(bias);
+        const int y = DC_EMIT(c, "aten.convolution.default", yt, da_val(xs), da_val(dc_select(c, w, 2, k)), b,
+                              da_ints(2, s + 1), da_ints(2, p + 1), da_ints(2, d + 1), da_bool(0), da_ints(2, zero),
+                              da_int(g));
+        sum = sum < 0 ? y : dc_bin(c, "aten.add.Tensor", sum, y);
+    }
+    const int64_t split[5] = {xt.shape[0], od, wt.shape[0], ot.shape[3], ot.shape[4]};
+    return dc_permute(c, dc_reshape(c, sum, 5, split), perm);
+}
+
 /* convolution(x, w, bias, stride, padding, dilation, transposed,
  * output_padding, groups): a transposed one of 1 or 2 spatial axes as
- * above; any other is kept. */
+ * above, a 3-D one as depth taps; any other is kept. */
 int dc_r_convolution(dctx *c, const gr_node *n, int *out)
 {
-    if (!dc_num(c, n, 6, "transposed", 0))
-        return 0;
+    if (!dc_num(c, n, 6, "transposed", 0)) {
+        if (dc_T(c, dc_val(c, n, 0, "input")).rank != 5)
+            return 0;
+        out[0] = conv3d_depth_taps(c, n);
+        return 1;
+    }
     ct_op o = {.x = dc_val(c, n, 0, "input"), .w = dc_val(c, n, 1, "weight"), .bias = dc_opt_val(c, n, 2, "bias")};
     const gr_ttype xt = dc_T(c, o.x), wt = dc_T(c, o.w), ot = c->g->values[n->out].type;
     o.nsp = xt.rank - 2;

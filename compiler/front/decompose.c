@@ -2109,11 +2109,18 @@ static int r_group_norm(dctx *c, const gr_node *n, int *out)
     return 3;
 }
 
-/* A 2-D pooling's window over the last two dims: kernel, stride, padding,
- * dilation and the output's extent per axis. */
+/* A 2-D or 3-D pooling's window over the last nd dims: kernel, stride,
+ * padding, dilation and the output's extent per axis. */
 typedef struct {
-    int64_t k[2], s[2], p[2], d[2], in[2], out[2];
-} pool2d;
+    int nd;
+    int64_t k[3], s[3], p[3], d[3], in[3], out[3];
+} pool_win;
+
+/* The spatial axes of a pooling op: 3 for the *3d ones, else 2. */
+static int pool_axes(const gr_node *n)
+{
+    return strstr(n->base, "3d") ? 3 : 2;
+}
 
 /* PyTorch's pooling_output_shape */
 static int64_t pool_extent(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, int ceil_mode)
@@ -2126,30 +2133,30 @@ static int64_t pool_extent(int64_t in, int64_t k, int64_t s, int64_t p, int64_t 
 }
 
 /* pool(self, kernel_size, stride=[], padding=0[, dilation=1], ceil_mode) */
-static pool2d pool_args(dctx *c, const gr_node *n, int x, int with_dilation)
+static pool_win pool_args(dctx *c, const gr_node *n, int x, int with_dilation)
 {
-    pool2d g;
-    int64_t v[4][GR_MAX_RANK] = {{0}, {0}, {0, 0}, {1, 1}}; /* (dc_ints writes up to GR_MAX_RANK) */
+    pool_win g = {.nd = pool_axes(n)};
+    int64_t v[4][GR_MAX_RANK] = {{0}, {0}, {0, 0, 0}, {1, 1, 1}}; /* (dc_ints writes up to GR_MAX_RANK) */
     const char *keys[4] = {"kernel_size", "stride", "padding", "dilation"};
     for (int i = 0; i < (with_dilation ? 4 : 3); i++) {
         int cnt = dc_ints(c, n, i + 1, keys[i], v[i]);
-        if (cnt > 2 || (i == 0 && cnt <= 0))
-            dc_fail(c, "argument %s must be one or two ints", keys[i]);
-        if (cnt == 1)
-            v[i][1] = v[i][0];
+        if ((cnt > 1 && cnt != g.nd) || (i == 0 && cnt <= 0))
+            dc_fail(c, "argument %s must be one or %d ints", keys[i], g.nd);
+        for (int a = 1; cnt == 1 && a < g.nd; a++)
+            v[i][a] = v[i][0];
         if (i == 1 && cnt <= 0)
             memcpy(v[1], v[0], sizeof v[1]);
     }
     const gr_arg *cm = gr_node_arg(n, with_dilation ? 5 : 4, "ceil_mode");
     int ceil_mode = cm && cm->kind == GR_ARG_BOOL && cm->i;
     gr_ttype t = dc_T(c, x);
-    if (t.rank < 3 || !dc_is_float(t.dtype))
-        dc_fail(c, "input must be a float tensor of rank 3 or more");
-    for (int a = 0; a < 2; a++) {
+    if (t.rank < g.nd + 1 || !dc_is_float(t.dtype))
+        dc_fail(c, "input must be a float tensor of rank %d or more", g.nd + 1);
+    for (int a = 0; a < g.nd; a++) {
         g.k[a] = v[0][a], g.s[a] = v[1][a], g.p[a] = v[2][a], g.d[a] = v[3][a];
         if (g.k[a] <= 0 || g.s[a] <= 0 || g.d[a] <= 0 || g.p[a] < 0 || 2 * g.p[a] > g.k[a])
             dc_fail(c, "kernel, stride and dilation must be positive, padding at most half the kernel");
-        g.in[a] = t.shape[t.rank - 2 + a];
+        g.in[a] = t.shape[t.rank - g.nd + a];
         g.out[a] = pool_extent(g.in[a], g.k[a], g.s[a], g.p[a], g.d[a], ceil_mode);
         if (g.out[a] <= 0 || !g.in[a])
             dc_fail(c, "the pooling has an empty input or output");
@@ -2158,76 +2165,96 @@ static pool2d pool_args(dctx *c, const gr_node *n, int x, int with_dilation)
 }
 
 /* x padded with v so that every window's slice lies inside it */
-static int pool_pad(dctx *c, int x, const pool2d *g, double v)
+static int pool_pad(dctx *c, int x, const pool_win *g, double v)
 {
-    int64_t pad[4];
-    for (int a = 0; a < 2; a++) {
+    int64_t pad[6];
+    int any = 0;
+    for (int a = 0; a < g->nd; a++) {
         int64_t hi = (g->out[a] - 1) * g->s[a] + (g->k[a] - 1) * g->d[a] + 1 - g->in[a] - g->p[a];
-        pad[2 - 2 * a] = g->p[a];
-        pad[3 - 2 * a] = hi > 0 ? hi : 0;
+        pad[2 * (g->nd - 1 - a)] = g->p[a];
+        pad[2 * (g->nd - 1 - a) + 1] = hi > 0 ? hi : 0;
+        any |= g->p[a] || hi > 0;
     }
-    if (!pad[0] && !pad[1] && !pad[2] && !pad[3])
-        return x;
-    return dc_pad(c, x, 2, pad, v);
+    return any ? dc_pad(c, x, g->nd, pad, v) : x;
 }
 
-/* Window element (i, j) of every output position: a strided slice of the padded x. */
-static int pool_tap(dctx *c, int xp, const pool2d *g, int64_t i, int64_t j)
+/* Window element i (one tap per axis) of every output position: a strided
+ * slice of the padded x. */
+static int pool_tap(dctx *c, int xp, const pool_win *g, const int64_t *i)
 {
-    int r = dc_T(c, xp).rank;
-    int64_t h0 = i * g->d[0], w0 = j * g->d[1];
-    int y = dc_slice(c, xp, r - 2, h0, h0 + (g->out[0] - 1) * g->s[0] + 1, g->s[0]);
-    return dc_slice(c, y, r - 1, w0, w0 + (g->out[1] - 1) * g->s[1] + 1, g->s[1]);
-}
-
-/* The windows of the padded x combined by op (maximum, add), separably:
- * first the k[1] column taps of every row (strided slices inside the
- * sticks: a staged load each), then the k[0] row taps of that (strided
- * rows: plain loads), each a chain in tap order. */
-static int pool_reduce(dctx *c, int xp, const pool2d *g, const char *op)
-{
-    int r = dc_T(c, xp).rank, row = -1, y = -1;
-    for (int64_t j = 0; j < g->k[1]; j++) {
-        int64_t w0 = j * g->d[1];
-        int tap = dc_slice(c, xp, r - 1, w0, w0 + (g->out[1] - 1) * g->s[1] + 1, g->s[1]);
-        row = row < 0 ? tap : dc_bin(c, op, row, tap);
-    }
-    for (int64_t i = 0; i < g->k[0]; i++) {
-        int64_t h0 = i * g->d[0];
-        int tap = dc_slice(c, row, r - 2, h0, h0 + (g->out[0] - 1) * g->s[0] + 1, g->s[0]);
-        y = y < 0 ? tap : dc_bin(c, op, y, tap);
+    int r = dc_T(c, xp).rank, y = xp;
+    for (int a = 0; a < g->nd; a++) {
+        int64_t h0 = i[a] * g->d[a];
+        y = dc_slice(c, y, r - g->nd + a, h0, h0 + (g->out[a] - 1) * g->s[a] + 1, g->s[a]);
     }
     return y;
 }
 
-/* The flat input index h * W + w of window element (i, j) at each output
- * position (out[0], out[1]), i64 */
-static int pool_flat_index(dctx *c, const pool2d *g, int64_t i, int64_t j)
+/* The windows of the padded x combined by op (maximum, add), separably
+ * from the last axis: first the k column taps of every row (strided slices
+ * inside the sticks: a staged load each), then the row taps of that
+ * (strided rows: plain loads), then the depth taps, each a chain in tap
+ * order. */
+static int pool_reduce(dctx *c, int xp, const pool_win *g, const char *op)
 {
-    int64_t W = g->in[1], h0 = i * g->d[0] - g->p[0], w0 = j * g->d[1] - g->p[1];
-    gr_ttype th = {.dtype = GR_I64, .rank = 1, .shape = {g->out[0]}}, tw = {.dtype = GR_I64, .rank = 1, .shape = {g->out[1]}};
-    int rows = DC_EMIT(c, "aten.arange.start_step", th, da_int(h0 * W), da_int((h0 + g->out[0] * g->s[0]) * W),
-                    da_int(g->s[0] * W), da_kw("dtype", da_dtype(GR_I64)));
-    int cols = DC_EMIT(c, "aten.arange.start_step", tw, da_int(w0), da_int(w0 + g->out[1] * g->s[1]), da_int(g->s[1]),
-                    da_kw("dtype", da_dtype(GR_I64)));
-    return dc_bin(c, "aten.add.Tensor", dc_unsqueeze(c, rows, 1), cols);
+    int r = dc_T(c, xp).rank, y = xp;
+    for (int a = g->nd - 1; a >= 0; a--) {
+        int acc = -1;
+        for (int64_t j = 0; j < g->k[a]; j++) {
+            int64_t h0 = j * g->d[a];
+            int tap = dc_slice(c, y, r - g->nd + a, h0, h0 + (g->out[a] - 1) * g->s[a] + 1, g->s[a]);
+            acc = acc < 0 ? tap : dc_bin(c, op, acc, tap);
+        }
+        y = acc;
+    }
+    return y;
 }
 
-/* max_pool2d_with_indices(self, kernel_size, stride=[], padding=0,
- * dilation=1, ceil_mode=False) -> (out, indices): x padded with -inf, the
- * maximum of the window's k*k strided slices; the index of the first
- * window element equal to the maximum (or NaN), a where chain. */
-static int max_pool(dctx *c, int x, const pool2d *g, int *out)
+/* The flat input index ((d H) + h) W + w of window element i at each
+ * output position, i64 [out..] */
+static int pool_flat_index(dctx *c, const pool_win *g, const int64_t *i)
+{
+    int pos[3], y = -1;
+    for (int a = 0; a < g->nd; a++) {
+        int64_t scale = 1, h0 = i[a] * g->d[a] - g->p[a];
+        for (int b = a + 1; b < g->nd; b++)
+            scale *= g->in[b];
+        gr_ttype th = {.dtype = GR_I64, .rank = 1, .shape = {g->out[a]}};
+        pos[a] = DC_EMIT(c, "aten.arange.start_step", th, da_int(h0 * scale), da_int((h0 + g->out[a] * g->s[a]) * scale),
+                         da_int(g->s[a] * scale), da_kw("dtype", da_dtype(GR_I64)));
+    }
+    for (int a = 0; a < g->nd; a++) {
+        int v = pos[a];
+        for (int b = a + 1; b < g->nd; b++)
+            v = dc_unsqueeze(c, v, b - a);
+        y = y < 0 ? v : dc_bin(c, "aten.add.Tensor", y, v);
+    }
+    return y;
+}
+
+/* max_pool2d_with_indices, max_pool3d_with_indices(self, kernel_size,
+ * stride=[], padding=0, dilation=1, ceil_mode=False) -> (out, indices): x
+ * padded with -inf, the maximum of the window's strided slices; the index
+ * of the first window element equal to the maximum (or NaN), a where
+ * chain. */
+static int max_pool(dctx *c, int x, const pool_win *g, int *out)
 {
     int xp = pool_pad(c, x, g, -INFINITY), m = pool_reduce(c, xp, g, "aten.maximum.default"), ix = -1;
-    for (int64_t q = g->k[0] * g->k[1] - 1; q >= 0; q--) {
-        int64_t i = q / g->k[1], j = q % g->k[1];
-        int flat = pool_flat_index(c, g, i, j);
+    int64_t taps = 1;
+    for (int a = 0; a < g->nd; a++)
+        taps *= g->k[a];
+    for (int64_t q = taps - 1; q >= 0; q--) {
+        int64_t i[3], rest = q;
+        for (int a = g->nd - 1; a >= 0; a--) {
+            i[a] = rest % g->k[a];
+            rest /= g->k[a];
+        }
+        int flat = pool_flat_index(c, g, i);
         if (ix < 0) {
             ix = flat;
             continue;
         }
-        int tap = pool_tap(c, xp, g, i, j);
+        int tap = pool_tap(c, xp, g, i);
         int hit = dc_bin(c, "aten.logical_or.default", dc_cmpv(c, "aten.eq.Tensor", tap, m),
                       dc_cmpv(c, "aten.ne.Tensor", tap, tap));
         ix = dc_where(c, hit, flat, ix);
@@ -2237,22 +2264,22 @@ static int max_pool(dctx *c, int x, const pool2d *g, int *out)
     return 2;
 }
 
-static int r_max_pool2d(dctx *c, const gr_node *n, int *out)
+static int r_max_pool(dctx *c, const gr_node *n, int *out)
 {
     int x = dc_val(c, n, 0, "self");
-    pool2d g = pool_args(c, n, x, 1);
+    pool_win g = pool_args(c, n, x, 1);
     return max_pool(c, x, &g, out);
 }
 
-/* avg_pool2d(self, kernel_size, stride=[], padding=0, ceil_mode=False,
- * count_include_pad=True, divisor_override=None): x padded with 0, the sum
- * of the window's k*k strided slices over the divisor: divisor_override,
- * or the count of window elements (padding included or not) per position,
- * the same sum over a padded tensor of ones. */
-static int r_avg_pool2d(dctx *c, const gr_node *n, int *out)
+/* avg_pool2d, avg_pool3d(self, kernel_size, stride=[], padding=0,
+ * ceil_mode=False, count_include_pad=True, divisor_override=None): x
+ * padded with 0, the sum of the window's strided slices over the divisor:
+ * divisor_override, or the count of window elements (padding included or
+ * not) per position, the same sum over a padded tensor of ones. */
+static int r_avg_pool(dctx *c, const gr_node *n, int *out)
 {
     int x = dc_val(c, n, 0, "self");
-    pool2d g = pool_args(c, n, x, 0);
+    pool_win g = pool_args(c, n, x, 0);
     const gr_arg *ci = gr_node_arg(n, 5, "count_include_pad");
     int incl = !(ci && ci->kind == GR_ARG_BOOL && !ci->i);
     const gr_arg *dv = gr_node_arg(n, 6, "divisor_override");
@@ -2263,11 +2290,14 @@ static int r_avg_pool2d(dctx *c, const gr_node *n, int *out)
     int xp = pool_pad(c, x, &g, 0), s, cnt = -1;
     /* the count: ones over the input (and its padding when counted; PyTorch
      * counts padding up to in + pad, not the ceil_mode overhang) */
-    int64_t ext[2] = {g.in[0] + (incl ? 2 * g.p[0] : 0), g.in[1] + (incl ? 2 * g.p[1] : 0)};
-    pool2d gc = g;
-    if (incl)
-        gc.in[0] = ext[0], gc.in[1] = ext[1], gc.p[0] = gc.p[1] = 0;
-    int ones = has_div ? -1 : pool_pad(c, dc_full(c, 2, ext, 1, GR_F32), &gc, 0);
+    int64_t ext[3];
+    pool_win gc = g;
+    for (int a = 0; a < g.nd; a++) {
+        ext[a] = g.in[a] + (incl ? 2 * g.p[a] : 0);
+        if (incl)
+            gc.in[a] = ext[a], gc.p[a] = 0;
+    }
+    int ones = has_div ? -1 : pool_pad(c, dc_full(c, g.nd, ext, 1, GR_F32), &gc, 0);
     s = pool_reduce(c, xp, &g, "aten.add.Tensor");
     if (ones >= 0)
         cnt = pool_reduce(c, ones, &gc, "aten.add.Tensor");
@@ -2402,21 +2432,22 @@ static int window_lengths(dctx *c, int64_t in, int64_t out)
     return nv == 1 ? v[0] : DC_EMIT(c, "aten.cat.default", t, da_vals(nv, v), da_int(0));
 }
 
-/* _adaptive_avg_pool2d(self, output_size), adaptive_max_pool2d -> (out,
- * indices): output sizes dividing the input are avg_pool2d or
- * max_pool2d_with_indices with kernel = stride = in / out; uneven windows
- * reduce per axis (adaptive_axis: columns, then rows), the mean over the
- * window's size; their max's indices, when read, are refused. */
-static int r_adaptive_pool2d(dctx *c, const gr_node *n, int *out)
+/* _adaptive_avg_pool2d, _adaptive_avg_pool3d(self, output_size),
+ * adaptive_max_pool2d, adaptive_max_pool3d -> (out, indices): output sizes
+ * dividing the input are avg_pool or max_pool_with_indices with kernel =
+ * stride = in / out; uneven windows reduce per axis (adaptive_axis: from
+ * the last axis), the mean over the window's size; their max's indices, when
+ * read, are refused. */
+static int r_adaptive_pool(dctx *c, const gr_node *n, int *out)
 {
     int x = dc_val(c, n, 0, "self"), is_max = strstr(n->base, "max") != NULL, even = 1;
     int64_t os[GR_MAX_RANK];
     gr_ttype t = dc_T(c, x);
-    if (dc_ints(c, n, 1, "output_size", os) != 2 || t.rank < 3 || !dc_is_float(t.dtype))
-        dc_fail(c, "needs a float input of rank 3 or more and two output sizes");
-    pool2d g = {.s = {0}};
-    for (int a = 0; a < 2; a++) {
-        g.in[a] = t.shape[t.rank - 2 + a];
+    pool_win g = {.nd = pool_axes(n)};
+    if (dc_ints(c, n, 1, "output_size", os) != g.nd || t.rank < g.nd + 1 || !dc_is_float(t.dtype))
+        dc_fail(c, "needs a float input of rank %d or more and %d output sizes", g.nd + 1, g.nd);
+    for (int a = 0; a < g.nd; a++) {
+        g.in[a] = t.shape[t.rank - g.nd + a];
         g.out[a] = os[a];
         if (os[a] <= 0 || !g.in[a])
             dc_fail(c, "an empty input or output");
@@ -2427,18 +2458,29 @@ static int r_adaptive_pool2d(dctx *c, const gr_node *n, int *out)
     if (even && is_max)
         return max_pool(c, x, &g, out);
     if (even) {
-        out[0] = dc_bins(c, "aten.div.Tensor", pool_reduce(c, x, &g, "aten.add.Tensor"), (double)(g.k[0] * g.k[1]));
+        int64_t taps = 1;
+        for (int a = 0; a < g.nd; a++)
+            taps *= g.k[a];
+        out[0] = dc_bins(c, "aten.div.Tensor", pool_reduce(c, x, &g, "aten.add.Tensor"), (double)taps);
         return 1;
     }
     const char *op = is_max ? "aten.maximum.default" : "aten.add.Tensor";
-    int want_ix = is_max && result_read(c, n, 1), ix = -1;
-    adaptive_in cols = {x, -1, t.rank - 1, 1};
-    adaptive_in rows = {adaptive_axis(c, &cols, os[1], op, want_ix ? &ix : NULL), -1, t.rank - 2, g.in[1]};
-    rows.ix = ix;
-    int y = adaptive_axis(c, &rows, os[0], op, want_ix ? &ix : NULL);
-    if (!is_max) { /* the window sizes: (out[0], 1) times (out[1]), index expressions alone */
-        int rows = dc_unsqueeze(c, window_lengths(c, g.in[0], os[0]), 1);
-        out[0] = dc_bin(c, "aten.div.Tensor", y, dc_bin(c, "aten.mul.Tensor", rows, window_lengths(c, g.in[1], os[1])));
+    int want_ix = is_max && result_read(c, n, 1), ix = -1, y = x;
+    int64_t scale = 1;
+    for (int a = g.nd - 1; a >= 0; a--) {
+        adaptive_in ax = {y, ix, t.rank - g.nd + a, scale};
+        y = adaptive_axis(c, &ax, os[a], op, want_ix ? &ix : NULL);
+        scale *= g.in[a];
+    }
+    if (!is_max) { /* the window sizes: (out[0], 1..) times (out[1], 1..) .., index expressions alone */
+        int sizes = -1;
+        for (int a = 0; a < g.nd; a++) {
+            int v = window_lengths(c, g.in[a], os[a]);
+            for (int b = a + 1; b < g.nd; b++)
+                v = dc_unsqueeze(c, v, b - a);
+            sizes = sizes < 0 ? v : dc_bin(c, "aten.mul.Tensor", sizes, v);
+        }
+        out[0] = dc_bin(c, "aten.div.Tensor", y, sizes);
         return 1;
     }
     out[0] = y;
@@ -2661,7 +2703,9 @@ static const struct {
     {"repeat", r_repeat, "reshape, expand, reshape"},
     {"pixel_shuffle", r_pixel_shuffle, "reshape, permute, reshape"},
     {"pixel_unshuffle", r_pixel_shuffle, "reshape, permute, reshape"},
-    {"convolution", dc_r_convolution, "transposed (1-D, 2-D): per output phase, a stride-1 convolution of the "
+    {"convolution", dc_r_convolution, "3-D: the sum over the kernel's depth taps of 2-D convolutions of the "
+                                      "depth slices as a batch; transposed (1-D, 2-D): per output phase, a "
+                                      "stride-1 convolution of the "
                                       "input with the flipped weight's taps of that phase (kernel = stride: all as "
                                       "one 1x1; small weights: all as one over the union of their windows); the "
                                       "last axis interleaved by a product with a 0/1 matrix, the rows by cat, reshape"},
@@ -2780,14 +2824,18 @@ static const struct {
     {"_native_batch_norm_legit_no_training", r_batch_norm, "as native_batch_norm, not training"},
     {"native_group_norm", r_group_norm, "layer_norm's steps over each group (x seen as (N, group, rest)), its "
                                         "sums per channel, then over the group's channels; weight, bias per channel"},
-    {"max_pool2d_with_indices", r_max_pool2d, "constant_pad_nd(-inf), maximum of the k strided column slices, then "
+    {"max_pool2d_with_indices", r_max_pool, "constant_pad_nd(-inf), maximum of the k strided column slices, then "
                                               "of k strided row slices of that; indices: "
                                               "where chain of eq (first hit) over arange flat indices"},
-    {"avg_pool2d", r_avg_pool2d, "constant_pad_nd(0), sums of strided slices as max_pool2d's, div by divisor_override or "
+    {"avg_pool2d", r_avg_pool, "constant_pad_nd(0), sums of strided slices as max_pool2d's, div by divisor_override or "
                                  "the same sum over padded ones"},
-    {"_adaptive_avg_pool2d", r_adaptive_pool2d, "output dividing the input: avg_pool2d with kernel = stride; else per "
+    {"_adaptive_avg_pool2d", r_adaptive_pool, "output dividing the input: avg_pool2d with kernel = stride; else per "
                                                 "axis a cat of runs of windows alike (chains of strided slices), "
                                                 "div by the window sizes"},
+    {"max_pool3d_with_indices", r_max_pool, "as max_pool2d_with_indices, then the depth slices"},
+    {"avg_pool3d", r_avg_pool, "as avg_pool2d, then the depth slices"},
+    {"_adaptive_avg_pool3d", r_adaptive_pool, "as _adaptive_avg_pool2d, per axis"},
+    {"adaptive_max_pool3d", r_adaptive_pool, "as adaptive_max_pool2d, per axis"},
     {"reflection_pad1d", r_mode_pad, "cat of single-element slices mirrored about the edges, and x"},
     {"reflection_pad2d", r_mode_pad, "as reflection_pad1d, per dimension"},
     {"reflection_pad3d", r_mode_pad, "as reflection_pad1d, per dimension"},
@@ -2804,7 +2852,7 @@ static const struct {
     {"upsample_bilinear2d", dc_r_upsample_interp, "as upsample_linear1d"},
     {"upsample_trilinear3d", dc_r_upsample_interp, "as upsample_linear1d"},
     {"upsample_bicubic2d", dc_r_upsample_interp, "as upsample_linear1d, 4 taps per axis (Keys, A = -0.75)"},
-    {"adaptive_max_pool2d", r_adaptive_pool2d, "output dividing the input: max_pool2d_with_indices with kernel = "
+    {"adaptive_max_pool2d", r_adaptive_pool, "output dividing the input: max_pool2d_with_indices with kernel = "
                                                "stride; else as _adaptive_avg_pool2d's sums, the indices by where chains per axis"},
     {"std_mean", r_var, "(std, mean) as var, then sqrt"},
     {"argmax", dc_r_argmax, "m = amax (kept), amin(where(x == m or x != x, arange, n)): the first extreme, NaN first"},

@@ -266,20 +266,26 @@ static void realize_base(lctx *c, int b)
     memset(B->ops, 0, (size_t)c->nwords * sizeof(uint64_t));
 }
 
-/* Base b (n, c, h, w) computed into a buffer (n, h, w, c), its node's
- * lanes along c; b becomes that buffer and every value on it reads it
- * through the permuted map (as a conv's result does). */
+/* Base b (n, c, h, w) or (n, c, d, h, w) computed into a buffer (n, h, w,
+ * c) or (n, d, h, w, c), its node's lanes along c; b becomes that buffer
+ * and every value on it reads it through the permuted map (as a conv's
+ * result does). */
 static void realize_channels_last(lctx *c, int b)
 {
     lbase *B = &c->bases[b];
-    const int64_t *s = B->type.shape, shape[4] = {s[0], s[2], s[3], s[1]};
-    gr_ttype t = ttype(B->type.dtype, 4, shape);
-    ir_index at[4] = {ir_idx_var(0), ir_idx_var(3), ir_idx_var(1), ir_idx_var(2)};
+    const int r = B->type.rank;
+    int64_t shape[GR_MAX_RANK];
+    ir_index at[GR_MAX_RANK];
+    for (int d = 0; d < r; d++) {
+        shape[d] = B->type.shape[d == 0 ? 0 : d == r - 1 ? 1 : d + 1];
+        at[d] = ir_idx_var(d == 0 ? 0 : d == 1 ? r - 1 : d - 1);
+    }
+    gr_ttype t = ttype(B->type.dtype, r, shape);
     int n = new_node(c, IR_POINTWISE, &t, B->name, B->ops);
     ir_node *N = &c->p->nodes[n];
-    N->nvars = 4;
-    memcpy(N->ranges, shape, sizeof shape);
-    N->body = ir_subst(&c->p->A, B->body, 4, at, NULL);
+    N->nvars = r;
+    memcpy(N->ranges, shape, (size_t)r * sizeof *shape);
+    N->body = ir_subst(&c->p->A, B->body, r, at, NULL);
     N->store = contiguous(&t);
     ir_node_simplify(c->p, n);
     B = &c->bases[b];
@@ -292,9 +298,8 @@ static void realize_channels_last(lctx *c, int b)
     for (int v = 0; v < c->d->nvalues; v++)
         if (val(c, v)->base == b) {
             ir_index *m = val(c, v)->map, cm = m[1];
-            m[1] = m[2];
-            m[2] = m[3];
-            m[3] = cm;
+            memmove(&m[1], &m[2], (size_t)(r - 2) * sizeof *m);
+            m[r - 1] = cm;
         }
 }
 
@@ -369,29 +374,30 @@ static void realize_for_reuse(lctx *c, int v)
         realize_copy(c, v, c->d->values[v].name);
 }
 
-/* Count the loads walking (n, c, h, w) channels-last (lanes along c, w
- * strided: a conv's y) and NCHW (lanes along w). */
+/* Count the loads walking (n, c, [d,] h, w) channels-last (lanes along c,
+ * w strided: a conv's y) and NCHW (lanes along w); cnt[2] is w's variable. */
 static void count_layouts(void *ctx, const ir_expr *x)
 {
     int *cnt = ctx;
     if (x->kind == IR_E_LOAD) {
-        cnt[0] += x->idx.coef[1] == 1 && x->idx.coef[3] > 1;
-        cnt[1] += x->idx.coef[3] == 1;
+        cnt[0] += x->idx.coef[1] == 1 && x->idx.coef[cnt[2]] > 1;
+        cnt[1] += x->idx.coef[cnt[2]] == 1;
     }
 }
 
 static int is_graph_output(lctx *c, int v);
 
 /* The result of the current node: a new base computing body over t.  A
- * 4-D one that reads a conv's channels-last y at least as much as NCHW
- * tensors (a batch norm, relu or residual add between convs) is realized
- * channels-last, unless a graph output: the next conv's copy then reads
- * it along its sticks, as it reads y (an NCHW one costs a transposition
- * to store and another to read back). */
+ * 4-D or 5-D one that reads a conv's channels-last y at least as much as
+ * NCHW tensors (a batch norm, relu or residual add between convs; a 3-D
+ * conv's y is its depth taps' sum seen as 5-D) is realized channels-last,
+ * unless a graph output: the next conv's copy then reads it along its
+ * sticks, as it reads y (an NCHW one costs a transposition to store and
+ * another to read back). */
 static void set_computed(lctx *c, int v, const gr_ttype *t, int body, const uint64_t *ops)
 {
-    int b = new_base(c, t, body, c->d->values[v].name), cnt[2] = {0, 0};
-    if (t->rank == 4 && !is_graph_output(c, v)) {
+    int b = new_base(c, t, body, c->d->values[v].name), cnt[3] = {0, 0, t->rank - 1};
+    if ((t->rank == 4 || t->rank == 5) && !is_graph_output(c, v)) {
         ir_expr_walk(&c->p->A, body, count_layouts, cnt);
         c->bases[b].cl = cnt[0] > 0 && cnt[0] >= cnt[1];
     }
