@@ -773,6 +773,112 @@ static void test_tril_indices_beyond_dl16_integers_run_on_the_host(void)
     TU_ASSERT_CONTAINS(out, ":3: aten.tril_indices.default: integer values up to 1029 are not exact on the device");
 }
 
+/* T5's relative-position bucket (traces/models/positions.py:relpos): the
+ * cast of log(n / 8) back to int64 is tabulated at compile time, the
+ * embedding by the buckets is one-hot; the buckets match the reference
+ * exactly. */
+static const char *t5_bucket = "graph t5_bucket\n"
+                               "input %q: f32[20, 20]\n"
+                               "%i: i64[20] = aten.arange.default(20)\n"
+                               "%c: i64[20, 1] = aten.unsqueeze.default(%i, 1)\n"
+                               "%m: i64[1, 20] = aten.unsqueeze.default(%i, 0)\n"
+                               "%rel: i64[20, 20] = aten.sub.Tensor(%m, %c)\n"
+                               "%z: i64[20, 20] = aten.zeros_like.default(%rel, dtype=i64)\n"
+                               "%mn: i64[20, 20] = aten.minimum.default(%rel, %z)\n"
+                               "%n: i64[20, 20] = aten.neg.default(%mn)\n"
+                               "%f: f32[20, 20] = aten._to_copy.default(%n, dtype=f32)\n"
+                               "%cl: f32[20, 20] = aten.clamp.default(%f, 1)\n"
+                               "%d: f32[20, 20] = aten.div.Tensor(%cl, 8)\n"
+                               "%l: f32[20, 20] = aten.log.default(%d)\n"
+                               "%d1: f32[20, 20] = aten.div.Tensor(%l, 2.772588722239781)\n"
+                               "%s: f32[20, 20] = aten.mul.Tensor(%d1, 8)\n"
+                               "%t: i64[20, 20] = aten._to_copy.default(%s, dtype=i64)\n"
+                               "%a: i64[20, 20] = aten.add.Tensor(%t, 8)\n"
+                               "%full: i64[20, 20] = aten.full_like.default(%a, 15, dtype=i64)\n"
+                               "%large: i64[20, 20] = aten.minimum.default(%a, %full)\n"
+                               "%lt: bool[20, 20] = aten.lt.Scalar(%n, 8)\n"
+                               "%b: i64[20, 20] = aten.where.self(%lt, %n, %large)\n"
+                               "%ar: f32[16] = aten.arange.default(16.0)\n"
+                               "%col: f32[16, 1] = aten.unsqueeze.default(%ar, 1)\n"
+                               "%tab: f32[16, 1] = aten.mul.Tensor(%col, 0.1)\n"
+                               "%e: f32[20, 20, 1] = aten.embedding.default(%tab, %b)\n"
+                               "%sq: f32[20, 20] = aten.squeeze.dim(%e, -1)\n"
+                               "%r: f32[20, 20] = aten.add.Tensor(%q, %sq)\n"
+                               "output %b, %r\n";
+
+static void test_a_t5_relative_position_bucket_runs_on_the_device(void)
+{
+    const char *chips[] = {" --config spyre --no-fallback", " --config spyre-4core --no-fallback"};
+    for (int i = 0; i < 2; i++) {
+        runs_on_the_device(t5_bucket, chips[i], "check b: max_abs_err=0.0e+00 ");
+        TU_ASSERT_CONTAINS(out, "check r: ");
+    }
+}
+
+/* embedding(w, arange) (GPT-2's wpe) reads w's rows as a plain load: no
+ * gather, no one-hot. */
+static void test_learned_positions_are_a_load_of_the_tables_rows(void)
+{
+    static const char *text = "graph learned_positions\n"
+                              "input %w: f32[64, 32]\n"
+                              "input %x: f32[1, 16, 32]\n"
+                              "%i: i64[16] = aten.arange.default(16)\n"
+                              "%p: i64[1, 16] = aten.unsqueeze.default(%i, 0)\n"
+                              "%e: f32[1, 16, 32] = aten.embedding.default(%w, %p)\n"
+                              "%r: f32[1, 16, 32] = aten.add.Tensor(%x, %e)\n"
+                              "output %r\n";
+    CU_ASSERT_EQUAL(compiled_report(text), 0);
+    TU_ASSERT_CONTAINS(out, "k0_arange_embedding_add: pointwise [512]\n");
+    TU_ASSERT_CONTAINS(out, "reads: x f32[1, 16, 32], w f32[64, 32]\n");
+    runs_on_the_device(text, " --config spyre --no-fallback", "check r: ");
+    runs_on_the_device(text, " --config spyre-4core --no-fallback", "check r: ");
+}
+
+/* linspace as PyTorch computes it (two halves, from each end), an even
+ * and an odd count, against the reference executor on both chips. */
+static void test_linspace_runs_on_the_device(void)
+{
+    static const char *text = "graph linspace\n"
+                              "input %x: f32[16]\n"
+                              "input %y: f32[7]\n"
+                              "%a: f32[16] = aten.linspace.default(-1, 1, 16)\n"
+                              "%b: f32[7] = aten.linspace.default(0.5, 10, 7)\n"
+                              "%r: f32[16] = aten.add.Tensor(%x, %a)\n"
+                              "%s: f32[7] = aten.add.Tensor(%y, %b)\n"
+                              "output %r, %s\n";
+    runs_on_the_device(text, " --config spyre --no-fallback", "check s: ");
+    runs_on_the_device(text, " --config spyre-4core --no-fallback", "check s: ");
+}
+
+/* A tabulated cast whose integers leave DL16's exact range (up to 1900)
+ * and one whose values lie near an integer without being one are refused
+ * naming why; the first runs on the host and validates. */
+static void test_a_cast_to_int_the_device_cannot_hold_exactly_runs_on_the_host(void)
+{
+    static char text[1024];
+    const char *scale[] = {"100.0", "0.999999"};
+    const char *why[] = {":7: aten.add.Tensor: integer values up to 1900 are not exact", "casts to i64 are not supported"};
+    for (int k = 0; k < 2; k++) {
+        snprintf(text, sizeof text,
+                 "graph cast_refused\n"
+                 "input %%q: f32[20, 20]\n"
+                 "%%i: i64[20] = aten.arange.default(20)\n"
+                 "%%f: f32[20] = aten._to_copy.default(%%i, dtype=f32)\n"
+                 "%%m: f32[20] = aten.mul.Tensor(%%f, %s)\n"
+                 "%%t: i64[20] = aten._to_copy.default(%%m, dtype=i64)\n"
+                 "%%r: f32[20, 20] = aten.add.Tensor(%%q, %%t)\n"
+                 "output %%r\n",
+                 scale[k]);
+        CU_ASSERT_NOT_EQUAL(run_checked(text, " --no-fallback"), 0);
+        TU_ASSERT_CONTAINS(out, why[k]);
+        if (k) /* the host ops pass m to each other through DRAM in DL16, so 18.999981 comes back as 19 */
+            continue;
+        CU_ASSERT_EQUAL(run_checked(text, ""), 0);
+        TU_ASSERT_CONTAINS(out, "fallback_ops=2 ");
+        TU_ASSERT_CONTAINS(out, "check r: max_abs_err=4.9e-04 ");
+    }
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -817,6 +923,11 @@ int main(void)
          test_factories_and_an_index_of_two_tensors_run_on_the_device},
         {"every factory runs on the device", test_every_factory_runs_on_the_device},
         {"tril_indices beyond DL16's integers run on the host", test_tril_indices_beyond_dl16_integers_run_on_the_host},
+        {"a T5 relative-position bucket runs on the device", test_a_t5_relative_position_bucket_runs_on_the_device},
+        {"learned positions are a load of the table's rows", test_learned_positions_are_a_load_of_the_tables_rows},
+        {"linspace runs on the device", test_linspace_runs_on_the_device},
+        {"a cast to int the device cannot hold exactly runs on the host",
+         test_a_cast_to_int_the_device_cannot_hold_exactly_runs_on_the_host},
         {"encoder_small on a tiny LX runs its host ops and checks",
          test_encoder_small_on_a_tiny_lx_runs_its_host_ops_and_checks},
         {NULL, NULL},

@@ -10,6 +10,7 @@
 #include "decompose.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* arange(n) as int64, shaped [1, .., n, .., 1]: rank dims, n at dim d. */
@@ -422,6 +423,76 @@ int dc_r_index_select(dctx *c, const gr_node *n, int *out)
         !t.shape[d])
         return 0;
     out[0] = select_one_hot(c, x, d, ix, 0);
+    return 1;
+}
+
+/* embedding(weight, indices) with indices made from positions alone (a
+ * relative-position bucket): one-hot over the table's rows, as
+ * index_select; an arange (learned positions) is a plain load, and indices
+ * that read an input stay the back half's row gather (lower.c) or,
+ * computed from one, the host's. */
+static int reads_data_rec(const gr_graph *g, int v, char *seen)
+{
+    if (g->values[v].kind != GR_VAL_NODE)
+        return 1;
+    if (seen[v])
+        return 0;
+    seen[v] = 1;
+    const gr_node *n = &g->nodes[g->values[v].node];
+    for (int i = 0; i < n->nargs; i++) {
+        const gr_arg *a = &n->args[i];
+        for (int j = 0; j < (a->kind == GR_ARG_LIST ? a->nitems : 1); j++) {
+            const gr_arg *x = a->kind == GR_ARG_LIST ? &a->items[j] : a;
+            if (x->kind == GR_ARG_VALUE && reads_data_rec(g, x->value, seen))
+                return 1;
+        }
+    }
+    return 0;
+}
+
+/* Whether value v depends on a graph input or parameter (else it is made
+ * from positions and constants alone). */
+static int reads_data(dctx *c, int v)
+{
+    char *seen = calloc((size_t)c->d->nvalues, 1);
+    if (!seen)
+        abort();
+    int r = reads_data_rec(c->d, v, seen);
+    free(seen);
+    return r;
+}
+
+/* Whether value v is an arange seen through views (the lowering reads the
+ * table's rows at those positions by a plain load). */
+static int is_positions(dctx *c, int v)
+{
+    static const char *const views[] = {"unsqueeze", "slice", "expand", "view", "_reshape_alias", "reshape", "squeeze"};
+    while (c->d->values[v].kind == GR_VAL_NODE) {
+        const gr_node *n = &c->d->nodes[c->d->values[v].node];
+        if (!strcmp(n->base, "arange"))
+            return 1;
+        int view = 0;
+        for (size_t i = 0; i < sizeof views / sizeof *views; i++)
+            view |= !strcmp(n->base, views[i]);
+        if (!view || !n->nargs || n->args[0].kind != GR_ARG_VALUE)
+            return 0;
+        v = n->args[0].value;
+    }
+    return 0;
+}
+
+int dc_r_embedding(dctx *c, const gr_node *n, int *out)
+{
+    int w = dc_val(c, n, 0, "weight"), ix = dc_val(c, n, 1, "indices");
+    gr_ttype tw = dc_T(c, w), ti = dc_T(c, ix), to = ti;
+    if (reads_data(c, ix) || is_positions(c, ix) || tw.rank != 2 || !tw.shape[0] || dc_is_float(ti.dtype) ||
+        ti.rank >= GR_MAX_RANK)
+        return 0;
+    int64_t m = dc_numel(&ti);
+    int r = select_one_hot(c, w, 0, ti.rank == 1 ? ix : dc_reshape(c, ix, 1, &m), 0);
+    to.dtype = tw.dtype;
+    to.shape[to.rank++] = tw.shape[1];
+    out[0] = dc_reshape(c, r, to.rank, to.shape);
     return 1;
 }
 

@@ -103,6 +103,7 @@ int dc_r_scatter_add(dctx *c, const gr_node *n, int *out);
 int dc_r_index_fill(dctx *c, const gr_node *n, int *out);
 int dc_r_nll_loss(dctx *c, const gr_node *n, int *out);
 int dc_r_index_select(dctx *c, const gr_node *n, int *out);
+int dc_r_embedding(dctx *c, const gr_node *n, int *out);
 int dc_r_index(dctx *c, const gr_node *n, int *out);
 int dc_r_take(dctx *c, const gr_node *n, int *out);
 int dc_r_index_add(dctx *c, const gr_node *n, int *out);
