@@ -7,7 +7,8 @@ exported afresh into $SPYRE_BUILD/models/NAME and run with `spyre run DIR --chec
 per model `MODEL.spyre.cycles=`, `.fallback_ops=`, `.check=ok|vacuous|fail|error` (bench_models'
 lines) and `.host_ops=OP@LINE,...` (what `spyre compile --report` runs on the host), then
 `usermodels_validated=N/M` (validated, host ops allowed) and last `usermodels_native=N/M` (no
-host op and validated).  SPYRE_USERMODELS=NAME,... picks some."""
+host op and validated), counting runs.  SPYRE_USERMODELS=NAME,... picks some models,
+SPYRE_CHIPS=spyre,spyre-4core the chips."""
 import os
 import shutil
 import sys
@@ -23,4 +24,5 @@ if __name__ == "__main__":
     names = os.environ.get("SPYRE_USERMODELS", MODELS).split(",")
     for name in names:  # export afresh: the export is part of what a user does
         shutil.rmtree(os.path.join(bench_models.build, "models", name), ignore_errors=True)
-    sys.exit(bench_models.run_all(names, ["spyre"], "usermodels_native", SOURCE, "usermodels_validated"))
+    chips = os.environ.get("SPYRE_CHIPS", "spyre").split(",")
+    sys.exit(bench_models.run_all(names, chips, "usermodels_native", SOURCE, "usermodels_validated"))

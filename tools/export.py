@@ -30,6 +30,12 @@ Then aten.detach, aten.lift_fresh_copy and aten.alias (identities here)
 are bypassed and dead nodes dropped.  With --tracer export (the default
 where torch.export exists) torch.export.export + run_decompositions is used.
 
+An fp16 model PyTorch's CPU cannot run (torch 1.13 has no fp16 addmm or
+convolution there) is traced on fake tensors instead; an op without an
+fp16 CPU kernel is typed as its bf16 kernel types it, and the expected
+outputs are an fp32 copy's, rounded to fp16 (said on stdout): they differ
+from true fp16 arithmetic within fp16's precision.
+
 --graph-only writes graph.txt alone, for timing-only simulation of a model
 too large to export whole (an 8B-size layer's files are 850 MB).  The
 module and inputs are moved to the meta device first (shapes and dtypes,
