@@ -53,9 +53,12 @@ def run(directory, chip):
 
 
 def host_ops(directory, chip):
-    """The ops `spyre compile --report` runs on the host, by graph line ("-" if none)."""
+    """The ops `spyre compile --report` runs on the host, by graph line ("-" if
+    none, "error" if it does not compile)."""
     p = subprocess.run([os.path.join(build, "spyre"), "compile", os.path.join(directory, "graph.txt"),
                         "-o", os.devnull, "--report", "--config", chip], capture_output=True, text=True)
+    if p.returncode:
+        return "error"
     ops = re.findall(r"host fallback aten\.(\S+?)(?:\.\w+)? \(graph line (\d+)\)", p.stdout + p.stderr)
     return ",".join(f"{op}@{line}" for op, line in ops) or "-"
 

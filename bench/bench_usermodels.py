@@ -18,7 +18,7 @@ import bench_models  # noqa: E402
 
 SOURCE = "traces/models/usermodels.py"
 MODELS = ("lstm,bigru,audio,tenc,unet,diffusion_block,dcgan,dlrm,embbag,moe,gnn,tcn,pixelcnn,clip,"
-          "relpos,r3d,bf16_cnn,mixed,half_mlp")
+          "relpos,r3d,bf16_cnn,mixed,half_mlp,half_cnn")
 
 if __name__ == "__main__":
     names = os.environ.get("SPYRE_USERMODELS", MODELS).split(",")

@@ -367,3 +367,9 @@ def half_mlp():
     return m.half().eval(), (torch.randn(4, 32).half(),)
 
 
+def half_cnn():
+    """A CNN converted by model.half() (Conv2d, BatchNorm2d, ReLU, pooling, Linear, softmax)."""
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
+                      nn.Flatten(), nn.Linear(8, 4), nn.Softmax(-1))
+    return _perturb(m).half(), (torch.randn(1, 3, 16, 16).half(),)
