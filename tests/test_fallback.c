@@ -430,6 +430,26 @@ static void runs_on_the_device(const char *text, const char *opts, const char *w
     CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
 }
 
+/* A bfloat16 or half model's batch norm in eval mode: its two empty
+ * statistics take the declared type (the running statistics'), so the
+ * graph loads and runs on the device. */
+static void test_a_half_models_batch_norm_runs_on_the_device(void)
+{
+    static char text[1024];
+    const char *types[] = {"bf16", "f16"};
+    for (int k = 0; k < 2; k++) {
+        snprintf(text, sizeof text,
+                 "graph bn_half\ninput %%x: %1$s[1, 4, 3, 3]\ninput %%w: %1$s[4]\ninput %%b: %1$s[4]\n"
+                 "input %%rm: %1$s[4]\ninput %%v: %1$s[4]\n"
+                 "%%a: %1$s[4] = aten.abs.default(%%v)\n"
+                 "%%bn: (%1$s[1, 4, 3, 3], %1$s[0], %1$s[0]) = aten.native_batch_norm.default(%%x, %%w, %%b, %%rm, "
+                 "%%a, False, 0.1, 1e-05)\n"
+                 "%%y: %1$s[1, 4, 3, 3] = getitem(%%bn, 0)\noutput %%y\n",
+                 types[k]);
+        runs_on_the_device(text, " --no-fallback", "check y: ");
+    }
+}
+
 /* Fusion builds no kernel the back half refuses: a deep chain of layer
  * norms runs on the device, no op falling back to the host.  At width
  * 4096 the fused chain's row does not fit the 4-core chip's LX: the
@@ -910,6 +930,7 @@ int main(void)
          test_a_host_op_reads_a_value_folded_into_anothers_buffer},
         {"a deep layer norm chain runs on the device", test_a_deep_layer_norm_chain_runs_on_the_device},
         {"many cats sharing an input run on the device", test_many_cats_sharing_an_input_run_on_the_device},
+        {"a half model's batch norm runs on the device", test_a_half_models_batch_norm_runs_on_the_device},
         {"a norm or sum after a conv runs on the device", test_a_norm_or_sum_after_a_conv_runs_on_the_device},
         {"a refused kernel sends the op after a conv to the host",
          test_a_refused_kernel_sends_the_op_after_a_conv_to_the_host},

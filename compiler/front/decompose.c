@@ -2053,8 +2053,10 @@ static int r_batch_norm(dctx *c, const gr_node *n, int *out)
         const gr_value *sv = &c->g->values[n->out];
         const int64_t zero = 0;
         int per = sv->ntuple == 3 && sv->tuple[1].rank == 1 && sv->tuple[1].shape[0] == C && C;
-        out[1] = per ? rm : dc_full(c, 1, &zero, 0, GR_F32);
-        out[2] = per ? rstd : dc_full(c, 1, &zero, 0, GR_F32);
+        /* (of the declared type: a half or bfloat16 model's are its running statistics') */
+        const int sdt = sv->ntuple == 3 ? sv->tuple[1].dtype : GR_F32;
+        out[1] = per ? rm : dc_full(c, 1, &zero, 0, sdt);
+        out[2] = per ? rstd : dc_full(c, 1, &zero, 0, sdt);
     }
     if (w >= 0)
         y = dc_bin(c, "aten.mul.Tensor", y, per_channel(c, w, t.rank));
