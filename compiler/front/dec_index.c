@@ -731,6 +731,36 @@ static int prod_dim(dctx *c, int t, int d)
     return dc_red(c, "aten.sum.dim_IntList", t, 1, &dd, 0); /* of one element: t without dim d */
 }
 
+/* prod(self, dim, keepdim, dtype), prod(self, dtype): prod_dim, n - 1
+ * roundings as a serial product.  DL16's range (up to about 8.6e9, down
+ * to 2^-31) is narrower than fp32's: a product beyond it is NaN or 0 on
+ * the device, which --check reports.  Integer inputs stay for the host. */
+int dc_r_prod(dctx *c, const gr_node *n, int *out)
+{
+    int x = dc_val(c, n, 0, "self");
+    const gr_arg *a = gr_node_arg(n, 1, "dim");
+    int has_dim = a && a->kind != GR_ARG_NONE && a->kind != GR_ARG_DTYPE;
+    int dt = dc_dtype_arg(c, n, has_dim ? 3 : 1, "dtype");
+    if (dt >= 0)
+        x = dc_cast(c, x, (gr_dtype)dt);
+    gr_ttype t = dc_T(c, x), to = c->g->values[n->out].type;
+    if (!dc_is_float(t.dtype))
+        return 0;
+    if (dc_numel(&t) == 0) {
+        out[0] = dc_full(c, to.rank, to.shape, 1, to.dtype);
+        return 1;
+    }
+    int d = 0;
+    if (!has_dim || t.rank == 0) {
+        int64_t all = dc_numel(&t);
+        x = dc_reshape(c, x, 1, &all);
+    } else {
+        d = dc_normdim(c, (int64_t)dc_num(c, n, 1, "dim", 0), t.rank);
+    }
+    out[0] = dc_reshape(c, prod_dim(c, x, d), to.rank, to.shape);
+    return 1;
+}
+
 /* scatter.reduce(self, dim, index, src, reduce): "add" as scatter_add;
  * "multiply": self times the product of the src entries sent to each
  * position (ones elsewhere). */

@@ -418,47 +418,6 @@ int dc_r_cumprod(dctx *c, const gr_node *n, int *out)
     return 1;
 }
 
-/* prod(self, dim, keepdim, dtype), prod(self, dtype): halves multiplied
- * (a one appended to an odd extent) until one element is left along dim:
- * log2 n products, n - 1 roundings as a serial product.  DL16's range
- * (up to about 8.6e9, down to 2^-31) is narrower than fp32's: a product
- * beyond it is NaN or 0 on the device, which --check reports.  Integer
- * inputs stay for the host. */
-int dc_r_prod(dctx *c, const gr_node *n, int *out)
-{
-    int x = dc_val(c, n, 0, "self");
-    const gr_arg *a = gr_node_arg(n, 1, "dim");
-    int has_dim = a && a->kind != GR_ARG_NONE && a->kind != GR_ARG_DTYPE;
-    int dt = dc_dtype_arg(c, n, has_dim ? 3 : 1, "dtype");
-    if (dt >= 0)
-        x = dc_cast(c, x, (gr_dtype)dt);
-    gr_ttype t = dc_T(c, x), to = c->g->values[n->out].type;
-    if (!dc_is_float(t.dtype))
-        return 0;
-    if (dc_numel(&t) == 0) {
-        out[0] = dc_full(c, to.rank, to.shape, 1, to.dtype);
-        return 1;
-    }
-    int d = 0;
-    if (!has_dim || t.rank == 0) {
-        int64_t all = dc_numel(&t);
-        x = dc_reshape(c, x, 1, &all);
-    } else {
-        d = dc_normdim(c, (int64_t)dc_num(c, n, 1, "dim", 0), t.rank);
-    }
-    for (int64_t len = dc_T(c, x).shape[d]; len > 1; len = (len + 1) / 2) {
-        if (len % 2) {
-            gr_ttype to1 = dc_T(c, x);
-            to1.shape[d] = 1;
-            x = cat2(c, x, dc_full(c, to1.rank, to1.shape, 1, to1.dtype), d);
-        }
-        int64_t h = (len + 1) / 2;
-        x = dc_bin(c, "aten.mul.Tensor", dc_slice(c, x, d, 0, h, 1), dc_slice(c, x, d, h, 2 * h, 1));
-    }
-    out[0] = dc_reshape(c, x, to.rank, to.shape);
-    return 1;
-}
-
 /* dist(self, other, p): the p-norm of self - other over all elements. */
 int dc_r_dist(dctx *c, const gr_node *n, int *out)
 {

@@ -2852,8 +2852,8 @@ static const struct {
                             "products on the PT units (float only)"},
     {"cumprod", dc_r_cumprod, "scan by doubling: for k = 1, 2, 4, ..: y *= cat(ones(k), y[:n-k]) along dim "
                               "(log2 n products; float only)"},
-    {"prod", dc_r_prod, "halves multiplied along dim (a one appended to an odd extent) until one element is left: "
-                        "log2 n products (float only; DL16's range)"},
+    {"prod", dc_r_prod, "halves multiplied along dim (an odd extent's last element carried up) until one element "
+                        "is left: log2 n products (float only; DL16's range)"},
     {"median", dc_r_median, "as sort, rank (n - 1) / 2 alone (the lower middle), its index; a row with a NaN: NaN, "
                             "the first NaN's index (amin of where(x != x, arange, n))"},
     {"kthvalue", dc_r_median, "as sort, rank k - 1 alone, its index"},
