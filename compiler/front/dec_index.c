@@ -244,12 +244,12 @@ int dc_r_median(dctx *c, const gr_node *n, int *out)
         dc_fail(c, "k = %lld is out of range", (long long)k + kth);
     if (d < 0)
         keep = 0;
-    int y = -1, vals, idx;
+    int vals, idx;
     if (r == 0) {
         vals = x;
         idx = dc_full(c, 0, (int64_t[]){0}, 0, GR_I64);
     } else {
-        y = move_last(c, x, dd, 0);
+        int y = move_last(c, x, dd, 0);
         sort_last(c, y, k, 1, 0, &vals, &idx); /* (.., 1): rank k */
         if (!kth) {
             int64_t ld = r - 1;
@@ -310,12 +310,11 @@ int dc_r_bucketize(dctx *c, const gr_node *n, int *out)
     if (so && so->kind != GR_ARG_NONE)
         return 0;
     gr_ttype tx = dc_T(c, x), tb = dc_T(c, b), to = c->g->values[n->out].type;
-    if (tb.rank < 1 || (tb.rank > 1 && tb.rank != tx.rank) || !tb.shape[tb.rank - 1] || !dc_numel(&tx)) {
-        if (tb.rank >= 1 && (!tb.shape[tb.rank - 1] || !dc_numel(&tx))) {
-            out[0] = dc_full(c, to.rank, to.shape, 0, to.dtype);
-            return 1;
-        }
+    if (tb.rank < 1 || (tb.rank > 1 && tb.rank != tx.rank))
         return 0;
+    if (!tb.shape[tb.rank - 1] || !dc_numel(&tx)) { /* no boundaries or no values */
+        out[0] = dc_full(c, to.rank, to.shape, 0, to.dtype);
+        return 1;
     }
     int right = (int)dc_num(c, n, 3, "right", 0) || (side && side->kind == GR_ARG_STR && !strcmp(side->s, "right"));
     int xu = dc_unsqueeze(c, x, tx.rank), bu = tb.rank > 1 ? dc_unsqueeze(c, b, tb.rank - 1) : b;
