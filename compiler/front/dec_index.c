@@ -279,16 +279,15 @@ int dc_r_any(dctx *c, const gr_node *n, int *out)
 {
     int x = dc_val(c, n, 0, "self"), is_all = !strcmp(n->base, "all");
     gr_ttype tx = dc_T(c, x), to = c->g->values[n->out].type;
-    const gr_arg *a = gr_node_arg(n, 1, "dim");
-    int has_dim = a && a->kind != GR_ARG_NONE;
-    int64_t dd = has_dim ? dc_normdim(c, (int64_t)dc_num(c, n, 1, "dim", 0), tx.rank) : 0;
+    int64_t dims[GR_MAX_RANK];
+    int nd = dc_ints(c, n, 1, "dim", dims); /* an int, a list (any.dims) or none: all */
     if (dc_numel(&tx) == 0) {
         out[0] = dc_full(c, to.rank, to.shape, is_all, to.dtype);
         return 1;
     }
     int nz = dc_cast(c, dc_cmps(c, "aten.ne.Scalar", x, 0), GR_F32);
-    int m = dc_red(c, is_all ? "aten.amin.default" : "aten.amax.default", nz, has_dim, &dd,
-                   has_dim && (int)dc_num(c, n, 2, "keepdim", 0));
+    int m = dc_red(c, is_all ? "aten.amin.default" : "aten.amax.default", nz, nd < 0 ? 0 : nd, dims,
+                   nd > 0 && (int)dc_num(c, n, 2, "keepdim", 0));
     out[0] = dc_cmps(c, "aten.gt.Scalar", m, 0);
     if (to.dtype != GR_BOOL)
         out[0] = dc_cast(c, out[0], to.dtype);
