@@ -558,9 +558,9 @@ static void test_median_kthvalue_prod_dist_run_on_the_device(void)
 }
 
 /* bucketize and searchsorted count the boundaries below (right: not
- * above), per row for a 2-D sequence (sorted: a binary search's result
- * is the count only then); nn.Bilinear's _trilinear is a product and a
- * sum over rows. */
+ * above), per row for a 2-D sequence (sorted, or through a sorter: a
+ * binary search's result is the count only then); nn.Bilinear's
+ * _trilinear is a product and a sum over rows. */
 static void test_bucketize_searchsorted_bilinear_run_on_the_device(void)
 {
     const char *text = "graph bsb\ninput %x: f32[4, 16]\ninput %b: f32[5]\ninput %s: f32[4, 7]\n"
@@ -570,8 +570,9 @@ static void test_bucketize_searchsorted_bilinear_run_on_the_device(void)
                        "%l: i64[4, 16] = aten.bucketize.Tensor(%x, %bv)\n"
                        "%r: i32[4, 16] = aten.bucketize.Tensor(%x, %bv, out_int32=True, right=True)\n"
                        "%t: i64[4, 16] = aten.searchsorted.Tensor(%sv, %x, side=\"right\")\n"
+                       "%bi: i64[5] = getitem(%bs, 1)\n%q: i64[4, 16] = aten.searchsorted.Tensor(%b, %x, sorter=%bi)\n"
                        "%o: f32[6, 40] = aten._trilinear.default(%u, %w, %v, [1, 3], [0], [1, 2], [2, 3])\n"
-                       "output %l, %r, %t, %o\n";
+                       "output %l, %r, %t, %q, %o\n";
     for (int i = 0; i < 2; i++)
         runs_on_the_device(text, both_chips[i], "check o: ");
 }

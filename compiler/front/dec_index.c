@@ -297,7 +297,8 @@ int dc_r_any(dctx *c, const gr_node *n, int *out)
 /* bucketize(self, boundaries, out_int32, right), searchsorted(sorted,
  * self, out_int32, right, side): #{j: !(b_j >= x)} (right: !(b_j > x)),
  * which counts a NaN past every boundary as PyTorch's binary search does;
- * a sorted sequence of rank > 1 per row.  A sorter stays for the host. */
+ * a sorted sequence of rank > 1 per row.  A count does not depend on the
+ * order, so a sorter (a permutation) changes nothing. */
 int dc_r_bucketize(dctx *c, const gr_node *n, int *out)
 {
     int bz = !strcmp(n->base, "bucketize");
@@ -305,9 +306,7 @@ int dc_r_bucketize(dctx *c, const gr_node *n, int *out)
     if (!xa || xa->kind != GR_ARG_VALUE) /* searchsorted.Scalar */
         return 0;
     int x = dc_val(c, n, bz ? 0 : 1, "self"), b = dc_val(c, n, bz ? 1 : 0, bz ? "boundaries" : "sorted_sequence");
-    const gr_arg *so = gr_node_arg(n, 5, "sorter"), *side = gr_node_arg(n, 4, "side");
-    if (so && so->kind != GR_ARG_NONE)
-        return 0;
+    const gr_arg *side = gr_node_arg(n, 4, "side");
     gr_ttype tx = dc_T(c, x), tb = dc_T(c, b), to = c->g->values[n->out].type;
     if (tb.rank < 1 || (tb.rank > 1 && tb.rank != tx.rank))
         return 0;

@@ -2860,7 +2860,7 @@ static const struct {
     {"any", dc_r_any, "amax(x != 0 as 0/1) > 0 (exact: a selection); empty: False"},
     {"all", dc_r_any, "amin(x != 0 as 0/1) > 0; empty: True"},
     {"bucketize", dc_r_bucketize, "sum_j !(boundaries_j >= x) (right: !(b_j > x)): NaN past every boundary"},
-    {"searchsorted", dc_r_bucketize, "as bucketize, per row of a sorted sequence of rank > 1; a sorter: the host"},
+    {"searchsorted", dc_r_bucketize, "as bucketize, per row of a sorted sequence of rank > 1; a sorter ignored (a count)"},
     {"dist", dc_r_dist, "norm(self - other, p) over all elements"},
     {"_trilinear", dc_r_trilinear, "nn.Bilinear's form: mm(x2, weight as (J, O*I)) as (B, O, I) times x1 (B, 1, I), "
                                    "summed over I; other forms: the host"},
