@@ -740,6 +740,199 @@ static void test_encoder_small_on_a_tiny_lx_runs_its_host_ops_and_checks(void)
     remove(cfg);
 }
 
+/* DLRM's pairwise interactions (Z[:, li, lj] with li, lj = tril_indices):
+ * tril_indices / triu_indices, linspace and logspace are baked constants,
+ * unbind is selects, and an index of several index tensors (adjacent, or
+ * apart: their dims first) is one index of combined offsets.  A constant
+ * the graph returns is copied into its output. */
+static void test_factories_and_an_index_of_two_tensors_run_on_the_device(void)
+{
+    const char *text = "graph factories\ninput %z: f32[4, 4, 4]\n"
+                       "%tri: i64[2, 6] = aten.tril_indices.default(4, 4, -1, device=\"cpu\", pin_memory=False)\n"
+                       "%unbind: (i64[6], i64[6]) = aten.unbind.int(%tri)\n"
+                       "%li: i64[6] = getitem(%unbind, 0)\n%lj: i64[6] = getitem(%unbind, 1)\n"
+                       "%pick: f32[4, 6] = aten.index.Tensor(%z, [None, %li, %lj])\n"
+                       "%up: i64[2, 6] = aten.triu_indices.default(4, 4, 1)\n"
+                       "%ui: i64[6] = aten.select.int(%up, 0, 0)\n%uj: i64[6] = aten.select.int(%up, 0, 1)\n"
+                       "%apart: f32[6, 4] = aten.index.Tensor(%z, [%ui, None, %uj])\n"
+                       "%ls: f32[6] = aten.linspace.default(-1, 1, 6, device=\"cpu\", pin_memory=False)\n"
+                       "%lg: f32[6] = aten.logspace.default(0, 1, 6, 2.0)\n"
+                       "%s1: f32[4, 6] = aten.add.Tensor(%pick, %ls)\n%s2: f32[4, 6] = aten.mul.Tensor(%s1, %lg)\n"
+                       "%t: f32[4, 6] = aten.t.default(%apart)\n%r: f32[4, 6] = aten.add.Tensor(%s2, %t)\noutput %r\n";
+    runs_on_the_device(text, " --config spyre --no-fallback", "check r: ");
+    runs_on_the_device(text, " --config spyre-4core --no-fallback", " ok");
+    runs_on_the_device("graph lo\n%linspace: f32[7] = aten.linspace.default(-2, 2, 7)\n"
+                       "%tri: i64[2, 6] = aten.tril_indices.default(4, 4, -1)\noutput %linspace, %tri\n",
+                       " --no-fallback", "check tri: ");
+}
+
+/* Every factory a model's graph holds is lowered, decomposed or baked:
+ * with each one's value in a sum, nothing runs on the host. */
+static void test_every_factory_runs_on_the_device(void)
+{
+    const char *text =
+        "graph allf\n"
+        "input %x: f32[4, 4]\n"
+        "%e: f32[4, 4] = aten.eye.default(4)\n"
+        "%em: f32[4, 4] = aten.eye.m(4, 4)\n"
+        "%f: f32[4, 4] = aten.full.default([4, 4], 2.5)\n"
+        "%fl: f32[4, 4] = aten.full_like.default(%x, 3)\n"
+        "%zl: f32[4, 4] = aten.zeros_like.default(%x)\n"
+        "%ol: f32[4, 4] = aten.ones_like.default(%x)\n"
+        "%el: f32[4, 4] = aten.empty_like.default(%x)\n"
+        "%ar: f32[4] = aten.arange.start_step(0.5, 4.5, 1.0)\n"
+        "%ai: i64[4] = aten.arange.start_step(2, 10, 2)\n"
+        "%ac: f32[4] = aten._to_copy.default(%ai, dtype=f32)\n"
+        "%st: f32[] = aten.scalar_tensor.default(1.5)\n"
+        "%tl: f32[4, 4] = aten.tril.default(%x, -1)\n"
+        "%tu: f32[4, 4] = aten.triu.default(%x, 1)\n"
+        "%nz: f32[4, 4] = aten.new_zeros.default(%x, [4, 4])\n"
+        "%no: f32[4, 4] = aten.new_ones.default(%x, [4, 4])\n"
+        "%nf: f32[4, 4] = aten.new_full.default(%x, [4, 4], 0.25)\n"
+        "%ls: f32[4] = aten.linspace.default(0, 1, 4)\n"
+        "%lg: f32[4] = aten.logspace.default(0, 1, 4)\n"
+        "%a1: f32[4, 4] = aten.add.Tensor(%e, %em)\n"
+        "%a2: f32[4, 4] = aten.add.Tensor(%a1, %f)\n"
+        "%a3: f32[4, 4] = aten.add.Tensor(%a2, %fl)\n"
+        "%a4: f32[4, 4] = aten.add.Tensor(%a3, %zl)\n"
+        "%a5: f32[4, 4] = aten.add.Tensor(%a4, %ol)\n"
+        "%a6: f32[4, 4] = aten.add.Tensor(%a5, %el)\n"
+        "%a7: f32[4, 4] = aten.add.Tensor(%a6, %ar)\n"
+        "%a8: f32[4, 4] = aten.add.Tensor(%a7, %ac)\n"
+        "%a9: f32[4, 4] = aten.mul.Tensor(%a8, %st)\n"
+        "%b1: f32[4, 4] = aten.add.Tensor(%a9, %tl)\n"
+        "%b2: f32[4, 4] = aten.add.Tensor(%b1, %tu)\n"
+        "%b3: f32[4, 4] = aten.add.Tensor(%b2, %nz)\n"
+        "%b4: f32[4, 4] = aten.add.Tensor(%b3, %no)\n"
+        "%b5: f32[4, 4] = aten.add.Tensor(%b4, %nf)\n"
+        "%b6: f32[4, 4] = aten.add.Tensor(%b5, %ls)\n"
+        "%b7: f32[4, 4] = aten.add.Tensor(%b6, %lg)\n"
+        "output %b7\n";
+    runs_on_the_device(text, " --config spyre --no-fallback", "check b7: ");
+    runs_on_the_device(text, " --config spyre-4core --no-fallback", " ok");
+}
+
+/* Indices beyond DL16's exact integers (1024) stay on the host, and the
+ * refusal says why. */
+static void test_tril_indices_beyond_dl16_integers_run_on_the_host(void)
+{
+    const char *text = "graph big\ninput %z: f32[1030, 2]\n"
+                       "%tri: i64[2, 2059] = aten.tril_indices.default(1030, 2, 0)\n"
+                       "%i: i64[2059] = aten.select.int(%tri, 0, 0)\n"
+                       "%p: f32[2059, 2] = aten.index.Tensor(%z, [%i])\noutput %p\n";
+    CU_ASSERT_EQUAL(run_checked(text, " --config spyre"), 0);
+    TU_ASSERT_CONTAINS(out, "fallback aten.tril_indices.default (graph line 3)");
+    TU_ASSERT_CONTAINS(out, " ok\n");
+    CU_ASSERT_EQUAL(run_checked(text, " --no-fallback"), 2);
+    TU_ASSERT_CONTAINS(out, ":3: aten.tril_indices.default: integer values up to 1029 are not exact on the device");
+}
+
+/* T5's relative-position bucket (traces/models/positions.py:relpos): the
+ * cast of log(n / 8) back to int64 is tabulated at compile time, the
+ * embedding by the buckets is one-hot; the buckets match the reference
+ * exactly. */
+static const char *t5_bucket = "graph t5_bucket\n"
+                               "input %q: f32[20, 20]\n"
+                               "%i: i64[20] = aten.arange.default(20)\n"
+                               "%c: i64[20, 1] = aten.unsqueeze.default(%i, 1)\n"
+                               "%m: i64[1, 20] = aten.unsqueeze.default(%i, 0)\n"
+                               "%rel: i64[20, 20] = aten.sub.Tensor(%m, %c)\n"
+                               "%z: i64[20, 20] = aten.zeros_like.default(%rel, dtype=i64)\n"
+                               "%mn: i64[20, 20] = aten.minimum.default(%rel, %z)\n"
+                               "%n: i64[20, 20] = aten.neg.default(%mn)\n"
+                               "%f: f32[20, 20] = aten._to_copy.default(%n, dtype=f32)\n"
+                               "%cl: f32[20, 20] = aten.clamp.default(%f, 1)\n"
+                               "%d: f32[20, 20] = aten.div.Tensor(%cl, 8)\n"
+                               "%l: f32[20, 20] = aten.log.default(%d)\n"
+                               "%d1: f32[20, 20] = aten.div.Tensor(%l, 2.772588722239781)\n"
+                               "%s: f32[20, 20] = aten.mul.Tensor(%d1, 8)\n"
+                               "%t: i64[20, 20] = aten._to_copy.default(%s, dtype=i64)\n"
+                               "%a: i64[20, 20] = aten.add.Tensor(%t, 8)\n"
+                               "%full: i64[20, 20] = aten.full_like.default(%a, 15, dtype=i64)\n"
+                               "%large: i64[20, 20] = aten.minimum.default(%a, %full)\n"
+                               "%lt: bool[20, 20] = aten.lt.Scalar(%n, 8)\n"
+                               "%b: i64[20, 20] = aten.where.self(%lt, %n, %large)\n"
+                               "%ar: f32[16] = aten.arange.default(16.0)\n"
+                               "%col: f32[16, 1] = aten.unsqueeze.default(%ar, 1)\n"
+                               "%tab: f32[16, 1] = aten.mul.Tensor(%col, 0.1)\n"
+                               "%e: f32[20, 20, 1] = aten.embedding.default(%tab, %b)\n"
+                               "%sq: f32[20, 20] = aten.squeeze.dim(%e, -1)\n"
+                               "%r: f32[20, 20] = aten.add.Tensor(%q, %sq)\n"
+                               "output %b, %r\n";
+
+static void test_a_t5_relative_position_bucket_runs_on_the_device(void)
+{
+    const char *chips[] = {" --config spyre --no-fallback", " --config spyre-4core --no-fallback"};
+    for (int i = 0; i < 2; i++) {
+        runs_on_the_device(t5_bucket, chips[i], "check b: max_abs_err=0.0e+00 ");
+        TU_ASSERT_CONTAINS(out, "check r: ");
+    }
+}
+
+/* embedding(w, arange) (GPT-2's wpe) reads w's rows as a plain load: no
+ * gather, no one-hot. */
+static void test_learned_positions_are_a_load_of_the_tables_rows(void)
+{
+    static const char *text = "graph learned_positions\n"
+                              "input %w: f32[64, 32]\n"
+                              "input %x: f32[1, 16, 32]\n"
+                              "%i: i64[16] = aten.arange.default(16)\n"
+                              "%p: i64[1, 16] = aten.unsqueeze.default(%i, 0)\n"
+                              "%e: f32[1, 16, 32] = aten.embedding.default(%w, %p)\n"
+                              "%r: f32[1, 16, 32] = aten.add.Tensor(%x, %e)\n"
+                              "output %r\n";
+    CU_ASSERT_EQUAL(compiled_report(text), 0);
+    TU_ASSERT_CONTAINS(out, "k0_arange_embedding_add: pointwise [512]\n");
+    TU_ASSERT_CONTAINS(out, "reads: x f32[1, 16, 32], w f32[64, 32]\n");
+    runs_on_the_device(text, " --config spyre --no-fallback", "check r: ");
+    runs_on_the_device(text, " --config spyre-4core --no-fallback", "check r: ");
+}
+
+/* linspace as PyTorch computes it (two halves, from each end), an even
+ * and an odd count, against the reference executor on both chips. */
+static void test_linspace_runs_on_the_device(void)
+{
+    static const char *text = "graph linspace\n"
+                              "input %x: f32[16]\n"
+                              "input %y: f32[7]\n"
+                              "%a: f32[16] = aten.linspace.default(-1, 1, 16)\n"
+                              "%b: f32[7] = aten.linspace.default(0.5, 10, 7)\n"
+                              "%r: f32[16] = aten.add.Tensor(%x, %a)\n"
+                              "%s: f32[7] = aten.add.Tensor(%y, %b)\n"
+                              "output %r, %s\n";
+    runs_on_the_device(text, " --config spyre --no-fallback", "check s: ");
+    runs_on_the_device(text, " --config spyre-4core --no-fallback", "check s: ");
+}
+
+/* A tabulated cast whose integers leave DL16's exact range (up to 1900)
+ * and one whose values lie near an integer without being one are refused
+ * naming why; the first runs on the host and validates. */
+static void test_a_cast_to_int_the_device_cannot_hold_exactly_runs_on_the_host(void)
+{
+    static char text[1024];
+    const char *scale[] = {"100.0", "0.999999"};
+    const char *why[] = {":7: aten.add.Tensor: integer values up to 1900 are not exact", "casts to i64 are not supported"};
+    for (int k = 0; k < 2; k++) {
+        snprintf(text, sizeof text,
+                 "graph cast_refused\n"
+                 "input %%q: f32[20, 20]\n"
+                 "%%i: i64[20] = aten.arange.default(20)\n"
+                 "%%f: f32[20] = aten._to_copy.default(%%i, dtype=f32)\n"
+                 "%%m: f32[20] = aten.mul.Tensor(%%f, %s)\n"
+                 "%%t: i64[20] = aten._to_copy.default(%%m, dtype=i64)\n"
+                 "%%r: f32[20, 20] = aten.add.Tensor(%%q, %%t)\n"
+                 "output %%r\n",
+                 scale[k]);
+        CU_ASSERT_NOT_EQUAL(run_checked(text, " --no-fallback"), 0);
+        TU_ASSERT_CONTAINS(out, why[k]);
+        if (k) /* the host ops pass m to each other through DRAM in DL16, so 18.999981 comes back as 19 */
+            continue;
+        CU_ASSERT_EQUAL(run_checked(text, ""), 0);
+        TU_ASSERT_CONTAINS(out, "fallback_ops=2 ");
+        TU_ASSERT_CONTAINS(out, "check r: max_abs_err=4.9e-04 ");
+    }
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -783,6 +976,15 @@ int main(void)
         {"any and all run on the device exactly", test_any_and_all_run_on_the_device_exactly},
         {"median, kthvalue, prod, dist run on the device", test_median_kthvalue_prod_dist_run_on_the_device},
         {"bucketize, searchsorted, bilinear run on the device", test_bucketize_searchsorted_bilinear_run_on_the_device},
+        {"factories and an index of two tensors run on the device",
+         test_factories_and_an_index_of_two_tensors_run_on_the_device},
+        {"every factory runs on the device", test_every_factory_runs_on_the_device},
+        {"tril_indices beyond DL16's integers run on the host", test_tril_indices_beyond_dl16_integers_run_on_the_host},
+        {"a T5 relative-position bucket runs on the device", test_a_t5_relative_position_bucket_runs_on_the_device},
+        {"learned positions are a load of the table's rows", test_learned_positions_are_a_load_of_the_tables_rows},
+        {"linspace runs on the device", test_linspace_runs_on_the_device},
+        {"a cast to int the device cannot hold exactly runs on the host",
+         test_a_cast_to_int_the_device_cannot_hold_exactly_runs_on_the_host},
         {"encoder_small on a tiny LX runs its host ops and checks",
          test_encoder_small_on_a_tiny_lx_runs_its_host_ops_and_checks},
         {NULL, NULL},

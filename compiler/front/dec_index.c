@@ -10,6 +10,7 @@
 #include "decompose.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* arange(n) as int64, shaped [1, .., n, .., 1]: rank dims, n at dim d. */
@@ -524,6 +525,76 @@ int dc_r_index_select(dctx *c, const gr_node *n, int *out)
     return 1;
 }
 
+/* embedding(weight, indices) with indices made from positions alone (a
+ * relative-position bucket): one-hot over the table's rows, as
+ * index_select; an arange (learned positions) is a plain load, and indices
+ * that read an input stay the back half's row gather (lower.c) or,
+ * computed from one, the host's. */
+static int reads_data_rec(const gr_graph *g, int v, char *seen)
+{
+    if (g->values[v].kind != GR_VAL_NODE)
+        return 1;
+    if (seen[v])
+        return 0;
+    seen[v] = 1;
+    const gr_node *n = &g->nodes[g->values[v].node];
+    for (int i = 0; i < n->nargs; i++) {
+        const gr_arg *a = &n->args[i];
+        for (int j = 0; j < (a->kind == GR_ARG_LIST ? a->nitems : 1); j++) {
+            const gr_arg *x = a->kind == GR_ARG_LIST ? &a->items[j] : a;
+            if (x->kind == GR_ARG_VALUE && reads_data_rec(g, x->value, seen))
+                return 1;
+        }
+    }
+    return 0;
+}
+
+/* Whether value v depends on a graph input or parameter (else it is made
+ * from positions and constants alone). */
+static int reads_data(dctx *c, int v)
+{
+    char *seen = calloc((size_t)c->d->nvalues, 1);
+    if (!seen)
+        abort();
+    int r = reads_data_rec(c->d, v, seen);
+    free(seen);
+    return r;
+}
+
+/* Whether value v is an arange seen through views (the lowering reads the
+ * table's rows at those positions by a plain load). */
+static int is_positions(dctx *c, int v)
+{
+    static const char *const views[] = {"unsqueeze", "slice", "expand", "view", "_reshape_alias", "reshape", "squeeze"};
+    while (c->d->values[v].kind == GR_VAL_NODE) {
+        const gr_node *n = &c->d->nodes[c->d->values[v].node];
+        if (!strcmp(n->base, "arange"))
+            return 1;
+        int view = 0;
+        for (size_t i = 0; i < sizeof views / sizeof *views; i++)
+            view |= !strcmp(n->base, views[i]);
+        if (!view || !n->nargs || n->args[0].kind != GR_ARG_VALUE)
+            return 0;
+        v = n->args[0].value;
+    }
+    return 0;
+}
+
+int dc_r_embedding(dctx *c, const gr_node *n, int *out)
+{
+    int w = dc_val(c, n, 0, "weight"), ix = dc_val(c, n, 1, "indices");
+    gr_ttype tw = dc_T(c, w), ti = dc_T(c, ix), to = ti;
+    if (reads_data(c, ix) || is_positions(c, ix) || tw.rank != 2 || !tw.shape[0] || dc_is_float(ti.dtype) ||
+        ti.rank >= GR_MAX_RANK)
+        return 0;
+    int64_t m = dc_numel(&ti);
+    int r = select_one_hot(c, w, 0, ti.rank == 1 ? ix : dc_reshape(c, ix, 1, &m), 0);
+    to.dtype = tw.dtype;
+    to.shape[to.rank++] = tw.shape[1];
+    out[0] = dc_reshape(c, r, to.rank, to.shape);
+    return 1;
+}
+
 /* The one index tensor of an indices list (index, index_put), at dim
  * *d; -1 if there are several or none. */
 static int one_index(dctx *c, const gr_node *n, int *d)
@@ -541,14 +612,82 @@ static int one_index(dctx *c, const gr_node *n, int *d)
     return ix;
 }
 
+/* sum_j ix_j * stride_j, each ix_j's negative positions wrapped, the
+ * strides row-major over sizes (span their product) */
+static int combined_offsets(dctx *c, const int *ix, const int64_t *sizes, int k, int64_t span)
+{
+    int off = -1;
+    for (int j = 0; j < k; j++) {
+        span /= sizes[j];
+        int neg = dc_cmps(c, "aten.lt.Scalar", ix[j], 0);
+        int w = dc_where(c, neg, dc_bins(c, "aten.add.Tensor", ix[j], (double)sizes[j]), ix[j]);
+        w = dc_bins(c, "aten.mul.Tensor", w, (double)span);
+        off = off < 0 ? w : dc_bin(c, "aten.add.Tensor", off, w);
+    }
+    return off;
+}
+
+/* index.Tensor(self, indices) with several integer index tensors: they
+ * broadcast together and pick elements of the dims they index, so those
+ * dims merged into one are indexed by one tensor of combined offsets
+ * (row-major within them).  Index tensors apart (a None between them)
+ * put their dims first, as PyTorch; so x's indexed dims are moved first. */
+static int several_indices(dctx *c, const gr_node *n, int x)
+{
+    const gr_arg *l = gr_node_arg(n, 1, "indices");
+    gr_ttype t = dc_T(c, x), tb = {.rank = 0};
+    int64_t perm[GR_MAX_RANK], merged[GR_MAX_RANK], span = 1;
+    int np = 0, k = 0, first = -1, apart = 0, ix[GR_MAX_RANK];
+    for (int i = 0; i < l->nitems && i < t.rank; i++)
+        if (l->items[i].kind == GR_ARG_VALUE) {
+            ix[k] = c->vmap[l->items[i].value];
+            gr_ttype ti = dc_T(c, ix[k]);
+            gr_ttype prev = tb;
+            if (ti.dtype == GR_BOOL || dc_is_float(ti.dtype) || !t.shape[i] || ir_broadcast(&prev, &ti, &tb))
+                return 0;
+            apart |= first >= 0 && i != first + k;
+            first = first < 0 ? i : first;
+            perm[np++] = i;
+            span *= t.shape[i];
+            k++;
+        }
+    if (l->nitems > t.rank || span - 1 > 1024 || t.rank - k + tb.rank > GR_MAX_RANK)
+        return 0; /* offsets beyond DL16's exact integers stay on the host */
+    int d0 = apart ? 0 : first;
+    for (int i = 0; i < t.rank; i++)
+        if (i >= l->nitems || l->items[i].kind != GR_ARG_VALUE)
+            perm[np++] = i;
+    if (apart)
+        x = dc_permute(c, x, perm);
+    int64_t sizes[GR_MAX_RANK];
+    for (int j = 0; j < k; j++)
+        sizes[j] = t.shape[perm[j]]; /* perm lists the indexed dims first */
+    int off = combined_offsets(c, ix, sizes, k, span);
+    gr_ttype tx = dc_T(c, x), to = {.dtype = t.dtype, .rank = 0};
+    int mr = 0;
+    for (int i = 0; i < tx.rank; i++)
+        if (i < d0 || i >= d0 + k)
+            merged[mr++] = tx.shape[i];
+        else if (i == d0)
+            merged[mr++] = span;
+    int64_t m = dc_numel(&tb);
+    int r = select_one_hot(c, dc_reshape(c, x, mr, merged), d0, dc_reshape(c, off, 1, &m), 0);
+    for (int i = 0; i < mr; i++)
+        for (int j = 0; j < (i == d0 ? tb.rank : 1); j++)
+            to.shape[to.rank++] = i == d0 ? tb.shape[j] : merged[i];
+    return dc_reshape(c, r, to.rank, to.shape);
+}
+
 /* index.Tensor(self, indices) with one integer index tensor (the others
- * None): x with that dim replaced by the index's shape.  Several index
- * tensors and bool masks (a data-dependent shape) stay for the host. */
+ * None): x with that dim replaced by the index's shape; several: as
+ * several_indices.  Bool masks (a data-dependent shape) stay for the host. */
 int dc_r_index(dctx *c, const gr_node *n, int *out)
 {
     int x = dc_val(c, n, 0, "self");
     gr_ttype t = dc_T(c, x);
     int d, ix = one_index(c, n, &d);
+    if (ix < 0 && d >= 0)
+        return (out[0] = several_indices(c, n, x)) > 0;
     if (ix < 0 || d >= t.rank || dc_T(c, ix).dtype == GR_BOOL || dc_is_float(dc_T(c, ix).dtype) || !t.shape[d])
         return 0;
     gr_ttype ti = dc_T(c, ix), to;

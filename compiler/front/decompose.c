@@ -2794,6 +2794,10 @@ static const struct {
     {"vdot", r_dot, "sum(a * b) (real tensors)"},
     {"zero", r_zero, "full(x's shape, 0)"},
     {"eye", r_eye, "arange(n)[:, None] == arange(m), cast"},
+    {"linspace", dc_r_space, "a constant of PyTorch's values (an integer dtype: within 1024)"},
+    {"logspace", dc_r_space, "as linspace"},
+    {"tril_indices", dc_r_tri_indices, "a constant of the (row, column) pairs (indices within 1024)"},
+    {"triu_indices", dc_r_tri_indices, "as tril_indices"},
     {"logsumexp", r_logsumexp, "m = amax (kept dims), log(sum(exp(x - m))) + m"},
     {"native_batch_norm", r_batch_norm, "not training: (x - running_mean) * rsqrt(running_var + eps) * weight + "
                                         "bias per channel; training: the batch's statistics as group_norm's, per channel"},
@@ -2878,7 +2882,11 @@ static const struct {
                                            "rows out, empty bags 0"},
     {"index_select", dc_r_index_select, "a 0-d self: itself; a 2-D table's rows by an input's row numbers: a row gather (lower); "
                                         "else one-hot: sum_k where(index == k, x[.., k, ..], 0)"},
-    {"index", dc_r_index, "one integer index tensor: one-hot over its flattened positions (negative ones wrap), reshaped"},
+    {"embedding", dc_r_embedding, "indices made from positions alone: one-hot over the flattened indices, as "
+                                  "index_select, reshaped; else a row gather (lower)"},
+    {"index", dc_r_index, "one integer index tensor: one-hot over its flattened positions (negative ones wrap), reshaped; "
+                          "several: the indexed dims merged (moved first when apart), one index of combined offsets "
+                          "(within 1024)"},
     {"take", dc_r_take, "one-hot over the flattened self (negative positions wrap), reshaped as index"},
     {"index_put", dc_r_index_put, "one integer index tensor: the values of the entries equal to each position, "
                                   "summed (accumulate) or the last one's; a bool mask over the leading dims with values "
@@ -3065,7 +3073,8 @@ static void decompose_node(dctx *c, int id)
         memcpy(c->tmap[n->out], res, (size_t)nres * sizeof *res);
         return;
     }
-    if (res[0] >= c->fresh) { /* the result takes the graph's name */
+    /* the result takes the graph's name; a constant (dc_const) keeps its own, an output of it a copy */
+    if (res[0] >= c->fresh && c->d->values[res[0]].kind == GR_VAL_NODE) {
         free(c->d->values[res[0]].name);
         c->d->values[res[0]].name = ir_xstrdup(v->name);
     }

@@ -103,6 +103,7 @@ int dc_r_scatter_add(dctx *c, const gr_node *n, int *out);
 int dc_r_index_fill(dctx *c, const gr_node *n, int *out);
 int dc_r_nll_loss(dctx *c, const gr_node *n, int *out);
 int dc_r_index_select(dctx *c, const gr_node *n, int *out);
+int dc_r_embedding(dctx *c, const gr_node *n, int *out);
 int dc_r_index(dctx *c, const gr_node *n, int *out);
 int dc_r_take(dctx *c, const gr_node *n, int *out);
 int dc_r_index_add(dctx *c, const gr_node *n, int *out);
@@ -135,5 +136,8 @@ int dc_r_convolution(dctx *c, const gr_node *n, int *out);     /* dec_convt.c */
 /* x's last axis (in elements) times the constant (in x out) matrix m: rows
  * as one matrix, a product, the shape back with out elements (dec_interp.c). */
 int dc_last_axis_times(dctx *c, int x, int m);
+
+int dc_r_space(dctx *c, const gr_node *n, int *out); /* dec_space.c */
+int dc_r_tri_indices(dctx *c, const gr_node *n, int *out);
 
 #endif
