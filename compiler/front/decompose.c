@@ -2858,6 +2858,18 @@ static const struct {
                             "products on the PT units (float only)"},
     {"cumprod", dc_r_cumprod, "scan by doubling: for k = 1, 2, 4, ..: y *= cat(ones(k), y[:n-k]) along dim "
                               "(log2 n products; float only)"},
+    {"prod", dc_r_prod, "halves multiplied along dim (an odd extent's last element carried up) until one element "
+                        "is left: log2 n products (float only; DL16's range)"},
+    {"median", dc_r_median, "as sort, rank (n - 1) / 2 alone (the lower middle), its index; a row with a NaN: NaN, "
+                            "the first NaN's index (amin of where(x != x, arange, n))"},
+    {"kthvalue", dc_r_median, "as sort, rank k - 1 alone, its index"},
+    {"any", dc_r_any, "amax(x != 0 as 0/1) > 0 (exact: a selection); empty: False"},
+    {"all", dc_r_any, "amin(x != 0 as 0/1) > 0; empty: True"},
+    {"bucketize", dc_r_bucketize, "sum_j !(boundaries_j >= x) (right: !(b_j > x)): NaN past every boundary"},
+    {"searchsorted", dc_r_bucketize, "as bucketize, per row of a sorted sequence of rank > 1; a sorter ignored (a count)"},
+    {"dist", dc_r_dist, "norm(self - other, p) over all elements"},
+    {"_trilinear", dc_r_trilinear, "nn.Bilinear's form: mm(x2, weight as (J, O*I)) as (B, O, I) times x1 (B, 1, I), "
+                                   "summed over I; other forms: the host"},
     {"mv", dc_r_mv, "mm of the vector as a row and self^T (the result's lanes along M)"},
     {"roll", dc_r_roll, "cat(slice(last s), slice(first n - s)) per dim"},
     {"rot90", dc_r_rot90, "flip and transpose"},
