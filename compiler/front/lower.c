@@ -820,8 +820,8 @@ static void l_cat(lctx *c, int out, int opi)
         t.dtype = ir_promote(nv, dts, cls);
     }
     ir_arena *A = &c->p->A;
-    /* a gather reads whole table rows along a kernel's columns: a piece
-     * gathering its last dim is computed first, as its own kernel */
+    /* a gather reads whole table rows along its kernel's columns: along
+     * the last dim, a piece that gathers is computed first, on its own */
     for (int i = 0; dim == t.rank - 1 && i < nv; i++)
         if (c->bases[val(c, v[i])->base].buf < 0 && gathers(c, c->bases[val(c, v[i])->base].body))
             realize_for_reuse(c, v[i]);
