@@ -64,7 +64,7 @@ def host_ops(directory, chip):
 
 
 def run_all(names, on, last_key, source="traces/models/vision.py", hosted_key=None):
-    """Export and run each model on each chip, print their lines, then
+    """Export and run each model (of file source, or source(name)) on each chip, print their lines, then
     last_key=validated/runs (no host op); with hosted_key, also each run's
     `.host_ops=` and hosted_key=validated/runs with host ops allowed.  A
     model that does not export counts as a run with check=error.  Exit 1
@@ -72,7 +72,7 @@ def run_all(names, on, last_key, source="traces/models/vision.py", hosted_key=No
     ok = hosted = total = 0
     for name in names:
         try:
-            d = export(name, source)
+            d = export(name, source(name) if callable(source) else source)
         except subprocess.CalledProcessError:
             d = None
         for chip in on:

@@ -754,6 +754,19 @@ static void l_tri(lctx *c, int out, int upper)
     free(ops);
 }
 
+static void note_gather(void *ctx, const ir_expr *x)
+{
+    *(int *)ctx |= x->kind == IR_E_ILOAD;
+}
+
+/* Does expression e gather (hold an IR_E_ILOAD)? */
+static int gathers(lctx *c, int e)
+{
+    int any = 0;
+    ir_expr_walk(&c->p->A, e, note_gather, &any);
+    return any;
+}
+
 /* cat: a chain of where(i_dim < end of piece, piece at i_dim - its start, ...);
  * only the chosen piece is read (ir.h, IR_E_WHERE). */
 static void l_cat(lctx *c, int out, int opi)
@@ -807,6 +820,11 @@ static void l_cat(lctx *c, int out, int opi)
         t.dtype = ir_promote(nv, dts, cls);
     }
     ir_arena *A = &c->p->A;
+    /* a gather reads whole table rows along its kernel's columns: along
+     * the last dim, a piece that gathers is computed first, on its own */
+    for (int i = 0; dim == t.rank - 1 && i < nv; i++)
+        if (c->bases[val(c, v[i])->base].buf < 0 && gathers(c, c->bases[val(c, v[i])->base].body))
+            realize_for_reuse(c, v[i]);
     uint64_t *ops = ops_new(c);
     int body = -1;
     for (int i = nv - 1; i >= 0; i--) {
