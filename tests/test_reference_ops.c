@@ -1257,6 +1257,29 @@ static void test_linspace_and_logspace_are_pytorchs_bit_for_bit(void)
     done(&t);
 }
 
+/* logspace of a base <= 0 is still base ** x (PyTorch 1.13's values), never linspace: a negative base
+ * alternates its sign at integer exponents, base 0 gives 1 then 0, one step gives base ** start. */
+static void test_logspace_of_a_base_not_above_zero_is_a_power(void)
+{
+    run_t t;
+    RUN(&t,
+        "%n: f32[4] = aten.logspace.default(0, 3, 4, -2.0)\n"
+        "%h: f32[4] = aten.logspace.default(0, 3, 4, -0.5)\n"
+        "%z: f32[4] = aten.logspace.default(0, 3, 4, 0.0)\n"
+        "%i: i64[4] = aten.logspace.default(0, 3, 4, -2.0, dtype=i64)\n"
+        "%n1: f32[1] = aten.logspace.default(1, 3, 1, -2.0)\n"
+        "%z1: f32[1] = aten.logspace.default(1, 3, 1, 0.0)\n"
+        "output %n, %h, %z, %i, %n1, %z1\n",
+        NULL);
+    EXPECT(&t, "n", 1, -2, 4, -8);
+    EXPECT(&t, "h", 1, -0.5, 0.25, -0.125);
+    EXPECT(&t, "z", 1, 0, 0, 0);
+    EXPECT(&t, "i", 1, -2, 4, -8);
+    EXPECT(&t, "n1", -2);
+    EXPECT(&t, "z1", 0);
+    done(&t);
+}
+
 /* The factories a model's graph holds, against PyTorch 1.13's values: linspace's middle point
  * comes from the second half (1 - 3 * step, not 0), tril_indices / triu_indices list the
  * triangle's (row, column) pairs row-major, clipped by the offset on either side. */
@@ -1736,6 +1759,7 @@ int main(void)
         {"linspace and logspace give hand-worked values", test_linspace_and_logspace_give_hand_worked_values},
         {"factories give PyTorch's values", test_factories_give_pytorch_values},
         {"linspace and logspace are PyTorch's bit for bit", test_linspace_and_logspace_are_pytorchs_bit_for_bit},
+        {"logspace of a base not above zero is a power", test_logspace_of_a_base_not_above_zero_is_a_power},
         {"distances give hand-worked values", test_distances_give_hand_worked_values},
         {"im2col lays each window in a column", test_im2col_lays_each_window_in_a_column},
         {"mode picks the most frequent, then the smallest", test_mode_picks_the_most_frequent_then_the_smallest},

@@ -20,21 +20,21 @@ static float float_point(double a, double b, int64_t n, int64_t j)
     return from + (float)(j - i) * st;
 }
 
-double cc_space_at(double a, double b, double base, int64_t n, int64_t j, int is_float)
+double cc_space_at(double a, double b, int is_log, double base, int64_t n, int64_t j, int is_float)
 {
     if (!is_float) { /* PyTorch casts start and end to the result's type first */
         a = trunc(a);
         b = trunc(b);
     }
     if (n == 1)
-        return is_float ? (double)(float)(base > 0 ? pow(base, a) : a) : trunc(base > 0 ? pow(base, a) : a);
-    if (is_float && base <= 0)
+        return is_float ? (double)(float)(is_log ? pow(base, a) : a) : trunc(is_log ? pow(base, a) : a);
+    if (is_float && !is_log)
         return (double)float_point(a, b, n, j);
     /* logspace's exponents, and integer points: in double (logspace's step of the float difference) */
     double fa = is_float ? (double)(float)a : a, fb = is_float ? (double)(float)b : b;
     double st = (is_float ? (double)(float)(fb - fa) : b - a) / (double)(n - 1);
     double x = j < n / 2 ? fa + st * (double)j : fb - st * (double)(n - 1 - j);
-    if (base > 0)
+    if (is_log)
         x = pow(base, x);
     return is_float ? (double)(float)x : trunc(x);
 }
@@ -83,7 +83,7 @@ int dc_r_space(dctx *c, const gr_node *n, int *out)
     float *v = ir_xalloc((size_t)steps * sizeof *v);
     double top = 0;
     for (int64_t j = 0; j < steps; j++) {
-        double x = cc_space_at(a, b, base, steps, j, dc_is_float(t.dtype));
+        double x = cc_space_at(a, b, is_log, base, steps, j, dc_is_float(t.dtype));
         top = dc_is_float(t.dtype) ? 0 : fmax(top, fabs(x));
         v[j] = (float)x;
     }
