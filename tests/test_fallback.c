@@ -806,13 +806,69 @@ static const char *t5_bucket = "graph t5_bucket\n"
                                "%r: f32[20, 20] = aten.add.Tensor(%q, %sq)\n"
                                "output %b, %r\n";
 
+/* The i64 values of graph text's value name on the reference executor
+ * (its inputs zeros) equal want[0..n). */
+static void reference_values_are(const char *text, const char *name, const int64_t *want, int64_t n)
+{
+    char err[512];
+    static float zeros[1 << 16];
+    gr_graph *g = gr_graph_parse(text, "t.txt", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    rt_ref *r = rt_ref_new(g, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    int v = gr_graph_find(g, name);
+    rt_ref_keep(r, v);
+    for (int i = 0; i < g->ninputs; i++) {
+        const gr_value *in = &g->values[g->inputs[i]];
+        CU_ASSERT_EQUAL(rt_ref_set(r, in->name, zeros, gr_ttype_numel(&in->type), err, sizeof err), 0);
+    }
+    CU_ASSERT_EQUAL_FATAL(rt_ref_run(r, err, sizeof err), 0);
+    const int64_t *got = rt_ref_value_i64(r, v, &(gr_ttype){0});
+    CU_ASSERT_PTR_NOT_NULL_FATAL(got);
+    for (int64_t i = 0; i < n; i++)
+        CU_ASSERT_EQUAL(got[i], want[i]);
+    rt_ref_free(r);
+    gr_graph_free(g);
+}
+
 static void test_a_t5_relative_position_bucket_runs_on_the_device(void)
 {
+    /* PyTorch 1.13's buckets of query i, key j: by i - j (0 for j > i); 16 = 2 * 8 lands on log 2 exactly */
+    static const int64_t by_distance[20] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 8, 8, 8, 9, 9, 9, 9, 10, 10, 10, 10};
+    int64_t want[400];
+    for (int i = 0; i < 400; i++)
+        want[i] = i / 20 > i % 20 ? by_distance[i / 20 - i % 20] : 0;
+    reference_values_are(t5_bucket, "b", want, 400);
     const char *chips[] = {" --config spyre --no-fallback", " --config spyre-4core --no-fallback"};
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 2; i++) { /* the device's buckets are the reference's, so PyTorch's */
         runs_on_the_device(t5_bucket, chips[i], "check b: max_abs_err=0.0e+00 ");
         TU_ASSERT_CONTAINS(out, "check r: ");
     }
+}
+
+/* (log(n.float()) / log(10)).long() at n = 1000 is 3 only while log(1000)
+ * is rounded as glibc rounds it: one ulp lower (another libm, PyTorch's
+ * SLEEF) truncates to 2, so the cast is not tabulated and runs on the
+ * host. */
+static void test_a_cast_to_int_one_ulp_from_an_integer_runs_on_the_host(void)
+{
+    static const char *text = "graph log10_cast\n"
+                              "input %q: f32[6]\n"
+                              "%i: i64[6] = aten.arange.start(995, 1001)\n"
+                              "%f: f32[6] = aten._to_copy.default(%i, dtype=f32)\n"
+                              "%l: f32[6] = aten.log.default(%f)\n"
+                              "%d: f32[6] = aten.div.Tensor(%l, 2.302585092994046)\n"
+                              "%t: i64[6] = aten._to_copy.default(%d, dtype=i64)\n"
+                              "%r: f32[6] = aten.add.Tensor(%q, %t)\n"
+                              "output %t, %r\n";
+    static const int64_t want[6] = {2, 2, 2, 2, 2, 3}; /* PyTorch 1.13 */
+    reference_values_are(text, "t", want, 6);
+    CU_ASSERT_EQUAL(run_checked(text, " --no-fallback"), 2);
+    TU_ASSERT_CONTAINS(out, "casts to i64 are not supported");
+    CU_ASSERT_EQUAL(run_checked(text, ""), 0);
+    TU_ASSERT_CONTAINS(out, "fallback aten._to_copy.default (graph line 7)");
+    TU_ASSERT_CONTAINS(out, " ok\n");
+    CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
 }
 
 /* embedding(w, arange) (GPT-2's wpe) reads w's rows as a plain load: no
@@ -924,6 +980,8 @@ int main(void)
         {"every factory runs on the device", test_every_factory_runs_on_the_device},
         {"tril_indices beyond DL16's integers run on the host", test_tril_indices_beyond_dl16_integers_run_on_the_host},
         {"a T5 relative-position bucket runs on the device", test_a_t5_relative_position_bucket_runs_on_the_device},
+        {"a cast to int one ulp from an integer runs on the host",
+         test_a_cast_to_int_one_ulp_from_an_integer_runs_on_the_host},
         {"learned positions are a load of the table's rows", test_learned_positions_are_a_load_of_the_tables_rows},
         {"linspace runs on the device", test_linspace_runs_on_the_device},
         {"a cast to int the device cannot hold exactly runs on the host",
