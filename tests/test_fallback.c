@@ -906,6 +906,30 @@ static void test_linspace_runs_on_the_device(void)
     runs_on_the_device(text, " --config spyre-4core --no-fallback", "check s: ");
 }
 
+/* A cast to bool inside a tabulated cast is v != 0, not v:
+ * ((n.float() * 0.5).bool().float() * 2.5).long() is 2 from n = 1 on, as
+ * PyTorch's (not 1.25 n truncated). */
+static void test_a_cast_to_bool_inside_a_tabulated_cast_is_nonzero(void)
+{
+    static const char *text = "graph bool_cast\n"
+                              "input %q: f32[20]\n"
+                              "%i: i64[20] = aten.arange.default(20)\n"
+                              "%f: f32[20] = aten._to_copy.default(%i, dtype=f32)\n"
+                              "%h: f32[20] = aten.mul.Tensor(%f, 0.5)\n"
+                              "%b: bool[20] = aten._to_copy.default(%h, dtype=bool)\n"
+                              "%bf: f32[20] = aten._to_copy.default(%b, dtype=f32)\n"
+                              "%m: f32[20] = aten.mul.Tensor(%bf, 2.5)\n"
+                              "%t: i64[20] = aten._to_copy.default(%m, dtype=i64)\n"
+                              "%r: f32[20] = aten.add.Tensor(%q, %t)\n"
+                              "output %t, %r\n";
+    int64_t want[20] = {0}; /* PyTorch 1.13: [0, 2, 2, ..., 2] */
+    for (int i = 1; i < 20; i++)
+        want[i] = 2;
+    reference_values_are(text, "t", want, 20);
+    runs_on_the_device(text, " --config spyre --no-fallback", "check t: max_abs_err=0.0e+00 ");
+    runs_on_the_device(text, " --config spyre-4core --no-fallback", "check t: max_abs_err=0.0e+00 ");
+}
+
 /* A tabulated cast whose integers leave DL16's exact range (up to 1900)
  * and one whose values lie near an integer without being one are refused
  * naming why; the first runs on the host and validates. */
@@ -980,6 +1004,7 @@ int main(void)
         {"every factory runs on the device", test_every_factory_runs_on_the_device},
         {"tril_indices beyond DL16's integers run on the host", test_tril_indices_beyond_dl16_integers_run_on_the_host},
         {"a T5 relative-position bucket runs on the device", test_a_t5_relative_position_bucket_runs_on_the_device},
+        {"a cast to bool inside a tabulated cast is nonzero", test_a_cast_to_bool_inside_a_tabulated_cast_is_nonzero},
         {"a cast to int one ulp from an integer runs on the host",
          test_a_cast_to_int_one_ulp_from_an_integer_runs_on_the_host},
         {"learned positions are a load of the table's rows", test_learned_positions_are_a_load_of_the_tables_rows},

@@ -166,6 +166,17 @@ static float moved(ir_op op, float a, float r, int nudge)
     }
 }
 
+/* A cast of f to dt as PyTorch's: a bool is f != 0, an integer the
+ * truncation (NaN, refused, where it is not finite). */
+static float cast_to(gr_dtype dt, float f)
+{
+    if (dt == GR_BOOL)
+        return f != 0;
+    if (ir_dtype_is_float(dt))
+        return f;
+    return isfinite(f) ? truncf(f) : NAN;
+}
+
 /* e at leaf = v, in fp32 op by op (a scalar operand in fp32, as PyTorch's
  * CPU kernels take it); nudge (+-1) moves each transcendental's result one
  * ulp that way. */
@@ -176,7 +187,7 @@ static float fval(const ir_arena *A, int e, int leaf, double v, int nudge)
         return (float)v;
     switch (x->kind) {
     case IR_E_CONST: return (float)x->value;
-    case IR_E_CAST: return fval(A, x->a, leaf, v, nudge);
+    case IR_E_CAST: return cast_to(x->dtype, fval(A, x->a, leaf, v, nudge));
     case IR_E_WHERE:
         return fval(A, x->a, leaf, v, nudge) != 0 ? fval(A, x->b, leaf, v, nudge) : fval(A, x->c, leaf, v, nudge);
     case IR_E_OP: {
