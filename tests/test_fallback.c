@@ -930,6 +930,54 @@ static void test_a_cast_to_bool_inside_a_tabulated_cast_is_nonzero(void)
     runs_on_the_device(text, " --config spyre-4core --no-fallback", "check t: max_abs_err=0.0e+00 ");
 }
 
+static const char *pool_nan_2d = "graph mp2\n"
+                                  "input %x: f32[1, 1, 4, 4]\n"
+                                  "%mp: (f32[1, 1, 2, 2], i64[1, 1, 2, 2]) = "
+                                  "aten.max_pool2d_with_indices.default(%x, [3, 3], [2, 2], [1, 1])\n"
+                                  "%mi: i64[1, 1, 2, 2] = getitem(%mp, 1)\n"
+                                  "%m1: (f32[1, 1, 4, 2], i64[1, 1, 4, 2]) = "
+                                  "aten.max_pool2d_with_indices.default(%x, [1, 3], [1, 2], [0, 1])\n"
+                                  "%mi1: i64[1, 1, 4, 2] = getitem(%m1, 1)\n"
+                                  "output %mi, %mi1\n";
+static const char *pool_nan_3d = "graph mp3\n"
+                                  "input %x: f32[1, 1, 3, 3, 3]\n"
+                                  "%mp: (f32[1, 1, 2, 2, 2], i64[1, 1, 2, 2, 2]) = "
+                                  "aten.max_pool3d_with_indices.default(%x, [3, 3, 3], [2, 2, 2], [1, 1, 1])\n"
+                                  "%mi: i64[1, 1, 2, 2, 2] = getitem(%mp, 1)\n"
+                                  "output %mi\n";
+/* (0, 0)'s window holds -inf alone (and padding), (0, 1)'s two NaNs */
+static const float pool_x2[16] = {-INFINITY, -INFINITY, NAN,  0.1f,  -INFINITY, -INFINITY, 0.3f,  NAN,
+                                  0.7f,      0.2f,      -0.4f, 0.9f, 0.6f,      -0.2f,     0.8f, 0.0f};
+/* i / 27 with the first 2 x 2 x 2 corner -inf, NaNs at (2, 1, 2) and (2, 2, 1) */
+static void pool_x3(float *x)
+{
+    for (int i = 0; i < 27; i++)
+        x[i] = i / 9 < 2 && i / 3 % 3 < 2 && i % 3 < 2 ? -INFINITY : (float)i / 27;
+    x[23] = x[25] = NAN;
+}
+
+/* The device's max-pool indices are the reference's (PyTorch's values:
+ * test_reference_ops.c) for windows of -inf beside padding and of two
+ * NaNs, 2-D and 3-D, on both chips. */
+static void test_max_pool_indices_of_inf_and_nan_windows_run_on_the_device(void)
+{
+    float x3[27];
+    pool_x3(x3);
+    const char *text[] = {pool_nan_2d, pool_nan_3d};
+    const float *x[] = {pool_x2, x3};
+    const size_t bytes[] = {sizeof pool_x2, sizeof x3};
+    const char *chips[] = {" --config spyre", " --config spyre-4core"};
+    for (int k = 0; k < 2; k++) {
+        char raw[512], opts[1024];
+        tu_write_tmpfile(".raw", x[k], bytes[k], raw, sizeof raw);
+        for (int i = 0; i < 2; i++) {
+            snprintf(opts, sizeof opts, "%s --no-fallback --input x=%s", chips[i], raw);
+            runs_on_the_device(text[k], opts, "check mi: max_abs_err=0.0e+00 ");
+        }
+        remove(raw);
+    }
+}
+
 /* A tabulated cast whose integers leave DL16's exact range (up to 1900)
  * and one whose values lie near an integer without being one are refused
  * naming why; the first runs on the host and validates. */
@@ -1004,6 +1052,8 @@ int main(void)
         {"every factory runs on the device", test_every_factory_runs_on_the_device},
         {"tril_indices beyond DL16's integers run on the host", test_tril_indices_beyond_dl16_integers_run_on_the_host},
         {"a T5 relative-position bucket runs on the device", test_a_t5_relative_position_bucket_runs_on_the_device},
+        {"max-pool indices of -inf and NaN windows run on the device",
+         test_max_pool_indices_of_inf_and_nan_windows_run_on_the_device},
         {"a cast to bool inside a tabulated cast is nonzero", test_a_cast_to_bool_inside_a_tabulated_cast_is_nonzero},
         {"a cast to int one ulp from an integer runs on the host",
          test_a_cast_to_int_one_ulp_from_an_integer_runs_on_the_host},
