@@ -773,6 +773,25 @@ static void test_tril_indices_beyond_dl16_integers_run_on_the_host(void)
     TU_ASSERT_CONTAINS(out, ":3: aten.tril_indices.default: integer values up to 1029 are not exact on the device");
 }
 
+/* A factory too big to bake is refused by its bound before its values
+ * are made: tril_indices(70000, 70000) (main aborted allocating 39 GB) and
+ * a linspace of 10^8 steps (600 MB, 8 s) stop at once. */
+static void test_a_huge_factory_is_refused_before_it_is_made(void)
+{
+    const char *text[] = {"graph big\n%tri: i64[2, 2450035000] = aten.tril_indices.default(70000, 70000, 0)\noutput %tri\n",
+                          "graph big\n%l: f32[100000000] = aten.linspace.default(0, 1, 100000000)\noutput %l\n"};
+    const char *why[] = {":2: aten.tril_indices.default: integer values up to 69999 are not exact",
+                         ":2: aten.linspace.default: 100000000 values are too many to bake"};
+    for (int k = 0; k < 2; k++) {
+        char g[512], cmd[1024];
+        write_graph(text[k], g, sizeof g);
+        snprintf(cmd, sizeof cmd, "compile %s -o /dev/null --no-fallback", g);
+        CU_ASSERT_EQUAL(tu_spyre_timeout(5, cmd, out, sizeof out), 2);
+        TU_ASSERT_CONTAINS(out, why[k]);
+        remove(g);
+    }
+}
+
 /* T5's relative-position bucket (traces/models/positions.py:relpos): the
  * cast of log(n / 8) back to int64 is tabulated at compile time, the
  * embedding by the buckets is one-hot; the buckets match the reference
@@ -1051,6 +1070,7 @@ int main(void)
          test_factories_and_an_index_of_two_tensors_run_on_the_device},
         {"every factory runs on the device", test_every_factory_runs_on_the_device},
         {"tril_indices beyond DL16's integers run on the host", test_tril_indices_beyond_dl16_integers_run_on_the_host},
+        {"a huge factory is refused before it is made", test_a_huge_factory_is_refused_before_it_is_made},
         {"a T5 relative-position bucket runs on the device", test_a_t5_relative_position_bucket_runs_on_the_device},
         {"max-pool indices of -inf and NaN windows run on the device",
          test_max_pool_indices_of_inf_and_nan_windows_run_on_the_device},

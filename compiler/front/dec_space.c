@@ -56,15 +56,24 @@ int64_t cc_tri_indices(int64_t row, int64_t col, int64_t offset, int upper, int6
 }
 
 /* An integer constant is exact on the device only within DL16's integers:
- * beyond (top, the largest magnitude), its values v are dropped and the
- * op stays on the host. */
-static void need_exact(dctx *c, double top, float *v)
+ * beyond (top, the largest magnitude) the op stays on the host.  Checked
+ * on the values' bound before they are made (tril_indices(70000, 70000)
+ * would take gigabytes first). */
+static void need_exact(dctx *c, double top)
 {
-    if (top <= EXACT)
-        return;
-    free(v);
-    dc_fail(c, "integer values up to %g are not exact on the device (DL16 keeps every integer up to %d)", top,
-            EXACT);
+    if (top > EXACT)
+        dc_fail(c, "integer values up to %g are not exact on the device (DL16 keeps every integer up to %d)", top,
+                EXACT);
+}
+
+/* A baked constant of n elements: more than MAX_BAKED (64 MB) stays on the host. */
+#define MAX_BAKED ((int64_t)1 << 24)
+
+static void need_small(dctx *c, int64_t n)
+{
+    if (n > MAX_BAKED)
+        dc_fail(c, "%lld values are too many to bake as a constant (at most %lld)", (long long)n,
+                (long long)MAX_BAKED);
 }
 
 /* linspace(start, end, steps, dtype), logspace(start, end, steps, base=10, dtype) */
@@ -80,14 +89,13 @@ int dc_r_space(dctx *c, const gr_node *n, int *out)
         dc_fail(c, "steps must not be negative");
     if (!steps || t.dtype == GR_BOOL || (is_log && base <= 0)) /* the host's: nothing to bake, or NaNs */
         return 0;
+    if (!dc_is_float(t.dtype)) /* the points lie between the ends (base > 0: monotone) */
+        need_exact(c, fmax(fabs(cc_space_at(a, b, is_log, base, steps, 0, 0)),
+                           fabs(cc_space_at(a, b, is_log, base, steps, steps - 1, 0))));
+    need_small(c, steps);
     float *v = ir_xalloc((size_t)steps * sizeof *v);
-    double top = 0;
-    for (int64_t j = 0; j < steps; j++) {
-        double x = cc_space_at(a, b, is_log, base, steps, j, dc_is_float(t.dtype));
-        top = dc_is_float(t.dtype) ? 0 : fmax(top, fabs(x));
-        v[j] = (float)x;
-    }
-    need_exact(c, top, v);
+    for (int64_t j = 0; j < steps; j++)
+        v[j] = (float)cc_space_at(a, b, is_log, base, steps, j, dc_is_float(t.dtype));
     out[0] = dc_const(c, t, v);
     return 1;
 }
@@ -105,15 +113,14 @@ int dc_r_tri_indices(dctx *c, const gr_node *n, int *out)
     gr_ttype t = {.dtype = d >= 0 ? (gr_dtype)d : GR_I64, .rank = 2, .shape = {2, k}};
     if (!k)
         return 0;
-    int64_t *ij = ir_xalloc((size_t)(2 * k) * sizeof *ij), top = 0;
+    need_exact(c, (double)(row > col ? row - 1 : col - 1));
+    need_small(c, 2 * k);
+    int64_t *ij = ir_xalloc((size_t)(2 * k) * sizeof *ij);
     cc_tri_indices(row, col, off, upper, ij, ij + k);
     float *v = ir_xalloc((size_t)(2 * k) * sizeof *v);
-    for (int64_t i = 0; i < 2 * k; i++) {
+    for (int64_t i = 0; i < 2 * k; i++)
         v[i] = (float)ij[i];
-        top = ij[i] > top ? ij[i] : top;
-    }
     free(ij);
-    need_exact(c, (double)top, v);
     out[0] = dc_const(c, t, v);
     return 1;
 }
