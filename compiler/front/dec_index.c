@@ -552,7 +552,7 @@ static int several_indices(dctx *c, const gr_node *n, int x)
             span *= t.shape[i];
             k++;
         }
-    if (l->nitems > t.rank || span - 1 > 1024 || t.rank - k + tb.rank > GR_MAX_RANK)
+    if (l->nitems > t.rank || span - 1 > IR_INT_EXACT || t.rank - k + tb.rank > GR_MAX_RANK)
         return 0; /* offsets beyond DL16's exact integers stay on the host */
     int d0 = apart ? 0 : first;
     for (int i = 0; i < t.rank; i++)
@@ -657,7 +657,7 @@ int dc_r_repeat_positions(dctx *c, const gr_node *n, int *out)
 {
     int r = dc_val(c, n, 0, "repeats");
     gr_ttype tr = dc_T(c, r), to = c->g->values[n->out].type;
-    if (tr.rank != 1 || to.rank != 1 || to.shape[0] > 1024 || !tr.shape[0])
+    if (tr.rank != 1 || to.rank != 1 || to.shape[0] > IR_INT_EXACT || !tr.shape[0])
         return 0;
     int64_t len = tr.shape[0], row[2] = {1, len};
     int rf = dc_reshape(c, dc_cast(c, r, GR_F32), 2, row);

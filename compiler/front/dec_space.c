@@ -7,8 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define EXACT 1024 /* DL16 keeps every integer up to here (intexact.c) */
-
 /* linspace's point j of n > 1, float: PyTorch 1.13's CPU kernel (AVX2), its step of the result's type; a
  * point of a whole block of 16 is in a run of 8 from its first, from + k * step; a run's first, and any other
  * point, a fused start + i * step, or in the second half end - (n - 1 - i) * step */
@@ -61,9 +59,9 @@ int64_t cc_tri_indices(int64_t row, int64_t col, int64_t offset, int upper, int6
  * would take gigabytes first). */
 static void need_exact(dctx *c, double top)
 {
-    if (top > EXACT)
+    if (top > IR_INT_EXACT)
         dc_fail(c, "integer values up to %g are not exact on the device (DL16 keeps every integer up to %d)", top,
-                EXACT);
+                IR_INT_EXACT);
 }
 
 /* A baked constant of n elements: more than MAX_BAKED (64 MB) stays on the host. */
