@@ -773,6 +773,21 @@ static void test_tril_indices_beyond_dl16_integers_run_on_the_host(void)
     TU_ASSERT_CONTAINS(out, ":3: aten.tril_indices.default: integer values up to 1029 are not exact on the device");
 }
 
+/* Several index tensors whose combined offsets pass DL16's exact
+ * integers (40 x 40: up to 1599) run on the host, the refusal saying why
+ * (not only that index.Tensor is not lowered). */
+static void test_several_indices_beyond_dl16_integers_say_why(void)
+{
+    const char *text = "graph ix\ninput %x: f32[40, 40]\ninput %a: i64[8]\ninput %b: i64[8]\n"
+                       "%r: f32[8] = aten.index.Tensor(%x, [%a, %b])\noutput %r\n";
+    CU_ASSERT_EQUAL(run_checked(text, " --no-fallback"), 2);
+    TU_ASSERT_CONTAINS(out, ":5: aten.index.Tensor: the indexed dims' combined offsets reach 1599, beyond DL16's "
+                            "exact integers (1024)");
+    CU_ASSERT_EQUAL(run_checked(text, ""), 0);
+    TU_ASSERT_CONTAINS(out, "fallback aten.index.Tensor (graph line 5)");
+    TU_ASSERT_CONTAINS(out, " ok\n");
+}
+
 /* A factory too big to bake is refused by its bound before its values
  * are made: tril_indices(70000, 70000) (main aborted allocating 39 GB) and
  * a linspace of 10^8 steps (600 MB, 8 s) stop at once. */
@@ -1070,6 +1085,7 @@ int main(void)
          test_factories_and_an_index_of_two_tensors_run_on_the_device},
         {"every factory runs on the device", test_every_factory_runs_on_the_device},
         {"tril_indices beyond DL16's integers run on the host", test_tril_indices_beyond_dl16_integers_run_on_the_host},
+        {"several indices beyond DL16 integers say why", test_several_indices_beyond_dl16_integers_say_why},
         {"a huge factory is refused before it is made", test_a_huge_factory_is_refused_before_it_is_made},
         {"a T5 relative-position bucket runs on the device", test_a_t5_relative_position_bucket_runs_on_the_device},
         {"max-pool indices of -inf and NaN windows run on the device",

@@ -532,7 +532,8 @@ static int combined_offsets(dctx *c, const int *ix, const int64_t *sizes, int k,
  * broadcast together and pick elements of the dims they index, so those
  * dims merged into one are indexed by one tensor of combined offsets
  * (row-major within them).  Index tensors apart (a None between them)
- * put their dims first, as PyTorch; so x's indexed dims are moved first. */
+ * put their dims first, as PyTorch; so x's indexed dims are moved first.
+ * What it cannot do stays on the host, saying why. */
 static int several_indices(dctx *c, const gr_node *n, int x)
 {
     const gr_arg *l = gr_node_arg(n, 1, "indices");
@@ -544,16 +545,27 @@ static int several_indices(dctx *c, const gr_node *n, int x)
             ix[k] = c->vmap[l->items[i].value];
             gr_ttype ti = dc_T(c, ix[k]);
             gr_ttype prev = tb;
-            if (ti.dtype == GR_BOOL || dc_is_float(ti.dtype) || !t.shape[i] || ir_broadcast(&prev, &ti, &tb))
-                return 0;
+            if (ti.dtype == GR_BOOL)
+                dc_fail(c, "a bool mask among several indices (a shape known only at run time) stays on the host");
+            if (dc_is_float(ti.dtype))
+                dc_fail(c, "index %d is not an integer tensor", i);
+            if (!t.shape[i])
+                dc_fail(c, "index %d indexes an empty dim", i);
+            if (ir_broadcast(&prev, &ti, &tb))
+                dc_fail(c, "the index tensors do not broadcast together");
             apart |= first >= 0 && i != first + k;
             first = first < 0 ? i : first;
             perm[np++] = i;
             span *= t.shape[i];
             k++;
         }
-    if (l->nitems > t.rank || span - 1 > IR_INT_EXACT || t.rank - k + tb.rank > GR_MAX_RANK)
-        return 0; /* offsets beyond DL16's exact integers stay on the host */
+    if (l->nitems > t.rank)
+        dc_fail(c, "%d indices for a tensor of rank %d", l->nitems, t.rank);
+    if (span - 1 > IR_INT_EXACT)
+        dc_fail(c, "the indexed dims' combined offsets reach %lld, beyond DL16's exact integers (%d)",
+                (long long)(span - 1), IR_INT_EXACT);
+    if (t.rank - k + tb.rank > GR_MAX_RANK)
+        dc_fail(c, "the result's rank would pass %d", GR_MAX_RANK);
     int d0 = apart ? 0 : first;
     for (int i = 0; i < t.rank; i++)
         if (i >= l->nitems || l->items[i].kind != GR_ARG_VALUE)
