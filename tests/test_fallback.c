@@ -476,6 +476,23 @@ static void test_embedding_bags_of_every_mode_run_on_the_device(void)
         runs_on_the_device(text, both_chips[i], "check l0: ");
 }
 
+/* padding_idx of a large table (4096 x 128) gathers its mask from a
+ * table of one stick per row (4096 x 64), not one as large as the
+ * weight's; the bags check on both chips. */
+static void test_an_embedding_bags_padding_mask_of_a_large_table_is_one_stick_wide(void)
+{
+    const char *text = "graph ebq\ninput %ids: i64[4, 6]\ninput %w: f32[4096, 128]\n"
+                       "%a: i64[4] = aten.arange.start_step(0, 24, 6, dtype=i64)\n"
+                       "%r: i64[24] = aten._reshape_alias.default(%ids, [24], [1])\n"
+                       "%x: (f32[4, 128], i64[24], i64[4], i64[4]) = "
+                       "aten._embedding_bag.default(%w, %r, %a, False, 1, False, None, False, 3)\n"
+                       "%x0: f32[4, 128] = getitem(%x, 0)\noutput %x0\n";
+    CU_ASSERT_EQUAL(compiled_report(text), 0);
+    TU_ASSERT_CONTAINS(out, "reads: x.const f32[4096, 64], ids i64[4, 6]\n");
+    for (int i = 0; i < 2; i++)
+        runs_on_the_device(text, both_chips[i], "check x0: ");
+}
+
 /* The bags' other results are not lowered: a graph reading offset2bag
  * runs the op on the host, and --no-fallback says why. */
 static void test_an_embedding_bags_offset2bag_runs_on_the_host_saying_why(void)
@@ -1076,6 +1093,8 @@ int main(void)
         {"a refused kernel sends the op after a conv to the host",
          test_a_refused_kernel_sends_the_op_after_a_conv_to_the_host},
         {"embedding bags of every mode run on the device", test_embedding_bags_of_every_mode_run_on_the_device},
+        {"an embedding bag's padding mask of a large table is one stick wide",
+         test_an_embedding_bags_padding_mask_of_a_large_table_is_one_stick_wide},
         {"an embedding bag's offset2bag runs on the host saying why",
          test_an_embedding_bags_offset2bag_runs_on_the_host_saying_why},
         {"cdist of every p runs on the device", test_cdist_of_every_p_runs_on_the_device},

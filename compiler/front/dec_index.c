@@ -912,18 +912,26 @@ static int bag_members(dctx *c, int off, int64_t N, int64_t B, int last)
     return dc_bin(c, "aten.logical_and.default", in, dc_cmpv(c, "aten.lt.Tensor", i, dc_unsqueeze(c, ends, 1)));
 }
 
-/* indices != pad (N, D) as a gather of a constant table like the weight
- * (ones but row pad): the device reads an integer input only by a gather
- * of whole rows. */
+#define STICK_ELEMS 64              /* DL16 elements in one 128-byte stick */
+#define MASK_FULL_MAX ((int64_t)1 << 18) /* elements of a padding mask as wide as the weight */
+
+/* indices != pad as a gather of a constant table of ones but row pad: the
+ * device reads an integer input only by a gather of whole rows.  Up to
+ * MASK_FULL_MAX elements the table is as wide as the weight, (N, D), its
+ * gather fused with the weight's; beyond, the table would be the weight's
+ * size again (256 MB for 1M x 64), so its rows are one stick and the mask
+ * each row's maximum, (N, 1) (a kernel of its own). */
 static int not_padding(dctx *c, int ix, gr_ttype tw, int64_t pad)
 {
-    int64_t V = tw.shape[0], D = tw.shape[1];
-    float *ones = ir_xalloc((size_t)(V * D) * sizeof *ones);
-    for (int64_t i = 0; i < V * D; i++)
-        ones[i] = i / D != pad;
-    gr_ttype tg = tw;
+    int64_t V = tw.shape[0], D = tw.shape[1], S = V * D <= MASK_FULL_MAX || D < STICK_ELEMS ? D : STICK_ELEMS;
+    float *ones = ir_xalloc((size_t)(V * S) * sizeof *ones);
+    for (int64_t i = 0; i < V * S; i++)
+        ones[i] = i / S != pad;
+    gr_ttype tt = {.dtype = tw.dtype, .rank = 2, .shape = {V, S}}, tg = tt;
     tg.shape[0] = dc_T(c, ix).shape[0];
-    int g = DC_EMIT(c, "aten.embedding.default", tg, da_val(dc_const(c, tw, ones)), da_val(ix));
+    int g = DC_EMIT(c, "aten.embedding.default", tg, da_val(dc_const(c, tt, ones)), da_val(ix));
+    if (S < D)
+        g = dc_red(c, "aten.amax.default", g, 1, (int64_t[]){1}, 1);
     return dc_cmps(c, "aten.gt.Scalar", g, 0.5);
 }
 
@@ -960,7 +968,7 @@ int dc_r_embedding_bag(dctx *c, const gr_node *n, int *out)
     if (L) {
         int64_t bags[3] = {B, L, D};
         x = dc_reshape(c, rows, 3, bags);
-        mask = keep >= 0 ? dc_reshape(c, keep, 3, bags) : -1;
+        mask = keep >= 0 ? dc_reshape(c, keep, 3, (int64_t[]){B, L, dc_T(c, keep).shape[1]}) : -1;
     } else {
         x = dc_unsqueeze(c, rows, 0);
         mask = dc_unsqueeze(c, bag_members(c, off, N, B, last), 2);
