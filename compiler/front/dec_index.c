@@ -912,7 +912,7 @@ static int bag_members(dctx *c, int off, int64_t N, int64_t B, int last)
     return dc_bin(c, "aten.logical_and.default", in, dc_cmpv(c, "aten.lt.Tensor", i, dc_unsqueeze(c, ends, 1)));
 }
 
-#define STICK_ELEMS 64              /* DL16 elements in one 128-byte stick */
+#define STICK_ELEMS 64 /* DL16 elements in one 128-byte stick */
 #define MASK_FULL_MAX ((int64_t)1 << 18) /* elements of a padding mask as wide as the weight */
 
 /* indices != pad as a gather of a constant table of ones but row pad: the
