@@ -2826,7 +2826,7 @@ static const struct {
     {"zero", r_zero, "full(x's shape, 0)"},
     {"eye", r_eye, "arange(n)[:, None] == arange(m), cast"},
     {"linspace", dc_r_space, "a constant of PyTorch's values (an integer dtype: within 1024)"},
-    {"logspace", dc_r_space, "as linspace"},
+    {"logspace", dc_r_space, "as linspace (base <= 0: on the host)"},
     {"tril_indices", dc_r_tri_indices, "a constant of the (row, column) pairs (indices within 1024)"},
     {"triu_indices", dc_r_tri_indices, "as tril_indices"},
     {"logsumexp", r_logsumexp, "m = amax (kept dims), log(sum(exp(x - m))) + m"},
