@@ -170,18 +170,18 @@ static void test_an_op_the_back_half_refuses_runs_on_the_host(void)
 }
 
 /* A host op of several results writes each one the graph takes, from
- * one `host` instruction (kthvalue: the compiler has no lowering). */
+ * one `host` instruction (cummax: the compiler has no lowering). */
 static void test_a_host_op_of_several_results_is_one_kernel_writing_each(void)
 {
     char g[512], cmd[1024];
     write_graph("graph kthg\ninput %x: f32[4, 16]\n%e: f32[4, 16] = aten.exp.default(%x)\n"
-                "%s: (f32[4], i64[4]) = aten.kthvalue.default(%e, 3, 1)\n%v: f32[4] = getitem(%s, 0)\n"
-                "%i: i64[4] = getitem(%s, 1)\n%r: f32[4] = aten.mul.Tensor(%v, 2.0)\noutput %r, %i\n",
+                "%s: (f32[4, 16], i64[4, 16]) = aten.cummax.default(%e, 1)\n%v: f32[4, 16] = getitem(%s, 0)\n"
+                "%i: i64[4, 16] = getitem(%s, 1)\n%r: f32[4, 16] = aten.mul.Tensor(%v, 2.0)\noutput %r, %i\n",
                 g, sizeof g);
     snprintf(cmd, sizeof cmd, "compile %s --report", g);
     CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
-    CU_ASSERT_PTR_NOT_NULL(strstr(out, "k1_kthvalue: host []\n  ops: aten.kthvalue.default (line 4)\n  reads: e f32[4, 16]\n"
-                                       "  writes: v f32[4], i i64[4]\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "k1_cummax: host []\n  ops: aten.cummax.default (line 4)\n  reads: e f32[4, 16]\n"
+                                       "  writes: v f32[4, 16], i i64[4, 16]\n"));
     remove(g);
 }
 
@@ -430,6 +430,26 @@ static void runs_on_the_device(const char *text, const char *opts, const char *w
     CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
 }
 
+/* A bfloat16 or half model's batch norm in eval mode: its two empty
+ * statistics take the declared type (the running statistics'), so the
+ * graph loads and runs on the device. */
+static void test_a_half_models_batch_norm_runs_on_the_device(void)
+{
+    static char text[1024];
+    const char *types[] = {"bf16", "f16"};
+    for (int k = 0; k < 2; k++) {
+        snprintf(text, sizeof text,
+                 "graph bn_half\ninput %%x: %1$s[1, 4, 3, 3]\ninput %%w: %1$s[4]\ninput %%b: %1$s[4]\n"
+                 "input %%rm: %1$s[4]\ninput %%v: %1$s[4]\n"
+                 "%%a: %1$s[4] = aten.abs.default(%%v)\n"
+                 "%%bn: (%1$s[1, 4, 3, 3], %1$s[0], %1$s[0]) = aten.native_batch_norm.default(%%x, %%w, %%b, %%rm, "
+                 "%%a, False, 0.1, 1e-05)\n"
+                 "%%y: %1$s[1, 4, 3, 3] = getitem(%%bn, 0)\noutput %%y\n",
+                 types[k]);
+        runs_on_the_device(text, " --no-fallback", "check y: ");
+    }
+}
+
 /* Fusion builds no kernel the back half refuses: a deep chain of layer
  * norms runs on the device, no op falling back to the host.  At width
  * 4096 the fused chain's row does not fit the 4-core chip's LX: the
@@ -538,6 +558,60 @@ static void test_sort_topk_argmax_of_1024_wide_rows_run_on_the_device(void)
                        "%a: i64[2] = aten.argmax.default(%x, -1)\noutput %sv, %si, %kv, %ki, %a\n";
     for (int i = 0; i < 2; i++)
         runs_on_the_device(text, both_chips[i], "check ki: ");
+}
+
+/* any and all are a max or min of 0/1 and a compare: exact at any width
+ * (rows of 2,000 and of a bool input, with dim, kept, and of all). */
+static void test_any_and_all_run_on_the_device_exactly(void)
+{
+    const char *text = "graph anyall\ninput %m: bool[4, 40]\ninput %x: f32[3, 2000]\n"
+                       "%a: bool[4] = aten.any.dim(%m, -1)\n%b: bool[1, 40] = aten.all.dim(%m, 0, True)\n"
+                       "%c: bool[] = aten.any.default(%m)\n%g: bool[3, 2000] = aten.gt.Scalar(%x, -3)\n"
+                       "%w: bool[3] = aten.all.dim(%g, -1)\n%z: bool[3, 2000] = aten.gt.Scalar(%x, 5)\n"
+                       "%v: bool[3, 1] = aten.any.dim(%z, 1, True)\noutput %a, %b, %c, %w, %v\n";
+    for (int i = 0; i < 2; i++) {
+        runs_on_the_device(text, both_chips[i], "check v: max_abs_err=0.0e+00 ");
+        TU_ASSERT_CONTAINS(out, "check a: max_abs_err=0.0e+00 ");
+        TU_ASSERT_CONTAINS(out, "check b: max_abs_err=0.0e+00 ");
+        TU_ASSERT_CONTAINS(out, "check c: max_abs_err=0.0e+00 ");
+    }
+}
+
+/* median (the lower middle, a NaN row's NaN) and kthvalue by sort's ranks,
+ * prod by halves (an odd extent, all elements), dist of p = 2 and 3. */
+static void test_median_kthvalue_prod_dist_run_on_the_device(void)
+{
+    const char *text = "graph mkpd\ninput %x: f32[5, 9]\ninput %y: f32[5, 9]\n"
+                       "%n: f32[5, 9] = aten.log.default(%x)\n"
+                       "%m: (f32[5], i64[5]) = aten.median.dim(%n, -1)\n%mv: f32[5] = getitem(%m, 0)\n"
+                       "%mi: i64[5] = getitem(%m, 1)\n%ma: f32[] = aten.median.default(%x)\n"
+                       "%k: (f32[1, 9], i64[1, 9]) = aten.kthvalue.default(%x, 2, 0, True)\n"
+                       "%kv: f32[1, 9] = getitem(%k, 0)\n%ki: i64[1, 9] = getitem(%k, 1)\n"
+                       "%p: f32[5, 1] = aten.prod.dim_int(%x, 1, True)\n%pa: f32[] = aten.prod.default(%y)\n"
+                       "%d: f32[] = aten.dist.default(%x, %y)\n%d3: f32[] = aten.dist.default(%x, %y, 3)\n"
+                       "output %mv, %mi, %ma, %kv, %ki, %p, %pa, %d, %d3\n";
+    for (int i = 0; i < 2; i++)
+        runs_on_the_device(text, both_chips[i], "check d3: ");
+}
+
+/* bucketize and searchsorted count the boundaries below (right: not
+ * above), per row for a 2-D sequence (sorted, or through a sorter: a
+ * binary search's result is the count only then); nn.Bilinear's
+ * _trilinear is a product and a sum over rows. */
+static void test_bucketize_searchsorted_bilinear_run_on_the_device(void)
+{
+    const char *text = "graph bsb\ninput %x: f32[4, 16]\ninput %b: f32[5]\ninput %s: f32[4, 7]\n"
+                       "input %u: f32[6, 20]\ninput %v: f32[6, 12]\ninput %w: f32[40, 20, 12]\n"
+                       "%bs: (f32[5], i64[5]) = aten.sort.default(%b)\n%bv: f32[5] = getitem(%bs, 0)\n"
+                       "%ss: (f32[4, 7], i64[4, 7]) = aten.sort.default(%s)\n%sv: f32[4, 7] = getitem(%ss, 0)\n"
+                       "%l: i64[4, 16] = aten.bucketize.Tensor(%x, %bv)\n"
+                       "%r: i32[4, 16] = aten.bucketize.Tensor(%x, %bv, out_int32=True, right=True)\n"
+                       "%t: i64[4, 16] = aten.searchsorted.Tensor(%sv, %x, side=\"right\")\n"
+                       "%bi: i64[5] = getitem(%bs, 1)\n%q: i64[4, 16] = aten.searchsorted.Tensor(%b, %x, sorter=%bi)\n"
+                       "%o: f32[6, 40] = aten._trilinear.default(%u, %w, %v, [1, 3], [0], [1, 2], [2, 3])\n"
+                       "output %l, %r, %t, %q, %o\n";
+    for (int i = 0; i < 2; i++)
+        runs_on_the_device(text, both_chips[i], "check o: ");
 }
 
 /* Horizontal fusion joins copies of slices that share a read: 40 cats
@@ -1091,6 +1165,7 @@ int main(void)
          test_a_host_op_reads_a_value_folded_into_anothers_buffer},
         {"a deep layer norm chain runs on the device", test_a_deep_layer_norm_chain_runs_on_the_device},
         {"many cats sharing an input run on the device", test_many_cats_sharing_an_input_run_on_the_device},
+        {"a half model's batch norm runs on the device", test_a_half_models_batch_norm_runs_on_the_device},
         {"a norm or sum after a conv runs on the device", test_a_norm_or_sum_after_a_conv_runs_on_the_device},
         {"a refused kernel sends the op after a conv to the host",
          test_a_refused_kernel_sends_the_op_after_a_conv_to_the_host},
@@ -1102,6 +1177,9 @@ int main(void)
         {"cdist of every p runs on the device", test_cdist_of_every_p_runs_on_the_device},
         {"sort, topk, argmax of 1024-wide rows run on the device",
          test_sort_topk_argmax_of_1024_wide_rows_run_on_the_device},
+        {"any and all run on the device exactly", test_any_and_all_run_on_the_device_exactly},
+        {"median, kthvalue, prod, dist run on the device", test_median_kthvalue_prod_dist_run_on_the_device},
+        {"bucketize, searchsorted, bilinear run on the device", test_bucketize_searchsorted_bilinear_run_on_the_device},
         {"factories and an index of two tensors run on the device",
          test_factories_and_an_index_of_two_tensors_run_on_the_device},
         {"every factory runs on the device", test_every_factory_runs_on_the_device},

@@ -154,8 +154,9 @@ int dc_r_count_nonzero(dctx *c, const gr_node *n, int *out)
 
 /* sort along the last dim by rank counting: rank_i = #{j: x_j before x_i,
  * or equal with j < i} (stable); out[r] = sum_i where(rank_i == r, x_i, 0),
- * its index alike (rows over 32: amin_i where(rank_i == r, i, n)).  Only the first k ranks are produced (topk). */
-static void sort_last(dctx *c, int x, int64_t k, int desc, int *vals, int *idx)
+ * its index alike (rows over 32: amin_i where(rank_i == r, i, n)).  Only
+ * the k ranks from r0 are produced (topk; median and kthvalue: one). */
+static void sort_last(dctx *c, int x, int64_t r0, int64_t k, int desc, int *vals, int *idx)
 {
     gr_ttype t = dc_T(c, x);
     int r = t.rank, last = r - 1;
@@ -167,6 +168,8 @@ static void sort_last(dctx *c, int x, int64_t k, int desc, int *vals, int *idx)
     int ahead = dc_bin(c, "aten.logical_or.default", before(c, xj, xi, desc), tie);
     int64_t rd = r;
     int rank = dc_red(c, "aten.sum.dim_IntList", dc_cast(c, ahead, GR_I64), 1, &rd, 0); /* (.., n) */
+    if (r0)
+        rank = dc_bins(c, "aten.sub.Tensor", rank, (double)r0);
     int rk = dc_unsqueeze(c, rank, r - 1);                                               /* (.., 1, n) */
     int hit = dc_cmpv(c, "aten.eq.Tensor", rk, iota(c, k, r + 1, last));                /* (.., k, n) */
     *vals = dc_red(c, "aten.sum.dim_IntList", dc_where_s(c, hit, xj, 0, 0), 1, &rd, 0);
@@ -189,7 +192,7 @@ static void sort_dim(dctx *c, int x, int d, int64_t k, int desc, int *vals, int 
         return;
     }
     int y = move_last(c, x, d, 0);
-    sort_last(c, y, k, desc, vals, idx);
+    sort_last(c, y, 0, k, desc, vals, idx);
     *vals = move_last(c, *vals, d, 1);
     *idx = move_last(c, *idx, d, 1);
 }
@@ -222,6 +225,102 @@ int dc_r_topk(dctx *c, const gr_node *n, int *out)
         dc_fail(c, "k = %lld is out of range", (long long)k);
     sort_dim(c, x, d, k, largest, &out[0], &out[1]);
     return 2;
+}
+
+/* median(self, dim, keepdim), kthvalue(self, k, dim, keepdim): the value
+ * of rank (n - 1) / 2 (the lower middle) or k - 1 in sort's order (NaN
+ * last) and its index; median of a row with a NaN: NaN and the first
+ * NaN's index, as PyTorch.  median(self): of all elements, the value. */
+int dc_r_median(dctx *c, const gr_node *n, int *out)
+{
+    int x = dc_val(c, n, 0, "self"), kth = !strcmp(n->base, "kthvalue");
+    if (!dc_is_float(dc_T(c, x).dtype))
+        return 0;
+    int d = kth ? dc_normdim(c, (int64_t)dc_num(c, n, 2, "dim", -1), dc_T(c, x).rank) : dim_or_flat(c, n, &x, 1);
+    int keep = (int)dc_num(c, n, kth ? 3 : 2, "keepdim", 0);
+    gr_ttype t = dc_T(c, x);
+    int r = t.rank, dd = d < 0 ? 0 : d;
+    int64_t len = r ? t.shape[dd] : 1, k = kth ? (int64_t)dc_num(c, n, 1, "k", 1) - 1 : (len - 1) / 2;
+    if (k < 0 || k >= len)
+        dc_fail(c, "k = %lld is out of range", (long long)k + kth);
+    if (d < 0)
+        keep = 0;
+    int vals, idx;
+    if (r == 0) {
+        vals = x;
+        idx = dc_full(c, 0, (int64_t[]){0}, 0, GR_I64);
+    } else {
+        int y = move_last(c, x, dd, 0);
+        sort_last(c, y, k, 1, 0, &vals, &idx); /* (.., 1): rank k */
+        if (!kth) {
+            int64_t ld = r - 1;
+            int nan = dc_cmpv(c, "aten.ne.Tensor", y, y);
+            int first = dc_red(c, "aten.amin.default", dc_where_s(c, nan, iota(c, len, r, r - 1), (double)len, 0), 1,
+                               &ld, 1);
+            int has = dc_cmps(c, "aten.lt.Scalar", first, (double)len);
+            vals = dc_where_s(c, has, vals, NAN, 1);
+            idx = dc_where(c, has, first, idx);
+        }
+        vals = dc_select(c, vals, r - 1, 0);
+        idx = dc_select(c, idx, r - 1, 0);
+        if (keep) {
+            vals = dc_unsqueeze(c, vals, dd);
+            idx = dc_unsqueeze(c, idx, dd);
+        }
+    }
+    out[0] = vals;
+    out[1] = idx;
+    return d < 0 ? 1 : 2;
+}
+
+/* any(self, dim, keepdim), all: amax (any) or amin (all) of self != 0 as
+ * 0/1 and then > 0: a selection, exact at any width (a NaN counts as
+ * true); over no elements any is False and all True. */
+int dc_r_any(dctx *c, const gr_node *n, int *out)
+{
+    int x = dc_val(c, n, 0, "self"), is_all = !strcmp(n->base, "all");
+    gr_ttype tx = dc_T(c, x), to = c->g->values[n->out].type;
+    int64_t dims[GR_MAX_RANK];
+    int nd = dc_ints(c, n, 1, "dim", dims); /* an int, a list (any.dims) or none: all */
+    if (dc_numel(&tx) == 0) {
+        out[0] = dc_full(c, to.rank, to.shape, is_all, to.dtype);
+        return 1;
+    }
+    int nz = dc_cast(c, dc_cmps(c, "aten.ne.Scalar", x, 0), GR_F32);
+    int m = dc_red(c, is_all ? "aten.amin.default" : "aten.amax.default", nz, nd < 0 ? 0 : nd, dims,
+                   nd > 0 && (int)dc_num(c, n, 2, "keepdim", 0));
+    out[0] = dc_cmps(c, "aten.gt.Scalar", m, 0);
+    if (to.dtype != GR_BOOL)
+        out[0] = dc_cast(c, out[0], to.dtype);
+    return 1;
+}
+
+/* bucketize(self, boundaries, out_int32, right), searchsorted(sorted,
+ * self, out_int32, right, side): #{j: !(b_j >= x)} (right: !(b_j > x)),
+ * which counts a NaN past every boundary as PyTorch's binary search does;
+ * a sorted sequence of rank > 1 per row.  A count does not depend on the
+ * order, so a sorter (a permutation) changes nothing. */
+int dc_r_bucketize(dctx *c, const gr_node *n, int *out)
+{
+    int bz = !strcmp(n->base, "bucketize");
+    const gr_arg *xa = gr_node_arg(n, bz ? 0 : 1, "self");
+    if (!xa || xa->kind != GR_ARG_VALUE) /* searchsorted.Scalar */
+        return 0;
+    int x = dc_val(c, n, bz ? 0 : 1, "self"), b = dc_val(c, n, bz ? 1 : 0, bz ? "boundaries" : "sorted_sequence");
+    const gr_arg *side = gr_node_arg(n, 4, "side");
+    gr_ttype tx = dc_T(c, x), tb = dc_T(c, b), to = c->g->values[n->out].type;
+    if (tb.rank < 1 || (tb.rank > 1 && tb.rank != tx.rank))
+        return 0;
+    if (!tb.shape[tb.rank - 1] || !dc_numel(&tx)) { /* no boundaries or no values */
+        out[0] = dc_full(c, to.rank, to.shape, 0, to.dtype);
+        return 1;
+    }
+    int right = (int)dc_num(c, n, 3, "right", 0) || (side && side->kind == GR_ARG_STR && !strcmp(side->s, "right"));
+    int xu = dc_unsqueeze(c, x, tx.rank), bu = tb.rank > 1 ? dc_unsqueeze(c, b, tb.rank - 1) : b;
+    int past = lnot(c, dc_cmpv(c, right ? "aten.gt.Tensor" : "aten.ge.Tensor", bu, xu));
+    int64_t ld = tx.rank;
+    out[0] = dc_cast(c, dc_red(c, "aten.sum.dim_IntList", dc_cast(c, past, GR_I64), 1, &ld, 0), to.dtype);
+    return 1;
 }
 
 /* One-hot selection along the last dim: sum_k where(pos == k, x, 0) with
@@ -778,6 +877,36 @@ static int prod_dim(dctx *c, int t, int d)
     }
     int64_t dd = d;
     return dc_red(c, "aten.sum.dim_IntList", t, 1, &dd, 0); /* of one element: t without dim d */
+}
+
+/* prod(self, dim, keepdim, dtype), prod(self, dtype): prod_dim, n - 1
+ * roundings as a serial product.  DL16's range (up to about 8.6e9, down
+ * to 2^-31) is narrower than fp32's: a product beyond it is NaN or 0 on
+ * the device, which --check reports.  Integer inputs stay for the host. */
+int dc_r_prod(dctx *c, const gr_node *n, int *out)
+{
+    int x = dc_val(c, n, 0, "self");
+    const gr_arg *a = gr_node_arg(n, 1, "dim");
+    int has_dim = a && a->kind != GR_ARG_NONE && a->kind != GR_ARG_DTYPE;
+    int dt = dc_dtype_arg(c, n, has_dim ? 3 : 1, "dtype");
+    if (dt >= 0)
+        x = dc_cast(c, x, (gr_dtype)dt);
+    gr_ttype t = dc_T(c, x), to = c->g->values[n->out].type;
+    if (!dc_is_float(t.dtype))
+        return 0;
+    if (dc_numel(&t) == 0) {
+        out[0] = dc_full(c, to.rank, to.shape, 1, to.dtype);
+        return 1;
+    }
+    int d = 0;
+    if (!has_dim || t.rank == 0) {
+        int64_t all = dc_numel(&t);
+        x = dc_reshape(c, x, 1, &all);
+    } else {
+        d = dc_normdim(c, (int64_t)dc_num(c, n, 1, "dim", 0), t.rank);
+    }
+    out[0] = dc_reshape(c, prod_dim(c, x, d), to.rank, to.shape);
+    return 1;
 }
 
 /* scatter.reduce(self, dim, index, src, reduce): "add" as scatter_add;

@@ -2053,8 +2053,10 @@ static int r_batch_norm(dctx *c, const gr_node *n, int *out)
         const gr_value *sv = &c->g->values[n->out];
         const int64_t zero = 0;
         int per = sv->ntuple == 3 && sv->tuple[1].rank == 1 && sv->tuple[1].shape[0] == C && C;
-        out[1] = per ? rm : dc_full(c, 1, &zero, 0, GR_F32);
-        out[2] = per ? rstd : dc_full(c, 1, &zero, 0, GR_F32);
+        /* (of the declared type: a half or bfloat16 model's are its running statistics') */
+        const int sdt = sv->ntuple == 3 ? sv->tuple[1].dtype : GR_F32;
+        out[1] = per ? rm : dc_full(c, 1, &zero, 0, sdt);
+        out[2] = per ? rstd : dc_full(c, 1, &zero, 0, sdt);
     }
     if (w >= 0)
         y = dc_bin(c, "aten.mul.Tensor", y, per_channel(c, w, t.rank));
@@ -2887,6 +2889,18 @@ static const struct {
                             "products on the PT units (float only)"},
     {"cumprod", dc_r_cumprod, "scan by doubling: for k = 1, 2, 4, ..: y *= cat(ones(k), y[:n-k]) along dim "
                               "(log2 n products; float only)"},
+    {"prod", dc_r_prod, "halves multiplied along dim (an odd extent's last element carried up) until one element "
+                        "is left: log2 n products (float only; DL16's range)"},
+    {"median", dc_r_median, "as sort, rank (n - 1) / 2 alone (the lower middle), its index; a row with a NaN: NaN, "
+                            "the first NaN's index (amin of where(x != x, arange, n))"},
+    {"kthvalue", dc_r_median, "as sort, rank k - 1 alone, its index"},
+    {"any", dc_r_any, "amax(x != 0 as 0/1) > 0 (exact: a selection); empty: False"},
+    {"all", dc_r_any, "amin(x != 0 as 0/1) > 0; empty: True"},
+    {"bucketize", dc_r_bucketize, "sum_j !(boundaries_j >= x) (right: !(b_j > x)): NaN past every boundary"},
+    {"searchsorted", dc_r_bucketize, "as bucketize, per row of a sorted sequence of rank > 1; a sorter ignored (a count)"},
+    {"dist", dc_r_dist, "norm(self - other, p) over all elements"},
+    {"_trilinear", dc_r_trilinear, "nn.Bilinear's form: mm(x2, weight as (J, O*I)) as (B, O, I) times x1 (B, 1, I), "
+                                   "summed over I; other forms: the host"},
     {"mv", dc_r_mv, "mm of the vector as a row and self^T (the result's lanes along M)"},
     {"roll", dc_r_roll, "cat(slice(last s), slice(first n - s)) per dim"},
     {"rot90", dc_r_rot90, "flip and transpose"},

@@ -111,6 +111,10 @@ int dc_r_repeat_positions(dctx *c, const gr_node *n, int *out);
 int dc_r_index_put(dctx *c, const gr_node *n, int *out);
 int dc_r_scatter(dctx *c, const gr_node *n, int *out);
 int dc_r_embedding_bag(dctx *c, const gr_node *n, int *out);
+int dc_r_median(dctx *c, const gr_node *n, int *out);
+int dc_r_any(dctx *c, const gr_node *n, int *out);
+int dc_r_bucketize(dctx *c, const gr_node *n, int *out);
+int dc_r_prod(dctx *c, const gr_node *n, int *out);
 int dc_r_cumsum(dctx *c, const gr_node *n, int *out);      /* dec_views.c */
 int dc_r_roll(dctx *c, const gr_node *n, int *out);
 int dc_r_rot90(dctx *c, const gr_node *n, int *out);
@@ -124,6 +128,8 @@ int dc_r_cdist(dctx *c, const gr_node *n, int *out);
 int dc_r_euclidean_dist(dctx *c, const gr_node *n, int *out);
 int dc_r_mv(dctx *c, const gr_node *n, int *out);
 int dc_r_cumprod(dctx *c, const gr_node *n, int *out);
+int dc_r_dist(dctx *c, const gr_node *n, int *out);
+int dc_r_trilinear(dctx *c, const gr_node *n, int *out);
 int dc_r_as_strided(dctx *c, const gr_node *n, int *out);
 int dc_r_upsample_interp(dctx *c, const gr_node *n, int *out); /* dec_interp.c */
 int dc_r_convolution(dctx *c, const gr_node *n, int *out);     /* dec_convt.c */
