@@ -30,7 +30,7 @@ static int op_space(ex *E, int is_log)
     if (!o)
         return -1;
     for (int64_t j = 0; j < n; j++) {
-        double x = cc_space_at(a, b, is_log ? base : 0, n, j, k == K_F);
+        double x = cc_space_at(a, b, is_log, base, n, j, k == K_F);
         if (k == K_F)
             o->f[j] = (float)x;
         else

@@ -631,7 +631,8 @@ static int combined_offsets(dctx *c, const int *ix, const int64_t *sizes, int k,
  * broadcast together and pick elements of the dims they index, so those
  * dims merged into one are indexed by one tensor of combined offsets
  * (row-major within them).  Index tensors apart (a None between them)
- * put their dims first, as PyTorch; so x's indexed dims are moved first. */
+ * put their dims first, as PyTorch; so x's indexed dims are moved first.
+ * What it cannot do stays on the host, saying why. */
 static int several_indices(dctx *c, const gr_node *n, int x)
 {
     const gr_arg *l = gr_node_arg(n, 1, "indices");
@@ -643,16 +644,27 @@ static int several_indices(dctx *c, const gr_node *n, int x)
             ix[k] = c->vmap[l->items[i].value];
             gr_ttype ti = dc_T(c, ix[k]);
             gr_ttype prev = tb;
-            if (ti.dtype == GR_BOOL || dc_is_float(ti.dtype) || !t.shape[i] || ir_broadcast(&prev, &ti, &tb))
-                return 0;
+            if (ti.dtype == GR_BOOL)
+                dc_fail(c, "a bool mask among several indices (a shape known only at run time) stays on the host");
+            if (dc_is_float(ti.dtype))
+                dc_fail(c, "index %d is not an integer tensor", i);
+            if (!t.shape[i])
+                dc_fail(c, "index %d indexes an empty dim", i);
+            if (ir_broadcast(&prev, &ti, &tb))
+                dc_fail(c, "the index tensors do not broadcast together");
             apart |= first >= 0 && i != first + k;
             first = first < 0 ? i : first;
             perm[np++] = i;
             span *= t.shape[i];
             k++;
         }
-    if (l->nitems > t.rank || span - 1 > 1024 || t.rank - k + tb.rank > GR_MAX_RANK)
-        return 0; /* offsets beyond DL16's exact integers stay on the host */
+    if (l->nitems > t.rank)
+        dc_fail(c, "%d indices for a tensor of rank %d", l->nitems, t.rank);
+    if (span - 1 > IR_INT_EXACT)
+        dc_fail(c, "the indexed dims' combined offsets reach %lld, beyond DL16's exact integers (%d)",
+                (long long)(span - 1), IR_INT_EXACT);
+    if (t.rank - k + tb.rank > GR_MAX_RANK)
+        dc_fail(c, "the result's rank would pass %d", GR_MAX_RANK);
     int d0 = apart ? 0 : first;
     for (int i = 0; i < t.rank; i++)
         if (i >= l->nitems || l->items[i].kind != GR_ARG_VALUE)
@@ -756,7 +768,7 @@ int dc_r_repeat_positions(dctx *c, const gr_node *n, int *out)
 {
     int r = dc_val(c, n, 0, "repeats");
     gr_ttype tr = dc_T(c, r), to = c->g->values[n->out].type;
-    if (tr.rank != 1 || to.rank != 1 || to.shape[0] > 1024 || !tr.shape[0])
+    if (tr.rank != 1 || to.rank != 1 || to.shape[0] > IR_INT_EXACT || !tr.shape[0])
         return 0;
     int64_t len = tr.shape[0], row[2] = {1, len};
     int rf = dc_reshape(c, dc_cast(c, r, GR_F32), 2, row);
@@ -1029,18 +1041,26 @@ static int bag_members(dctx *c, int off, int64_t N, int64_t B, int last)
     return dc_bin(c, "aten.logical_and.default", in, dc_cmpv(c, "aten.lt.Tensor", i, dc_unsqueeze(c, ends, 1)));
 }
 
-/* indices != pad (N, D) as a gather of a constant table like the weight
- * (ones but row pad): the device reads an integer input only by a gather
- * of whole rows. */
+#define STICK_ELEMS 64 /* DL16 elements in one 128-byte stick */
+#define MASK_FULL_MAX ((int64_t)1 << 18) /* elements of a padding mask as wide as the weight */
+
+/* indices != pad as a gather of a constant table of ones but row pad: the
+ * device reads an integer input only by a gather of whole rows.  Up to
+ * MASK_FULL_MAX elements the table is as wide as the weight, (N, D), its
+ * gather fused with the weight's; beyond, the table would be the weight's
+ * size again (256 MB for 1M x 64), so its rows are one stick and the mask
+ * each row's maximum, (N, 1) (a kernel of its own). */
 static int not_padding(dctx *c, int ix, gr_ttype tw, int64_t pad)
 {
-    int64_t V = tw.shape[0], D = tw.shape[1];
-    float *ones = ir_xalloc((size_t)(V * D) * sizeof *ones);
-    for (int64_t i = 0; i < V * D; i++)
-        ones[i] = i / D != pad;
-    gr_ttype tg = tw;
+    int64_t V = tw.shape[0], D = tw.shape[1], S = V * D <= MASK_FULL_MAX || D < STICK_ELEMS ? D : STICK_ELEMS;
+    float *ones = ir_xalloc((size_t)(V * S) * sizeof *ones);
+    for (int64_t i = 0; i < V * S; i++)
+        ones[i] = i / S != pad;
+    gr_ttype tt = {.dtype = tw.dtype, .rank = 2, .shape = {V, S}}, tg = tt;
     tg.shape[0] = dc_T(c, ix).shape[0];
-    int g = DC_EMIT(c, "aten.embedding.default", tg, da_val(dc_const(c, tw, ones)), da_val(ix));
+    int g = DC_EMIT(c, "aten.embedding.default", tg, da_val(dc_const(c, tt, ones)), da_val(ix));
+    if (S < D)
+        g = dc_red(c, "aten.amax.default", g, 1, (int64_t[]){1}, 1);
     return dc_cmps(c, "aten.gt.Scalar", g, 0.5);
 }
 
@@ -1077,7 +1097,7 @@ int dc_r_embedding_bag(dctx *c, const gr_node *n, int *out)
     if (L) {
         int64_t bags[3] = {B, L, D};
         x = dc_reshape(c, rows, 3, bags);
-        mask = keep >= 0 ? dc_reshape(c, keep, 3, bags) : -1;
+        mask = keep >= 0 ? dc_reshape(c, keep, 3, (int64_t[]){B, L, dc_T(c, keep).shape[1]}) : -1;
     } else {
         x = dc_unsqueeze(c, rows, 0);
         mask = dc_unsqueeze(c, bag_members(c, off, N, B, last), 2);

@@ -2234,33 +2234,61 @@ static int pool_flat_index(dctx *c, const pool_win *g, const int64_t *i)
     return y;
 }
 
+/* Whether window element i of every output position lies in x (not in
+ * its padding): -1 when all do, else a bool [out..] mask. */
+static int pool_in_bounds(dctx *c, const pool_win *g, const int64_t *i)
+{
+    int y = -1;
+    for (int a = 0; a < g->nd; a++) {
+        int64_t h0 = i[a] * g->d[a] - g->p[a], h1 = h0 + (g->out[a] - 1) * g->s[a];
+        if (h0 >= 0 && h1 < g->in[a])
+            continue;
+        gr_ttype th = {.dtype = GR_I64, .rank = 1, .shape = {g->out[a]}};
+        int pos = DC_EMIT(c, "aten.arange.start_step", th, da_int(h0), da_int(h1 + 1), da_int(g->s[a]),
+                          da_kw("dtype", da_dtype(GR_I64)));
+        int v = dc_bin(c, "aten.logical_and.default", dc_cmps(c, "aten.ge.Scalar", pos, 0),
+                       dc_cmps(c, "aten.lt.Scalar", pos, (double)g->in[a]));
+        for (int b = a + 1; b < g->nd; b++)
+            v = dc_unsqueeze(c, v, b - a);
+        y = y < 0 ? v : dc_bin(c, "aten.logical_and.default", y, v);
+    }
+    return y;
+}
+
 /* max_pool2d_with_indices, max_pool3d_with_indices(self, kernel_size,
  * stride=[], padding=0, dilation=1, ceil_mode=False) -> (out, indices): x
  * padded with -inf, the maximum of the window's strided slices; the index
- * of the first window element equal to the maximum (or NaN), a where
- * chain. */
+ * as PyTorch's (val > max || isnan(val) in tap order): the first window
+ * element of x (not its padding) equal to the maximum, a where chain from
+ * the last; then, over it, the last NaN's. */
 static int max_pool(dctx *c, int x, const pool_win *g, int *out)
 {
     int xp = pool_pad(c, x, g, -INFINITY), m = pool_reduce(c, xp, g, "aten.maximum.default"), ix = -1;
     int64_t taps = 1;
     for (int a = 0; a < g->nd; a++)
         taps *= g->k[a];
+    int *tap = ir_xalloc((size_t)taps * sizeof *tap), *flat = ir_xalloc((size_t)taps * sizeof *flat);
     for (int64_t q = taps - 1; q >= 0; q--) {
         int64_t i[3], rest = q;
         for (int a = g->nd - 1; a >= 0; a--) {
             i[a] = rest % g->k[a];
             rest /= g->k[a];
         }
-        int flat = pool_flat_index(c, g, i);
+        flat[q] = pool_flat_index(c, g, i);
+        tap[q] = pool_tap(c, xp, g, i);
         if (ix < 0) {
-            ix = flat;
+            ix = flat[q];
             continue;
         }
-        int tap = pool_tap(c, xp, g, i);
-        int hit = dc_bin(c, "aten.logical_or.default", dc_cmpv(c, "aten.eq.Tensor", tap, m),
-                      dc_cmpv(c, "aten.ne.Tensor", tap, tap));
-        ix = dc_where(c, hit, flat, ix);
+        int hit = dc_cmpv(c, "aten.eq.Tensor", tap[q], m), inb = pool_in_bounds(c, g, i);
+        if (inb >= 0)
+            hit = dc_bin(c, "aten.logical_and.default", hit, inb);
+        ix = dc_where(c, hit, flat[q], ix);
     }
+    for (int64_t q = 0; q < taps; q++)
+        ix = dc_where(c, dc_cmpv(c, "aten.ne.Tensor", tap[q], tap[q]), flat[q], ix);
+    free(tap);
+    free(flat);
     out[0] = m;
     out[1] = dc_expand(c, ix, dc_T(c, m).rank, dc_T(c, m).shape);
     return 2;
@@ -2357,8 +2385,9 @@ static int run_tap_index(dctx *c, const adaptive_in *a, int rank, int64_t from, 
     return a->ix < 0 ? pos : dc_bin(c, "aten.add.Tensor", run_tap(c, a->ix, a->d, from, st, len), pos);
 }
 
-/* One run's maximum's index: the first tap (in order) equal to the maximum
- * m, or NaN, a where chain from the last tap. */
+/* One run's maximum's index as PyTorch's (val > max || isnan(val) in tap
+ * order): the first tap equal to the maximum m, a where chain from the
+ * last tap; then, over it, the last NaN's. */
 static int run_argmax(dctx *c, const adaptive_in *a, int m, int64_t s0, int64_t w, int64_t st, int64_t len)
 {
     gr_ttype tm = dc_T(c, m);
@@ -2370,9 +2399,11 @@ static int run_argmax(dctx *c, const adaptive_in *a, int m, int64_t s0, int64_t 
             continue;
         }
         int tap = run_tap(c, a->x, a->d, s0 + k, st, len);
-        int hit = dc_bin(c, "aten.logical_or.default", dc_cmpv(c, "aten.eq.Tensor", tap, m),
-                         dc_cmpv(c, "aten.ne.Tensor", tap, tap));
-        ix = dc_where(c, hit, at, ix);
+        ix = dc_where(c, dc_cmpv(c, "aten.eq.Tensor", tap, m), at, ix);
+    }
+    for (int64_t k = 0; k < w; k++) {
+        int tap = run_tap(c, a->x, a->d, s0 + k, st, len);
+        ix = dc_where(c, dc_cmpv(c, "aten.ne.Tensor", tap, tap), run_tap_index(c, a, tm.rank, s0 + k, st, len), ix);
     }
     return ix;
 }
@@ -2797,7 +2828,7 @@ static const struct {
     {"zero", r_zero, "full(x's shape, 0)"},
     {"eye", r_eye, "arange(n)[:, None] == arange(m), cast"},
     {"linspace", dc_r_space, "a constant of PyTorch's values (an integer dtype: within 1024)"},
-    {"logspace", dc_r_space, "as linspace"},
+    {"logspace", dc_r_space, "as linspace (base <= 0: on the host)"},
     {"tril_indices", dc_r_tri_indices, "a constant of the (row, column) pairs (indices within 1024)"},
     {"triu_indices", dc_r_tri_indices, "as tril_indices"},
     {"logsumexp", r_logsumexp, "m = amax (kept dims), log(sum(exp(x - m))) + m"},

@@ -140,35 +140,84 @@ static float fp2(ir_op op, float a, float b)
     }
 }
 
+/* Whether op's result at a is the same in every libm (glibc's, PyTorch's
+ * SLEEF): the log of a power of two is k ln2 rounded once, an op at 0 is
+ * exactly 0, 1 or 1/2. */
+static int same_everywhere(ir_op op, float a)
+{
+    int k;
+    return a == 0 || (op == IR_LOG && a > 0 && frexpf(a, &k) == 0.5f);
+}
+
+/* op's result r at a moved one ulp toward nudge's sign when op is a
+ * transcendental whose last bit another libm may round the other way. */
+static float moved(ir_op op, float a, float r, int nudge)
+{
+    switch (op) {
+    case IR_EXP:
+    case IR_LOG:
+    case IR_TANH:
+    case IR_SIGMOID:
+    case IR_ERF:
+    case IR_SIN:
+    case IR_COS:
+    case IR_POW: return nudge && !same_everywhere(op, a) ? nextafterf(r, nudge * INFINITY) : r;
+    default: return r;
+    }
+}
+
+/* A cast of f to dt as PyTorch's: a bool is f != 0, an integer the
+ * truncation (NaN, refused, where it is not finite). */
+static float cast_to(gr_dtype dt, float f)
+{
+    if (dt == GR_BOOL)
+        return f != 0;
+    if (ir_dtype_is_float(dt))
+        return f;
+    return isfinite(f) ? truncf(f) : NAN;
+}
+
 /* e at leaf = v, in fp32 op by op (a scalar operand in fp32, as PyTorch's
- * CPU kernels take it). */
-static float fval(const ir_arena *A, int e, int leaf, double v)
+ * CPU kernels take it); nudge (+-1) moves each transcendental's result one
+ * ulp that way. */
+static float fval(const ir_arena *A, int e, int leaf, double v, int nudge)
 {
     const ir_expr *x = &A->e[e];
     if (e == leaf)
         return (float)v;
     switch (x->kind) {
     case IR_E_CONST: return (float)x->value;
-    case IR_E_CAST: return fval(A, x->a, leaf, v);
-    case IR_E_WHERE: return fval(A, x->a, leaf, v) != 0 ? fval(A, x->b, leaf, v) : fval(A, x->c, leaf, v);
-    case IR_E_OP:
-        return ir_ops[x->op].arity == 1 ? fp1(x->op, fval(A, x->a, leaf, v))
-                                        : fp2(x->op, fval(A, x->a, leaf, v), fval(A, x->b, leaf, v));
+    case IR_E_CAST: return cast_to(x->dtype, fval(A, x->a, leaf, v, nudge));
+    case IR_E_WHERE:
+        return fval(A, x->a, leaf, v, nudge) != 0 ? fval(A, x->b, leaf, v, nudge) : fval(A, x->c, leaf, v, nudge);
+    case IR_E_OP: {
+        float a = fval(A, x->a, leaf, v, nudge);
+        float r = ir_ops[x->op].arity == 1 ? fp1(x->op, a) : fp2(x->op, a, fval(A, x->b, leaf, v, nudge));
+        return moved(x->op, a, r, nudge);
+    }
     default: return NAN;
     }
 }
 
-/* The truncation of f toward zero, as PyTorch's cast, in *t; 0 when f is
- * not finite or lies so near an integer it is not on that another log or
- * division than ours could put it across (never guess). */
-static int trunc_sure(float f, double *t)
+/* The truncation of cast at leaf = v toward zero, as PyTorch's cast, in
+ * *t; 0 when it is not finite, lies so near an integer that another
+ * division than ours could put it across, or truncates otherwise with any
+ * transcendental one ulp off (another libm's log of 1000 is 3 or just
+ * under: never guess). */
+static int trunc_sure(const ir_arena *A, int cast, int leaf, double v, double *t)
 {
+    float f = fval(A, cast, leaf, v, 0);
     if (!isfinite(f))
         return 0;
     double r = nearbyint(f);
     if (r != f && fabs(f - r) <= 1e-5 * fmax(1.0, fabs(r)))
         return 0;
     *t = trunc(f);
+    for (int nudge = -1; nudge <= 1; nudge += 2) {
+        float g = fval(A, cast, leaf, v, nudge);
+        if (!isfinite(g) || trunc(g) != *t)
+            return 0;
+    }
     return 1;
 }
 
@@ -190,7 +239,7 @@ static int tabulate(ictx *c, int e)
     double *tab = malloc((size_t)(n > 0 ? n : 1) * sizeof *tab);
     int ok = n > 0 && tab;
     for (int64_t v = lo; ok && v <= hi; v++)
-        ok = trunc_sure(fval(A, cast, leaf, (double)v), &tab[v - lo]);
+        ok = trunc_sure(A, cast, leaf, (double)v, &tab[v - lo]);
     int r = -1;
     if (ok) {
         gr_dtype sd = A->e[leaf].dtype;
