@@ -514,9 +514,8 @@ static void test_an_embedding_bags_offset2bag_runs_on_the_host_saying_why(void)
     TU_ASSERT_CONTAINS(out, "result 1 (offset2bag, bag_size, max_indices) is not lowered");
 }
 
-/* torch.cdist as PyTorch 1.13 computes it: differences up to 25 rows a
- * side, the matmul expansion beyond (and for _euclidean_dist); p = 1, inf
- * and 3 with batch dims that broadcast. */
+/* torch.cdist of p = 2 over 8 and 30 rows and _euclidean_dist; p = 1,
+ * inf and 3 with batch dims that broadcast. */
 static void test_cdist_of_every_p_runs_on_the_device(void)
 {
     const char *text = "graph cd\ninput %a: f32[8, 16]\ninput %b: f32[6, 16]\ninput %c: f32[30, 16]\n"
@@ -530,6 +529,22 @@ static void test_cdist_of_every_p_runs_on_the_device(void)
                        "output %d2, %m2, %e2, %d1, %di, %d3\n";
     for (int i = 0; i < 2; i++)
         runs_on_the_device(text, both_chips[i], "check d3: ");
+}
+
+/* Close points (distances near 0.04, |a|^2 near 40) past 25 rows: the
+ * distances are differences on the device, within the reference's bound,
+ * which |a|^2 + |b|^2 - 2ab in DL16 misses by up to 0.19. */
+static void test_cdist_of_close_points_past_25_rows_checks(void)
+{
+    const char *text = "graph close_points\ninput %x: f32[30, 8]\ninput %n: f32[30, 8]\n"
+                       "%a: f32[30, 8] = aten.mul.Tensor(%x, 4.0)\n%s: f32[30, 8] = aten.mul.Tensor(%n, 0.02)\n"
+                       "%b: f32[30, 8] = aten.add.Tensor(%a, %s)\n"
+                       "%d: f32[30, 30] = aten._cdist_forward.default(%a, %b, 2.0, None)\n"
+                       "%e: f32[30, 30] = aten._euclidean_dist.default(%a, %b)\noutput %d, %e\n";
+    for (int i = 0; i < 2; i++) {
+        runs_on_the_device(text, both_chips[i], "check d: ");
+        TU_ASSERT_CONTAINS(out, "check e: ");
+    }
 }
 
 /* Rows 1024 wide: a sort's and a topk's indices stay within 1024 (an
@@ -995,6 +1010,7 @@ int main(void)
         {"an embedding bag's offset2bag runs on the host saying why",
          test_an_embedding_bags_offset2bag_runs_on_the_host_saying_why},
         {"cdist of every p runs on the device", test_cdist_of_every_p_runs_on_the_device},
+        {"cdist of close points past 25 rows checks", test_cdist_of_close_points_past_25_rows_checks},
         {"sort, topk, argmax of 1024-wide rows run on the device",
          test_sort_topk_argmax_of_1024_wide_rows_run_on_the_device},
         {"any and all run on the device exactly", test_any_and_all_run_on_the_device_exactly},
