@@ -706,6 +706,24 @@ static void test_a_refused_kernel_sends_the_op_after_a_conv_to_the_host(void)
     CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
 }
 
+/* A 1x1 conv's copy out of rows 8192 wide, fused with a relu, is refused
+ * for the copy itself: the relu goes to the host first, then the conv,
+ * and the relu comes back to the device (227701 cycles with both on the
+ * host, 78987 with the conv alone). */
+static void test_a_conv_refused_for_its_own_copy_sends_only_the_conv_to_the_host(void)
+{
+    const char *text = "graph conv_relu_wide\ninput %x: f32[1, 4, 1, 8192]\ninput %w: f32[16, 4, 1, 1]\n"
+                       "%c: f32[1, 16, 1, 8192] = aten.convolution.default(%x, %w, None, [1, 1], [0, 0], [1, 1], "
+                       "False, [0, 0], 1)\n%y: f32[1, 16, 1, 8192] = aten.relu.default(%c)\noutput %y\n";
+    const char *chips[] = {" --config spyre", " --config spyre-4core"};
+    for (int i = 0; i < 2; i++) {
+        CU_ASSERT_EQUAL(run_checked(text, chips[i]), 0);
+        TU_ASSERT_CONTAINS(out, "fallback_ops=1 ", "fallback aten.convolution.default (graph line 4)", "check y: ",
+                           " ok\n");
+        TU_ASSERT_LACKS(out, "fallback aten.relu", "MISMATCH");
+    }
+}
+
 /* Decompose folds an identity (clone) into the value it copies, but the
  * host op runs its source line, which reads the clone by name: the clone
  * of a device kernel's result, of a view (its transpose), of an input. */
@@ -1004,6 +1022,8 @@ int main(void)
         {"many cats sharing an input run on the device", test_many_cats_sharing_an_input_run_on_the_device},
         {"a half model's batch norm runs on the device", test_a_half_models_batch_norm_runs_on_the_device},
         {"a norm or sum after a conv runs on the device", test_a_norm_or_sum_after_a_conv_runs_on_the_device},
+        {"a conv refused for its own copy sends only the conv to the host",
+         test_a_conv_refused_for_its_own_copy_sends_only_the_conv_to_the_host},
         {"a refused kernel sends the op after a conv to the host",
          test_a_refused_kernel_sends_the_op_after_a_conv_to_the_host},
         {"embedding bags of every mode run on the device", test_embedding_bags_of_every_mode_run_on_the_device},
