@@ -3901,6 +3901,31 @@ static void test_transposed_convolutions_run_natively_and_validate(void)
         "output %b2, %i, %big, %a, %b, %c, %d, %e, %g, %f, %h\n");
 }
 
+/* Audio front ends' 1-D convs ran on the host on the 4-core chip: a
+ * Conv1d of one channel copied its input a stick per sample, and an NCW
+ * reader of a long channels-last result staged a stick per pixel, both
+ * past LX.  A 1-channel conv of stride 4 and 5 (audio, wav2vec2's first
+ * layer), with and without bias, long convs with padding, dilation and a
+ * GELU between them (Whisper's stem), read NCW by relu and GELU, every
+ * output runs natively and validates on both chips. */
+static void test_long_1d_convolutions_run_natively_and_validate(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph audio1d\n"
+        "input %x: f32[2, 1, 4000]\ninput %w: f32[16, 1, 9]\ninput %b: f32[16]\ninput %wv: f32[32, 1, 10]\n"
+        "input %m: f32[1, 16, 1000]\ninput %w3: f32[24, 16, 3]\ninput %b3: f32[24]\ninput %w4: f32[24, 24, 3]\n"
+        "input %wd: f32[8, 16, 3]\n"
+        "%a: f32[2, 16, 998] = aten.convolution.default(%x, %w, %b, [4], [0], [1], False, [0], 1)\n"
+        "%ra: f32[2, 16, 998] = aten.relu.default(%a)\n"
+        "%v: f32[2, 32, 799] = aten.convolution.default(%x, %wv, None, [5], [0], [1], False, [0], 1)\n"
+        "%gv: f32[2, 32, 799] = aten.gelu.default(%v)\n"
+        "%c: f32[1, 24, 1000] = aten.convolution.default(%m, %w3, %b3, [1], [1], [1], False, [0], 1)\n"
+        "%gc: f32[1, 24, 1000] = aten.gelu.default(%c)\n"
+        "%e: f32[1, 24, 500] = aten.convolution.default(%gc, %w4, None, [2], [1], [1], False, [0], 1)\n"
+        "%d: f32[1, 8, 1000] = aten.convolution.default(%m, %wd, None, [1], [2], [2], False, [0], 1)\n"
+        "output %ra, %gv, %e, %d\n");
+}
+
 /* 3-D convolutions (video ResNets' Conv3d) ran on the host: each is the
  * sum over its kernel's depth taps of 2-D convolutions of the depth slices
  * as a batch (dec_convt.c, conv3d_depth_taps).  With padding, bias, stride
@@ -6316,6 +6341,7 @@ int main(void)
          test_a_per_row_result_of_a_broadcast_operand_alone_gives_every_row_on_both_chips},
         {"pixel_shuffle and unshuffle run natively and validate", test_pixel_shuffle_and_unshuffle_run_natively_and_validate},
         {"transposed convolutions run natively and validate", test_transposed_convolutions_run_natively_and_validate},
+        {"long 1-D convolutions run natively and validate", test_long_1d_convolutions_run_natively_and_validate},
         {"3-D convolutions run natively and validate", test_3d_convolutions_run_natively_and_validate},
         {"3-D pools run natively and validate", test_3d_pools_run_natively_and_validate},
         {"a transposed conv with a block of rows without spans validates",

@@ -1636,7 +1636,7 @@ static convshape conv_shape(lctx *c, const gr_ttype *xt, const gr_ttype *wt)
         /* few channels: K over (ci, kh, kw) pads each channel's taps
          * instead of each row's (the stem: 3 x 64 = 192 instead of 7 x 64),
          * read from a rows-first copy of x (conv_im2col_chan) */
-        s.chan = s.cin < CONV_ROWS_FIRST_MAX_C && conv_kc_chan(&s) < kc;
+        s.chan = s.cin < CONV_ROWS_FIRST_MAX_C && conv_kc_chan(&s) <= kc;
     }
     s.yw = s.merged ? s.wp : s.ow;
     return s;
@@ -1992,6 +1992,102 @@ static int conv_depthwise(lctx *c, int xp, int w, int bias, const convshape *s, 
     return conv_copy(c, &t, body, "conv_dw", ops, -1);
 }
 
+/* Would an NCW reader of a 1-D conv's channels-last y miss the target's
+ * LX?  A row of it (one channel, ow pixels) stages a stick per pixel in two
+ * slots: the 4-core chip's 157,312 bytes hold 614 (a Conv1d of stride 4
+ * over 4,000 samples has 998). */
+static int conv_row_unfit(const lctx *c, const convshape *s)
+{
+    const chip_config *cfg = c->p->opts.target;
+    return cfg && 2 * s->ow * (int64_t)cfg->stick_bytes > (int64_t)cfg->lx_usable_bytes;
+}
+
+/* w[co, ci, kw] as wt[co, (ci, kw)] in a buffer sticked on its K, or -1
+ * when w's view does not hold (ci, kw) contiguously. */
+static int conv_ncw_weight(lctx *c, int w, const convshape *s, const uint64_t *ops)
+{
+    as_buffer_view(c, w);
+    const lval *V = val(c, w);
+    const ir_index *f = &V->map[0];
+    if (f->coef[2] != 1 || f->coef[1] != s->kw)
+        return -1;
+    ir_index at = ir_idx_var(1);
+    at.coef[0] = f->coef[0];
+    at.offset = f->offset;
+    const int64_t shape[2] = {s->cout, s->cin * s->kw};
+    gr_ttype t = ttype(V->type.dtype, 2, shape);
+    const lbase *B = &c->bases[V->base];
+    return conv_copy(c, &t, ir_subst(&c->p->A, B->body, 1, &at, NULL), "conv_weight", ops, w);
+}
+
+/* xt[n, ci, kw, ow]: tap kw's input of output pixel ow (zeros in the
+ * padding), lanes along ow as x's: B of the NCW product.  (x realized
+ * first put wav2vec2's GELU into the product's epilogue instead: 4,918,487
+ * -> 5,920,376 cycles on the 4-core chip.) */
+static int conv_ncw_cols(lctx *c, int x, const convshape *s, const uint64_t *ops)
+{
+    ir_arena *A = &c->p->A;
+    const int64_t shape[4] = {s->n, s->cin, s->kw, s->ow};
+    gr_ttype t = ttype(vtype(c, x)->dtype, 4, shape);
+    ir_index at = ir_idx_var(3);
+    at.coef[3] = s->s[1];
+    at.coef[2] = s->d[1];
+    ir_index co[3] = {ir_idx_var(0), ir_idx_var(1), at};
+    co[2].offset = -s->p[1];
+    int body = read_at(c, x, co);
+    if (s->p[1]) {
+        int e = ir_indexval(A, &at), lo = ir_const(A, (double)s->p[1], GR_I64);
+        int hi = ir_const(A, (double)(s->p[1] + s->w), GR_I64);
+        body = ir_where(A, ir_op2(A, IR_AND, ir_op2(A, IR_GE, e, lo), ir_op2(A, IR_LT, e, hi)), body,
+                        ir_const(A, 0, t.dtype));
+    }
+    return conv_copy(c, &t, body, "conv_cols", ops, x);
+}
+
+/* A 1-D conv whose NCW readers would not fit LX (conv_row_unfit) as the
+ * product the other way round, y[n, co, ow] = wt[co, k] xt[n, k, ow] over
+ * k = (ci, kw): m = co, n = ow, its result NCW (lanes along ow) with no
+ * channels-last copy of x nor y.  Returns 0 when w's view does not allow
+ * it. */
+static int conv_ncw(lctx *c, int out, int x, int w, int bias, const convshape *s, uint64_t *ops)
+{
+    enum { VB, VM, VNN, VK };
+    const int64_t K = s->cin * s->kw, shape[3] = {s->n, s->cout, s->ow};
+    const gr_ttype tt = ttype(vtype(c, x)->dtype, 3, shape), *t = &tt;
+    int wt = conv_ncw_weight(c, w, s, ops);
+    if (wt < 0)
+        return 0;
+    int xt = conv_ncw_cols(c, x, s, ops);
+    int n = new_node(c, IR_MATMUL, t, "conv_tap", ops);
+    ir_node *N = &c->p->nodes[n];
+    const int64_t r[4] = {s->n, s->cout, s->ow, K};
+    N->nbatch = 1;
+    N->nvars = 4;
+    memcpy(N->ranges, r, sizeof r);
+    N->a = wt;
+    N->aidx = ir_idx_var(VK);
+    N->aidx.coef[VM] = K;
+    N->b = xt;
+    N->bidx = ir_idx_var(VNN);
+    N->bidx.coef[VK] = s->ow;
+    N->bidx.coef[VB] = K * s->ow;
+    N->store = contiguous(t);
+    ir_node_simplify(c->p, n);
+    int y = buffer_base(c, c->p->nodes[n].out, 0);
+    if (bias >= 0) {
+        ir_index at = ir_idx_var(1);
+        ir_index id = contiguous(t);
+        ops_of(c, ops, bias);
+        int body = ir_op2(&c->p->A, IR_ADD, ir_load(&c->p->A, c->p->nodes[n].out, t->dtype, &id),
+                          ir_cast(&c->p->A, read_at(c, bias, &at), t->dtype));
+        y = new_base(c, t, body, "conv_sum");
+        ops_or(c, c->bases[y].ops, ops);
+    }
+    set_whole(c, out, y);
+    ops_add_cur(c, val(c, out)->ops);
+    return 1;
+}
+
 /* Does weight w, through its view, read its buffer downwards (flipped: a
  * transposed conv's phase, dec_convt.c) or its input channels right after
  * the span of its output channels (w[ci, co, ..] seen transposed)?  A
@@ -2037,6 +2133,10 @@ static void l_convolution(lctx *c, int out, int opi)
         fail(c, "argument bias must have %lld elements", (long long)s.cout);
     uint64_t *ops = ops_new(c);
     ops_add_cur(c, ops);
+    if (s.nsp == 1 && s.g == 1 && conv_row_unfit(c, &s) && conv_ncw(c, out, x, w, bias, &s, ops)) {
+        free(ops);
+        return;
+    }
     /* the stem's weight copy first: it needs nothing the input's copies make */
     int wq = s.chan ? conv_weight_rows(c, w, &s) : -1;
     int xp = s.chan ? conv_padded_rows(c, x, &s) : conv_padded(c, x, &s), wr = -1;

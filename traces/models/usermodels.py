@@ -74,6 +74,31 @@ def audio():
     return _perturb(m), (torch.randn(2, 1, 4000),)
 
 
+def wav2vec2_fe(width=512, seconds=1.0):
+    """wav2vec2/HuBERT's feature encoder: Conv1d(1, width, 10, stride 5), GroupNorm(width, width),
+    GELU, then 4 Conv1d(width, width, 3, stride 2) and 2 Conv1d(width, width, 2, stride 2) with
+    GELU, no bias; 1x16000 samples (1 s)."""
+    torch.manual_seed(0)
+    layers = [nn.Conv1d(1, width, 10, stride=5, bias=False), nn.GroupNorm(width, width), nn.GELU()]
+    for k in (3, 3, 3, 3, 2, 2):
+        layers += [nn.Conv1d(width, width, k, stride=2, bias=False), nn.GELU()]
+    return _perturb(nn.Sequential(*layers)), (torch.randn(1, 1, int(16000 * seconds)),)
+
+
+def wav2vec2_fe_small():
+    """wav2vec2_fe with 64 channels over 0.25 s (4000 samples): the same layers, quick to simulate."""
+    return wav2vec2_fe(64, 0.25)
+
+
+def whisper_stem(frames=3000, width=384):
+    """Whisper's encoder stem: Conv1d(80, width, 3, padding 1), GELU, Conv1d(width, width, 3,
+    stride 2, padding 1), GELU over an 80 x frames log-mel spectrogram (Whisper-tiny: 384)."""
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Conv1d(80, width, 3, padding=1), nn.GELU(), nn.Conv1d(width, width, 3, stride=2, padding=1),
+                      nn.GELU())
+    return _perturb(m), (torch.randn(1, 80, frames),)
+
+
 def tenc():
     """nn.TransformerEncoder, 2 pre-norm layers (norm_first), d 64, 4 heads."""
     torch.manual_seed(0)
