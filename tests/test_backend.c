@@ -3331,6 +3331,16 @@ static void test_a_whole_tensor_reduced_or_flattened_is_one_staged_row(void)
     expect_text_validates_on_both_chips(text);
 }
 
+/* An unbiased var or std over one element divides 0 by 0: NaN, as in
+ * PyTorch (scaling the square by 1 / 0 gave 0). */
+static void test_an_unbiased_var_over_one_element_is_nan(void)
+{
+    const char *text = "graph v1\ninput %x: f32[1, 1, 8]\n"
+                       "%s: f32[1, 1, 8] = aten.std.correction(%x, [0], correction=1, keepdim=True)\n"
+                       "%v: f32[8] = aten.var.correction(%x, [0, 1], correction=1)\noutput %s, %v\n";
+    expect_text_validates_on_both_chips(text);
+}
+
 /* A layer norm over two dimensions, (8, 48) of (4, 8, 48): its rows'
  * 384 columns run past the stick dimension of x and of the weight and
  * bias, per-column operands read as tiles, staged for each row. */
@@ -6365,6 +6375,7 @@ int main(void)
          test_a_reduction_over_the_first_dimension_stores_through_a_staged_copy},
         {"a reduction over a long leading dimension runs in two", test_a_reduction_over_a_long_leading_dimension_runs_in_two},
         {"a whole tensor reduced or flattened is one staged row", test_a_whole_tensor_reduced_or_flattened_is_one_staged_row},
+        {"an unbiased var over one element is nan", test_an_unbiased_var_over_one_element_is_nan},
         {"a layer norm over two dimensions stages its weight per row",
          test_a_layer_norm_over_two_dimensions_stages_its_weight_per_row},
         {"one-element kernels validate", test_one_element_kernels_validate},

@@ -613,13 +613,15 @@ static int mean(dctx *c, int x, int nd, const int64_t *dims, int keepdim, int64_
 
 /* The sum over dims of xc * xc / div, scaled before the sum: the sum of
  * squares itself leaves DL16's range (about 8.6e9) for rows of values
- * around 1e4.  Over no element (count 0) it is 0 / 0, NaN as in PyTorch
- * (scaling each of no square by 1 / 0 would give 0). */
-static int sum_sq(dctx *c, int xc, int nd, const int64_t *dims, int keepdim, int64_t count, double div)
+ * around 1e4.  PyTorch divides by max(0, div): with no element or a
+ * correction of N or more that is a division by 0, NaN or inf (scaling
+ * each square by 1 / 0 would give 0 for a zero square, and 0 over no element). */
+static int sum_sq(dctx *c, int xc, int nd, const int64_t *dims, int keepdim, double div)
 {
-    if (!count)
-        return dc_bins(c, "aten.div.Tensor", dc_red(c, "aten.sum.dim_IntList", xc, nd, dims, keepdim), 0.0);
-    int sq = dc_bins(c, "aten.mul.Tensor", dc_bin(c, "aten.mul.Tensor", xc, xc), 1.0 / div);
+    int sq = dc_bin(c, "aten.mul.Tensor", xc, xc);
+    if (div <= 0)
+        return dc_bins(c, "aten.div.Tensor", dc_red(c, "aten.sum.dim_IntList", sq, nd, dims, keepdim), 0.0);
+    sq = dc_bins(c, "aten.mul.Tensor", sq, 1.0 / div);
     return dc_red(c, "aten.sum.dim_IntList", sq, nd, dims, keepdim);
 }
 
@@ -631,7 +633,7 @@ static int variance(dctx *c, int x, int nd, const int64_t *dims, int64_t count, 
     int xc = dc_bin(c, "aten.sub.Tensor", x, m);
     if (meanv)
         *meanv = m;
-    return sum_sq(c, xc, nd, dims, keepdim, count, (double)count - corr);
+    return sum_sq(c, xc, nd, dims, keepdim, (double)count - corr);
 }
 
 static void var_args(dctx *c, const gr_node *n, int x, int64_t *dims, int *nd, int64_t *count, double *corr,
@@ -675,7 +677,7 @@ static void layer_norm(dctx *c, const gr_node *n, int res[3])
     /* over an empty normalized shape: mean 0 (the sum), rstd NaN, as in PyTorch */
     int m = count ? mean(c, x, nn, dims, 1, count) : dc_red(c, "aten.sum.dim_IntList", x, nn, dims, 1);
     int xc = dc_bin(c, "aten.sub.Tensor", x, m);
-    int var = sum_sq(c, xc, nn, dims, 1, count, (double)count);
+    int var = sum_sq(c, xc, nn, dims, 1, (double)count);
     int rstd = dc_un(c, "aten.rsqrt.default", dc_bins(c, "aten.add.Tensor", var, eps));
     int y = dc_bin(c, "aten.mul.Tensor", xc, rstd);
     if (w >= 0)
