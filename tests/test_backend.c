@@ -5857,6 +5857,20 @@ static void test_convolutions_validate_over_strides_pads_dilations_and_groups_on
     }
 }
 
+/* A stride-1 conv of one input channel takes the per-channel im2col, not
+ * the merged rows: their padded copy, one lane per stick, staged a whole
+ * image per row and missed LX from a batch of 12 (32x32) on spyre, of one
+ * (3-D, its depths a batch) on spyre-4core, and ran on the host. */
+static void test_one_channel_stride_one_convs_run_natively_in_batches(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph c1\ninput %x: f32[12, 1, 32, 32]\ninput %w: f32[4, 1, 3, 3]\ninput %b: f32[4]\n"
+        "input %v: f32[1, 1, 7, 8, 4]\ninput %k: f32[1, 1, 4, 3, 4]\n"
+        "%y: f32[12, 4, 32, 32] = aten.convolution.default(%x, %w, %b, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)\n"
+        "%z: f32[1, 1, 6, 10, 1] = aten.convolution.default(%v, %k, None, [1, 1, 1], [1, 2, 0], [1, 1, 1], False, "
+        "[0, 0, 0], 1)\noutput %y, %z\n");
+}
+
 /* Issue 14: a conv of few input channels and no merged rows (ResNet's
  * 7x7 stride-2 stem) takes the im2col over (ci, kh, kw) with each
  * channel's taps padded to a stick (K = 3 x 64 instead of 7 rows of 64),
@@ -6215,6 +6229,7 @@ int main(void)
          test_convs_whose_windows_tile_their_input_validate_on_both_chips},
         {"convolutions validate over strides, pads, dilations and groups on both chips",
          test_convolutions_validate_over_strides_pads_dilations_and_groups_on_both_chips},
+        {"one channel stride one convs run natively in batches", test_one_channel_stride_one_convs_run_natively_in_batches},
         {"few-channel strided convs take the per-channel im2col and validate on both chips",
          test_few_channel_strided_convs_take_the_per_channel_im2col_and_validate_on_both_chips},
         {"infinities and NaNs are found and replaced on both chips",
