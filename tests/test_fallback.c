@@ -509,6 +509,18 @@ static void test_cdist_of_every_p_runs_on_the_device(void)
         runs_on_the_device(text, both_chips[i], "check d3: ");
 }
 
+/* p = 2 by the matmul expansion cancels near a distance of 0: a row's
+ * distance to itself is the sqrt of DL16's rounding of |a|^2 (0.04, not
+ * 0), which the reference bounds as that expansion, not as differences. */
+static void test_cdist_by_the_matmul_validates_near_zero_distances(void)
+{
+    const char *text = "graph cd\ninput %c: f32[30, 3]\ninput %a: f32[8, 1]\ninput %b: f32[6, 1]\n"
+                       "%s: f32[30, 30] = aten._cdist_forward.default(%c, %c, 2.0, None)\n"
+                       "%e: f32[8, 6] = aten._euclidean_dist.default(%a, %b)\noutput %s, %e\n";
+    for (int i = 0; i < 2; i++)
+        runs_on_the_device(text, both_chips[i], "check e: ");
+}
+
 /* Rows 1024 wide: a sort's and a topk's indices stay within 1024 (an
  * amin of the hit positions), so they run on the device. */
 static void test_sort_topk_argmax_of_1024_wide_rows_run_on_the_device(void)
@@ -724,6 +736,7 @@ int main(void)
         {"an embedding bag's offset2bag runs on the host saying why",
          test_an_embedding_bags_offset2bag_runs_on_the_host_saying_why},
         {"cdist of every p runs on the device", test_cdist_of_every_p_runs_on_the_device},
+        {"cdist by the matmul validates near zero distances", test_cdist_by_the_matmul_validates_near_zero_distances},
         {"sort, topk, argmax of 1024-wide rows run on the device",
          test_sort_topk_argmax_of_1024_wide_rows_run_on_the_device},
         {"encoder_small on a tiny LX runs its host ops and checks",
