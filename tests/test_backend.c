@@ -3943,6 +3943,19 @@ static void test_3d_pools_run_natively_and_validate(void)
         "output %mv, %mi, %ap, %ai, %aa, %au, %am, %ami\n");
 }
 
+/* A global max pool whose indices are not read (AdaptiveMaxPool3d(1) over
+ * 6x8x10, AdaptiveMaxPool2d(1) over 20x24) builds no index chain: one of
+ * 480 taps took minutes to compile, then was dropped. */
+static void test_a_global_max_pool_without_indices_compiles_quickly(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph gmp\ninput %x: f32[2, 8, 6, 8, 10]\ninput %y: f32[1, 2, 20, 24]\n"
+        "%p: (f32[2, 8, 1, 1, 1], i64[2, 8, 1, 1, 1]) = aten.adaptive_max_pool3d.default(%x, [1, 1, 1])\n"
+        "%pv: f32[2, 8, 1, 1, 1] = getitem(%p, 0)\n"
+        "%q: (f32[1, 2, 1, 1], i64[1, 2, 1, 1]) = aten.adaptive_max_pool2d.default(%y, [1, 1])\n"
+        "%qv: f32[1, 2, 1, 1] = getitem(%q, 0)\noutput %pv, %qv\n");
+}
+
 /* A transposed convolution (kernel 9x7, stride 5, padding 3x1, dilation
  * 1x3) whose row kernel has a block of RK_SPAN_BLOCK rows taking no
  * spans: its merge added an offset to the block spans' array before any
@@ -6230,6 +6243,7 @@ int main(void)
         {"convolutions validate over strides, pads, dilations and groups on both chips",
          test_convolutions_validate_over_strides_pads_dilations_and_groups_on_both_chips},
         {"one channel stride one convs run natively in batches", test_one_channel_stride_one_convs_run_natively_in_batches},
+        {"a global max pool without indices compiles quickly", test_a_global_max_pool_without_indices_compiles_quickly},
         {"few-channel strided convs take the per-channel im2col and validate on both chips",
          test_few_channel_strided_convs_take_the_per_channel_im2col_and_validate_on_both_chips},
         {"infinities and NaNs are found and replaced on both chips",

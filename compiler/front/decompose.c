@@ -2234,17 +2234,25 @@ static int pool_flat_index(dctx *c, const pool_win *g, const int64_t *i)
     return y;
 }
 
+static int result_read(dctx *c, const gr_node *n, int k);
+
 /* max_pool2d_with_indices, max_pool3d_with_indices(self, kernel_size,
  * stride=[], padding=0, dilation=1, ceil_mode=False) -> (out, indices): x
  * padded with -inf, the maximum of the window's strided slices; the index
  * of the first window element equal to the maximum (or NaN), a where
- * chain. */
-static int max_pool(dctx *c, int x, const pool_win *g, int *out)
+ * chain, built only when node n's indices are read (a global max pool of
+ * 480 taps took minutes to compile a chain then dropped). */
+static int max_pool(dctx *c, const gr_node *n, int x, const pool_win *g, int *out)
 {
     int xp = pool_pad(c, x, g, -INFINITY), m = pool_reduce(c, xp, g, "aten.maximum.default"), ix = -1;
     int64_t taps = 1;
     for (int a = 0; a < g->nd; a++)
         taps *= g->k[a];
+    if (!result_read(c, n, 1)) {
+        out[0] = m;
+        out[1] = dc_full(c, dc_T(c, m).rank, dc_T(c, m).shape, 0, GR_I64); /* never read */
+        return 2;
+    }
     for (int64_t q = taps - 1; q >= 0; q--) {
         int64_t i[3], rest = q;
         for (int a = g->nd - 1; a >= 0; a--) {
@@ -2270,7 +2278,7 @@ static int r_max_pool(dctx *c, const gr_node *n, int *out)
 {
     int x = dc_val(c, n, 0, "self");
     pool_win g = pool_args(c, n, x, 1);
-    return max_pool(c, x, &g, out);
+    return max_pool(c, n, x, &g, out);
 }
 
 /* avg_pool2d, avg_pool3d(self, kernel_size, stride=[], padding=0,
@@ -2458,7 +2466,7 @@ static int r_adaptive_pool(dctx *c, const gr_node *n, int *out)
         g.p[a] = 0, g.d[a] = 1;
     }
     if (even && is_max)
-        return max_pool(c, x, &g, out);
+        return max_pool(c, n, x, &g, out);
     if (even) {
         int64_t taps = 1;
         for (int a = 0; a < g.nd; a++)
