@@ -65,8 +65,11 @@ static void dist_put(tens *o, int64_t k, const tens *x, int64_t a, const tens *y
     o->f[k] = (float)r;
     for (int w = 0; o->eb[0] && w < 2; w++) {
         double e;
-        dist_of(x, a, y, b, m, p, w, &e);
-        o->eb[w][k] = (float)(mm ? euclid_mm_bound(x, a, y, b, m, r, w) : e);
+        if (mm)
+            e = euclid_mm_bound(x, a, y, b, m, r, w);
+        else
+            dist_of(x, a, y, b, m, p, w, &e);
+        o->eb[w][k] = (float)e;
     }
 }
 

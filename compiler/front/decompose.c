@@ -2240,19 +2240,19 @@ static int result_read(dctx *c, const gr_node *n, int k);
  * stride=[], padding=0, dilation=1, ceil_mode=False) -> (out, indices): x
  * padded with -inf, the maximum of the window's strided slices; the index
  * of the first window element equal to the maximum (or NaN), a where
- * chain, built only when node n's indices are read (a global max pool of
- * 480 taps took minutes to compile a chain then dropped). */
+ * chain, built only when node n's indices are read (a where per tap: a
+ * global pool's hundreds of taps are slow to compile, even to drop). */
 static int max_pool(dctx *c, const gr_node *n, int x, const pool_win *g, int *out)
 {
     int xp = pool_pad(c, x, g, -INFINITY), m = pool_reduce(c, xp, g, "aten.maximum.default"), ix = -1;
-    int64_t taps = 1;
-    for (int a = 0; a < g->nd; a++)
-        taps *= g->k[a];
     if (!result_read(c, n, 1)) {
         out[0] = m;
         out[1] = dc_full(c, dc_T(c, m).rank, dc_T(c, m).shape, 0, GR_I64); /* never read */
         return 2;
     }
+    int64_t taps = 1;
+    for (int a = 0; a < g->nd; a++)
+        taps *= g->k[a];
     for (int64_t q = taps - 1; q >= 0; q--) {
         int64_t i[3], rest = q;
         for (int a = g->nd - 1; a >= 0; a--) {
