@@ -189,6 +189,13 @@ void cc_decompositions_print(FILE *f);
 #define CC_ATAN_NCOEF 5
 #define CC_ATAN_ERR 2e-5
 extern const double cc_atan_coef[CC_ATAN_NCOEF];
+/* Point j of linspace(a, b, n) as PyTorch 1.13's CPU kernel computes it (the first half counted up from a,
+ * the second down from b), of logspace (is_log: base to that power, any base), truncated for an integer result.
+ * The compiler bakes these values; the reference executor computes them (dec_space.c). */
+double cc_space_at(double a, double b, int is_log, double base, int64_t n, int64_t j, int is_float);
+/* The pairs (rows[k], cols[k]) of tril_indices(row, col, offset) (upper: triu_indices), row-major, into
+ * rows and cols unless NULL; returns their count. */
+int64_t cc_tri_indices(int64_t row, int64_t col, int64_t offset, int upper, int64_t *rows, int64_t *cols);
 /* ==== end of the graph compiler's front half ==== */
 
 /* ==== Tensor parallelism (tp.c, docs/multicard.md) ====

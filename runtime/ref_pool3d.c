@@ -91,7 +91,7 @@ static int64_t tap_at(const geom3 *g, const win *w, int64_t t0, int64_t t1, int6
     return (z * g->in[1] + y) * g->in[2] + x;
 }
 
-/* The max of one window (a NaN wins, the first maximum's flat index), with
+/* The max of one window (the last NaN, else the first maximum's flat index), with
  * a selection's bound: the largest bound of any element that could be the
  * max; the index exact unless another element could be (ref_spatial.c). */
 static void max3(const tens *x, int64_t base, const geom3 *g, const win *w, float *v, int64_t *ix, double eb[2],
@@ -104,7 +104,7 @@ static void max3(const tens *x, int64_t base, const geom3 *g, const win *w, floa
             for (int64_t c = w[2].lo; c < w[2].hi; c++) {
                 int64_t at = tap_at(g, w, a, b, c);
                 float xv = x->f[base + at];
-                if (*ix < 0 || (!isnan(m) && (xv > m || isnan(xv)))) {
+                if (*ix < 0 || xv > m || isnan(xv)) { /* PyTorch's test: the last NaN wins */
                     m = xv;
                     *ix = at;
                 }

@@ -1,22 +1,12 @@
-/* ref_space.c: reference ops: linspace and logspace, with PyTorch's halves (the first half counted up from
- * start, the second down from end) and its float step, so the values are PyTorch's own. */
+/* ref_space.c: reference ops: linspace and logspace with PyTorch's halves (the first half counted up from
+ * start, the second down from end) and its float step, and tril_indices / triu_indices: the values the
+ * compiler bakes (cc_space_at, cc_tri_indices), so both are PyTorch's own. */
 #include "ref_internal.h"
 
-#include <math.h>
+#include "cc.h"
 
-/* The j-th of n points from a to b: float arithmetic for a float result
- * (PyTorch's step is of the result's type), double for an integer one. */
-static double space_at(double a, double b, int64_t n, int64_t j, int is_float)
-{
-    if (n == 1)
-        return a;
-    if (is_float) {
-        float fa = (float)a, fb = (float)b, st = (fb - fa) / (float)(n - 1);
-        return j < n / 2 ? (double)(fa + st * (float)j) : (double)(fb - st * (float)(n - j - 1));
-    }
-    double st = (b - a) / (double)(n - 1);
-    return j < n / 2 ? a + st * (double)j : b - st * (double)(n - j - 1);
-}
+#include <math.h>
+#include <stdlib.h>
 
 /* linspace(start, end, steps, dtype=...) (code 0), logspace(start, end, steps, base=10, dtype=...) (code 1):
  * a float result unless dtype says otherwise; an integer one truncates, as PyTorch's cast. */
@@ -40,9 +30,7 @@ static int op_space(ex *E, int is_log)
     if (!o)
         return -1;
     for (int64_t j = 0; j < n; j++) {
-        double x = space_at(a, b, n, j, k == K_F);
-        if (is_log)
-            x = k == K_F ? (double)powf((float)base, (float)x) : pow(base, x);
+        double x = cc_space_at(a, b, is_log, base, n, j, k == K_F);
         if (k == K_F)
             o->f[j] = (float)x;
         else
@@ -53,8 +41,32 @@ static int op_space(ex *E, int is_log)
     return 0;
 }
 
+/* tril_indices(row, col, offset=0, dtype=long) (code 0), triu_indices (code 1): a (2, N) tensor, the rows of
+ * the triangle's elements then their columns, row-major */
+static int op_tri_indices(ex *E, int upper)
+{
+    int64_t row, col, off;
+    int dt;
+    if (ref_arg_req_int(E, 0, "row", &row) || ref_arg_req_int(E, 1, "col", &col) ||
+        ref_arg_int(E, 2, "offset", 0, &off) || ref_arg_dtype(E, -1, "dtype", &dt))
+        return -1;
+    if (row < 0 || col < 0)
+        return ref_fail(E, "row and col must not be negative");
+    int64_t shape[2] = {2, cc_tri_indices(row, col, off, upper, NULL, NULL)};
+    kind k = dt >= 0 ? kind_of((gr_dtype)dt) : K_I;
+    if (k != K_I)
+        return ref_fail(E, "the indices' dtype must be an integer");
+    tens *o = ref_new_result(E, k, 2, shape);
+    if (!o)
+        return -1;
+    cc_tri_indices(row, col, off, upper, o->i, o->i + shape[1]);
+    return 0;
+}
+
 static const ref_op ops[] = {
     {"linspace", op_space, 0},
     {"logspace", op_space, 1},
+    {"tril_indices", op_tri_indices, 0},
+    {"triu_indices", op_tri_indices, 1},
 };
 const ref_ops ref_space_ops = REF_OPS(ops);

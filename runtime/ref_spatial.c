@@ -512,8 +512,8 @@ static int pool_args(ex *E, const tens *x, int with_dilation, pool_geom *g, int 
     return 0;
 }
 
-/* The max of one window (a NaN wins, the first maximum's flat index
- * h * W + w), with the bound of a selection: the largest bound of any
+/* The max of one window (the last NaN, else the first maximum: its flat
+ * index h * W + w), with the bound of a selection: the largest bound of any
  * element that could be the max; the index is exact unless another
  * element could be. */
 static void max_window(const tens *x, int64_t base, const pool_geom *g, int64_t oh, int64_t ow, float *v,
@@ -527,7 +527,7 @@ static void max_window(const tens *x, int64_t base, const pool_geom *g, int64_t 
     for (int64_t a = 0, h = f[0]; a < n[0]; a++, h += st[0])
         for (int64_t b = 0, w = f[1]; b < n[1]; b++, w += st[1]) {
             float xv = x->f[base + h * g->in[1] + w];
-            if (!isnan(m) && (xv > m || isnan(xv))) {
+            if (xv > m || isnan(xv)) { /* PyTorch's test: the last NaN wins */
                 m = xv;
                 *ix = h * g->in[1] + w;
             }

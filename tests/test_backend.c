@@ -470,6 +470,24 @@ static void test_a_gather_the_back_half_cannot_emit_is_a_clear_error(void)
     TU_ASSERT_CONTAINS(err, "gather of w: the row numbers are not read directly from an integer input");
 }
 
+static void test_a_gather_concatenated_along_its_rows_runs_on_the_device_and_validates(void)
+{
+    /* a seq2seq decoder step's cat([embedding(tok), context], 1): the
+     * gather is computed first (it reads whole table rows along a
+     * kernel's columns), not inlined into the cat's where-chain */
+    const char *g = "graph ec\n"
+                    "input %tok: i64[2]\n"
+                    "input %w: f32[20, 16]\n"
+                    "input %ctx: f32[2, 32]\n"
+                    "%e: f32[2, 16] = aten.embedding.default(%w, %tok)\n"
+                    "%y: f32[2, 48] = aten.cat.default([%e, %ctx], 1)\n"
+                    "output %y\n";
+    char err[512];
+    compile_error(g, "spyre", err, sizeof err);
+    CU_ASSERT_STRING_EQUAL(err, "");
+    expect_text_validates_on_both_chips(g);
+}
+
 /* decoder_small keeps two layer norms' inputs for the later layer norms
  * and in each attention the scaled q, the scores and the probabilities,
  * the scaling, QK^T, the softmax and PV on 8 cores, one head each (9
@@ -6450,6 +6468,8 @@ int main(void)
         {"an embedding gathers rows by dma.gather and validates on both chips",
          test_embedding_gathers_rows_by_dma_gather_and_validates_on_both_chips},
         {"a gather the back half cannot emit is a clear error", test_a_gather_the_back_half_cannot_emit_is_a_clear_error},
+        {"a gather concatenated along its rows runs on the device and validates",
+         test_a_gather_concatenated_along_its_rows_runs_on_the_device_and_validates},
         {"the back half's passes dump layout, workdiv, lxplan, codegen and reroll",
          test_back_half_passes_dump_layout_workdiv_lxplan_codegen_and_reroll},
         {"the lxplan dump shows the tensors kept in LX", test_the_lxplan_dump_shows_the_tensors_kept_in_lx},

@@ -622,8 +622,40 @@ def check_state_exports(tmp):
               f"status {r.returncode}, stderr {r.stderr.strip()!r}")
 
 
+def check_fp16_export(tmp):
+    """A model.half() module, which PyTorch 1.13's CPU cannot run (no fp16
+    addmm): it exports, its graph is fp16, its expected outputs are an fp32
+    copy's rounded to fp16 (and the export says so), and the simulator's
+    result matches them."""
+    out = os.path.join(tmp, "half_mlp")
+    r = export("usermodels.py", "half_mlp", out)
+    if not check("fp16 MLP: export exits 0", r.returncode == 0, r.stderr.strip()):
+        return
+    check("fp16 MLP: the export says its expected outputs are fp32-computed", "fp32 copy" in r.stdout, r.stdout)
+    with open(os.path.join(out, "graph.txt")) as f:
+        g = read_graph(f.read())
+    names = g["inputs"] + [n for n, _ in g["params"]] + g["outputs"]
+    check("fp16 MLP: every input, param and output is f16",
+          all(g["types"][n][1] == torch.float16 for n in names), str({n: g["types"][n] for n in names}))
+    model, inputs = load_workload("usermodels.py", "half_mlp")
+    with torch.no_grad():
+        want = model.float()(*(x.float() for x in inputs)).half()
+    got = read_safetensors(os.path.join(out, "expected.safetensors"))["output0"]
+    check("fp16 MLP: expected.safetensors is the fp32 module's output rounded to fp16",
+          got.dtype == torch.float16 and torch.equal(got, want), f"{got.dtype} {(got.float() - want.float()).abs().max()}")
+    spyre = os.path.join(ROOT, "build", "spyre")
+    if not os.path.exists(spyre):
+        skip("fp16 MLP: spyre run --check matches PyTorch", "no build/spyre")
+        return
+    r = subprocess.run([spyre, "run", out, "--check"], capture_output=True, text=True)
+    check("fp16 MLP: spyre run --check matches PyTorch on the device alone",
+          r.returncode == 0 and "fallback_ops=0 " in r.stdout and re.search(r"^check addmm_1: .* ok$", r.stdout, re.M),
+          (r.stderr.strip().splitlines() or [""])[-1])
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
+        check_fp16_export(tmp)
         check_recorded_draws(tmp)
         check_state_exports(tmp)
         check_recurrent_exports(tmp)

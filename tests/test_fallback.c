@@ -170,18 +170,18 @@ static void test_an_op_the_back_half_refuses_runs_on_the_host(void)
 }
 
 /* A host op of several results writes each one the graph takes, from
- * one `host` instruction (kthvalue: the compiler has no lowering). */
+ * one `host` instruction (cummax: the compiler has no lowering). */
 static void test_a_host_op_of_several_results_is_one_kernel_writing_each(void)
 {
     char g[512], cmd[1024];
     write_graph("graph kthg\ninput %x: f32[4, 16]\n%e: f32[4, 16] = aten.exp.default(%x)\n"
-                "%s: (f32[4], i64[4]) = aten.kthvalue.default(%e, 3, 1)\n%v: f32[4] = getitem(%s, 0)\n"
-                "%i: i64[4] = getitem(%s, 1)\n%r: f32[4] = aten.mul.Tensor(%v, 2.0)\noutput %r, %i\n",
+                "%s: (f32[4, 16], i64[4, 16]) = aten.cummax.default(%e, 1)\n%v: f32[4, 16] = getitem(%s, 0)\n"
+                "%i: i64[4, 16] = getitem(%s, 1)\n%r: f32[4, 16] = aten.mul.Tensor(%v, 2.0)\noutput %r, %i\n",
                 g, sizeof g);
     snprintf(cmd, sizeof cmd, "compile %s --report", g);
     CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
-    CU_ASSERT_PTR_NOT_NULL(strstr(out, "k1_kthvalue: host []\n  ops: aten.kthvalue.default (line 4)\n  reads: e f32[4, 16]\n"
-                                       "  writes: v f32[4], i i64[4]\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "k1_cummax: host []\n  ops: aten.cummax.default (line 4)\n  reads: e f32[4, 16]\n"
+                                       "  writes: v f32[4, 16], i i64[4, 16]\n"));
     remove(g);
 }
 
@@ -430,6 +430,26 @@ static void runs_on_the_device(const char *text, const char *opts, const char *w
     CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
 }
 
+/* A bfloat16 or half model's batch norm in eval mode: its two empty
+ * statistics take the declared type (the running statistics'), so the
+ * graph loads and runs on the device. */
+static void test_a_half_models_batch_norm_runs_on_the_device(void)
+{
+    static char text[1024];
+    const char *types[] = {"bf16", "f16"};
+    for (int k = 0; k < 2; k++) {
+        snprintf(text, sizeof text,
+                 "graph bn_half\ninput %%x: %1$s[1, 4, 3, 3]\ninput %%w: %1$s[4]\ninput %%b: %1$s[4]\n"
+                 "input %%rm: %1$s[4]\ninput %%v: %1$s[4]\n"
+                 "%%a: %1$s[4] = aten.abs.default(%%v)\n"
+                 "%%bn: (%1$s[1, 4, 3, 3], %1$s[0], %1$s[0]) = aten.native_batch_norm.default(%%x, %%w, %%b, %%rm, "
+                 "%%a, False, 0.1, 1e-05)\n"
+                 "%%y: %1$s[1, 4, 3, 3] = getitem(%%bn, 0)\noutput %%y\n",
+                 types[k]);
+        runs_on_the_device(text, " --no-fallback", "check y: ");
+    }
+}
+
 /* Fusion builds no kernel the back half refuses: a deep chain of layer
  * norms runs on the device, no op falling back to the host.  At width
  * 4096 the fused chain's row does not fit the 4-core chip's LX: the
@@ -474,6 +494,23 @@ static void test_embedding_bags_of_every_mode_run_on_the_device(void)
                        "output %m0, %x0, %s0, %e0, %l0\n";
     for (int i = 0; i < 2; i++)
         runs_on_the_device(text, both_chips[i], "check l0: ");
+}
+
+/* padding_idx of a large table (4096 x 128) gathers its mask from a
+ * table of one stick per row (4096 x 64), not one as large as the
+ * weight's; the bags check on both chips. */
+static void test_an_embedding_bags_padding_mask_of_a_large_table_is_one_stick_wide(void)
+{
+    const char *text = "graph ebq\ninput %ids: i64[4, 6]\ninput %w: f32[4096, 128]\n"
+                       "%a: i64[4] = aten.arange.start_step(0, 24, 6, dtype=i64)\n"
+                       "%r: i64[24] = aten._reshape_alias.default(%ids, [24], [1])\n"
+                       "%x: (f32[4, 128], i64[24], i64[4], i64[4]) = "
+                       "aten._embedding_bag.default(%w, %r, %a, False, 1, False, None, False, 3)\n"
+                       "%x0: f32[4, 128] = getitem(%x, 0)\noutput %x0\n";
+    CU_ASSERT_EQUAL(compiled_report(text), 0);
+    TU_ASSERT_CONTAINS(out, "reads: x.const f32[4096, 64], ids i64[4, 6]\n");
+    for (int i = 0; i < 2; i++)
+        runs_on_the_device(text, both_chips[i], "check x0: ");
 }
 
 /* The bags' other results are not lowered: a graph reading offset2bag
@@ -533,6 +570,60 @@ static void test_sort_topk_argmax_of_1024_wide_rows_run_on_the_device(void)
                        "%a: i64[2] = aten.argmax.default(%x, -1)\noutput %sv, %si, %kv, %ki, %a\n";
     for (int i = 0; i < 2; i++)
         runs_on_the_device(text, both_chips[i], "check ki: ");
+}
+
+/* any and all are a max or min of 0/1 and a compare: exact at any width
+ * (rows of 2,000 and of a bool input, with dim, kept, and of all). */
+static void test_any_and_all_run_on_the_device_exactly(void)
+{
+    const char *text = "graph anyall\ninput %m: bool[4, 40]\ninput %x: f32[3, 2000]\n"
+                       "%a: bool[4] = aten.any.dim(%m, -1)\n%b: bool[1, 40] = aten.all.dim(%m, 0, True)\n"
+                       "%c: bool[] = aten.any.default(%m)\n%g: bool[3, 2000] = aten.gt.Scalar(%x, -3)\n"
+                       "%w: bool[3] = aten.all.dim(%g, -1)\n%z: bool[3, 2000] = aten.gt.Scalar(%x, 5)\n"
+                       "%v: bool[3, 1] = aten.any.dim(%z, 1, True)\noutput %a, %b, %c, %w, %v\n";
+    for (int i = 0; i < 2; i++) {
+        runs_on_the_device(text, both_chips[i], "check v: max_abs_err=0.0e+00 ");
+        TU_ASSERT_CONTAINS(out, "check a: max_abs_err=0.0e+00 ");
+        TU_ASSERT_CONTAINS(out, "check b: max_abs_err=0.0e+00 ");
+        TU_ASSERT_CONTAINS(out, "check c: max_abs_err=0.0e+00 ");
+    }
+}
+
+/* median (the lower middle, a NaN row's NaN) and kthvalue by sort's ranks,
+ * prod by halves (an odd extent, all elements), dist of p = 2 and 3. */
+static void test_median_kthvalue_prod_dist_run_on_the_device(void)
+{
+    const char *text = "graph mkpd\ninput %x: f32[5, 9]\ninput %y: f32[5, 9]\n"
+                       "%n: f32[5, 9] = aten.log.default(%x)\n"
+                       "%m: (f32[5], i64[5]) = aten.median.dim(%n, -1)\n%mv: f32[5] = getitem(%m, 0)\n"
+                       "%mi: i64[5] = getitem(%m, 1)\n%ma: f32[] = aten.median.default(%x)\n"
+                       "%k: (f32[1, 9], i64[1, 9]) = aten.kthvalue.default(%x, 2, 0, True)\n"
+                       "%kv: f32[1, 9] = getitem(%k, 0)\n%ki: i64[1, 9] = getitem(%k, 1)\n"
+                       "%p: f32[5, 1] = aten.prod.dim_int(%x, 1, True)\n%pa: f32[] = aten.prod.default(%y)\n"
+                       "%d: f32[] = aten.dist.default(%x, %y)\n%d3: f32[] = aten.dist.default(%x, %y, 3)\n"
+                       "output %mv, %mi, %ma, %kv, %ki, %p, %pa, %d, %d3\n";
+    for (int i = 0; i < 2; i++)
+        runs_on_the_device(text, both_chips[i], "check d3: ");
+}
+
+/* bucketize and searchsorted count the boundaries below (right: not
+ * above), per row for a 2-D sequence (sorted, or through a sorter: a
+ * binary search's result is the count only then); nn.Bilinear's
+ * _trilinear is a product and a sum over rows. */
+static void test_bucketize_searchsorted_bilinear_run_on_the_device(void)
+{
+    const char *text = "graph bsb\ninput %x: f32[4, 16]\ninput %b: f32[5]\ninput %s: f32[4, 7]\n"
+                       "input %u: f32[6, 20]\ninput %v: f32[6, 12]\ninput %w: f32[40, 20, 12]\n"
+                       "%bs: (f32[5], i64[5]) = aten.sort.default(%b)\n%bv: f32[5] = getitem(%bs, 0)\n"
+                       "%ss: (f32[4, 7], i64[4, 7]) = aten.sort.default(%s)\n%sv: f32[4, 7] = getitem(%ss, 0)\n"
+                       "%l: i64[4, 16] = aten.bucketize.Tensor(%x, %bv)\n"
+                       "%r: i32[4, 16] = aten.bucketize.Tensor(%x, %bv, out_int32=True, right=True)\n"
+                       "%t: i64[4, 16] = aten.searchsorted.Tensor(%sv, %x, side=\"right\")\n"
+                       "%bi: i64[5] = getitem(%bs, 1)\n%q: i64[4, 16] = aten.searchsorted.Tensor(%b, %x, sorter=%bi)\n"
+                       "%o: f32[6, 40] = aten._trilinear.default(%u, %w, %v, [1, 3], [0], [1, 2], [2, 3])\n"
+                       "output %l, %r, %t, %q, %o\n";
+    for (int i = 0; i < 2; i++)
+        runs_on_the_device(text, both_chips[i], "check o: ");
 }
 
 /* Horizontal fusion joins copies of slices that share a read: 40 cats
@@ -698,6 +789,363 @@ static void test_encoder_small_on_a_tiny_lx_runs_its_host_ops_and_checks(void)
     remove(cfg);
 }
 
+/* DLRM's pairwise interactions (Z[:, li, lj] with li, lj = tril_indices):
+ * tril_indices / triu_indices, linspace and logspace are baked constants,
+ * unbind is selects, and an index of several index tensors (adjacent, or
+ * apart: their dims first) is one index of combined offsets.  A constant
+ * the graph returns is copied into its output. */
+static void test_factories_and_an_index_of_two_tensors_run_on_the_device(void)
+{
+    const char *text = "graph factories\ninput %z: f32[4, 4, 4]\n"
+                       "%tri: i64[2, 6] = aten.tril_indices.default(4, 4, -1, device=\"cpu\", pin_memory=False)\n"
+                       "%unbind: (i64[6], i64[6]) = aten.unbind.int(%tri)\n"
+                       "%li: i64[6] = getitem(%unbind, 0)\n%lj: i64[6] = getitem(%unbind, 1)\n"
+                       "%pick: f32[4, 6] = aten.index.Tensor(%z, [None, %li, %lj])\n"
+                       "%up: i64[2, 6] = aten.triu_indices.default(4, 4, 1)\n"
+                       "%ui: i64[6] = aten.select.int(%up, 0, 0)\n%uj: i64[6] = aten.select.int(%up, 0, 1)\n"
+                       "%apart: f32[6, 4] = aten.index.Tensor(%z, [%ui, None, %uj])\n"
+                       "%ls: f32[6] = aten.linspace.default(-1, 1, 6, device=\"cpu\", pin_memory=False)\n"
+                       "%lg: f32[6] = aten.logspace.default(0, 1, 6, 2.0)\n"
+                       "%s1: f32[4, 6] = aten.add.Tensor(%pick, %ls)\n%s2: f32[4, 6] = aten.mul.Tensor(%s1, %lg)\n"
+                       "%t: f32[4, 6] = aten.t.default(%apart)\n%r: f32[4, 6] = aten.add.Tensor(%s2, %t)\noutput %r\n";
+    runs_on_the_device(text, " --config spyre --no-fallback", "check r: ");
+    runs_on_the_device(text, " --config spyre-4core --no-fallback", " ok");
+    runs_on_the_device("graph lo\n%linspace: f32[7] = aten.linspace.default(-2, 2, 7)\n"
+                       "%tri: i64[2, 6] = aten.tril_indices.default(4, 4, -1)\noutput %linspace, %tri\n",
+                       " --no-fallback", "check tri: ");
+}
+
+/* Every factory a model's graph holds is lowered, decomposed or baked:
+ * with each one's value in a sum, nothing runs on the host. */
+static void test_every_factory_runs_on_the_device(void)
+{
+    const char *text =
+        "graph allf\n"
+        "input %x: f32[4, 4]\n"
+        "%e: f32[4, 4] = aten.eye.default(4)\n"
+        "%em: f32[4, 4] = aten.eye.m(4, 4)\n"
+        "%f: f32[4, 4] = aten.full.default([4, 4], 2.5)\n"
+        "%fl: f32[4, 4] = aten.full_like.default(%x, 3)\n"
+        "%zl: f32[4, 4] = aten.zeros_like.default(%x)\n"
+        "%ol: f32[4, 4] = aten.ones_like.default(%x)\n"
+        "%el: f32[4, 4] = aten.empty_like.default(%x)\n"
+        "%ar: f32[4] = aten.arange.start_step(0.5, 4.5, 1.0)\n"
+        "%ai: i64[4] = aten.arange.start_step(2, 10, 2)\n"
+        "%ac: f32[4] = aten._to_copy.default(%ai, dtype=f32)\n"
+        "%st: f32[] = aten.scalar_tensor.default(1.5)\n"
+        "%tl: f32[4, 4] = aten.tril.default(%x, -1)\n"
+        "%tu: f32[4, 4] = aten.triu.default(%x, 1)\n"
+        "%nz: f32[4, 4] = aten.new_zeros.default(%x, [4, 4])\n"
+        "%no: f32[4, 4] = aten.new_ones.default(%x, [4, 4])\n"
+        "%nf: f32[4, 4] = aten.new_full.default(%x, [4, 4], 0.25)\n"
+        "%ls: f32[4] = aten.linspace.default(0, 1, 4)\n"
+        "%lg: f32[4] = aten.logspace.default(0, 1, 4)\n"
+        "%a1: f32[4, 4] = aten.add.Tensor(%e, %em)\n"
+        "%a2: f32[4, 4] = aten.add.Tensor(%a1, %f)\n"
+        "%a3: f32[4, 4] = aten.add.Tensor(%a2, %fl)\n"
+        "%a4: f32[4, 4] = aten.add.Tensor(%a3, %zl)\n"
+        "%a5: f32[4, 4] = aten.add.Tensor(%a4, %ol)\n"
+        "%a6: f32[4, 4] = aten.add.Tensor(%a5, %el)\n"
+        "%a7: f32[4, 4] = aten.add.Tensor(%a6, %ar)\n"
+        "%a8: f32[4, 4] = aten.add.Tensor(%a7, %ac)\n"
+        "%a9: f32[4, 4] = aten.mul.Tensor(%a8, %st)\n"
+        "%b1: f32[4, 4] = aten.add.Tensor(%a9, %tl)\n"
+        "%b2: f32[4, 4] = aten.add.Tensor(%b1, %tu)\n"
+        "%b3: f32[4, 4] = aten.add.Tensor(%b2, %nz)\n"
+        "%b4: f32[4, 4] = aten.add.Tensor(%b3, %no)\n"
+        "%b5: f32[4, 4] = aten.add.Tensor(%b4, %nf)\n"
+        "%b6: f32[4, 4] = aten.add.Tensor(%b5, %ls)\n"
+        "%b7: f32[4, 4] = aten.add.Tensor(%b6, %lg)\n"
+        "output %b7\n";
+    runs_on_the_device(text, " --config spyre --no-fallback", "check b7: ");
+    runs_on_the_device(text, " --config spyre-4core --no-fallback", " ok");
+}
+
+/* Indices beyond DL16's exact integers (1024) stay on the host, and the
+ * refusal says why. */
+static void test_tril_indices_beyond_dl16_integers_run_on_the_host(void)
+{
+    const char *text = "graph big\ninput %z: f32[1030, 2]\n"
+                       "%tri: i64[2, 2059] = aten.tril_indices.default(1030, 2, 0)\n"
+                       "%i: i64[2059] = aten.select.int(%tri, 0, 0)\n"
+                       "%p: f32[2059, 2] = aten.index.Tensor(%z, [%i])\noutput %p\n";
+    CU_ASSERT_EQUAL(run_checked(text, " --config spyre"), 0);
+    TU_ASSERT_CONTAINS(out, "fallback aten.tril_indices.default (graph line 3)");
+    TU_ASSERT_CONTAINS(out, " ok\n");
+    CU_ASSERT_EQUAL(run_checked(text, " --no-fallback"), 2);
+    TU_ASSERT_CONTAINS(out, ":3: aten.tril_indices.default: integer values up to 1029 are not exact on the device");
+}
+
+/* Several index tensors whose combined offsets pass DL16's exact
+ * integers (40 x 40: up to 1599) run on the host, the refusal saying why
+ * (not only that index.Tensor is not lowered). */
+static void test_several_indices_beyond_dl16_integers_say_why(void)
+{
+    const char *text = "graph ix\ninput %x: f32[40, 40]\ninput %a: i64[8]\ninput %b: i64[8]\n"
+                       "%r: f32[8] = aten.index.Tensor(%x, [%a, %b])\noutput %r\n";
+    CU_ASSERT_EQUAL(run_checked(text, " --no-fallback"), 2);
+    TU_ASSERT_CONTAINS(out, ":5: aten.index.Tensor: the indexed dims' combined offsets reach 1599, beyond DL16's "
+                            "exact integers (1024)");
+    CU_ASSERT_EQUAL(run_checked(text, ""), 0);
+    TU_ASSERT_CONTAINS(out, "fallback aten.index.Tensor (graph line 5)");
+    TU_ASSERT_CONTAINS(out, " ok\n");
+}
+
+/* A factory too big to bake is refused by its bound before its values
+ * are made: tril_indices(70000, 70000) (main aborted allocating 39 GB) and
+ * a linspace of 10^8 steps (600 MB, 8 s) stop at once. */
+static void test_a_huge_factory_is_refused_before_it_is_made(void)
+{
+    const char *text[] = {"graph big\n%tri: i64[2, 2450035000] = aten.tril_indices.default(70000, 70000, 0)\noutput %tri\n",
+                          "graph big\n%l: f32[100000000] = aten.linspace.default(0, 1, 100000000)\noutput %l\n"};
+    const char *why[] = {":2: aten.tril_indices.default: integer values up to 69999 are not exact",
+                         ":2: aten.linspace.default: 100000000 values are too many to bake"};
+    for (int k = 0; k < 2; k++) {
+        char g[512], cmd[1024];
+        write_graph(text[k], g, sizeof g);
+        snprintf(cmd, sizeof cmd, "compile %s -o /dev/null --no-fallback", g);
+        CU_ASSERT_EQUAL(tu_spyre_timeout(5, cmd, out, sizeof out), 2);
+        TU_ASSERT_CONTAINS(out, why[k]);
+        remove(g);
+    }
+}
+
+/* T5's relative-position bucket (traces/models/positions.py:relpos): the
+ * cast of log(n / 8) back to int64 is tabulated at compile time, the
+ * embedding by the buckets is one-hot; the buckets match the reference
+ * exactly. */
+static const char *t5_bucket = "graph t5_bucket\n"
+                               "input %q: f32[20, 20]\n"
+                               "%i: i64[20] = aten.arange.default(20)\n"
+                               "%c: i64[20, 1] = aten.unsqueeze.default(%i, 1)\n"
+                               "%m: i64[1, 20] = aten.unsqueeze.default(%i, 0)\n"
+                               "%rel: i64[20, 20] = aten.sub.Tensor(%m, %c)\n"
+                               "%z: i64[20, 20] = aten.zeros_like.default(%rel, dtype=i64)\n"
+                               "%mn: i64[20, 20] = aten.minimum.default(%rel, %z)\n"
+                               "%n: i64[20, 20] = aten.neg.default(%mn)\n"
+                               "%f: f32[20, 20] = aten._to_copy.default(%n, dtype=f32)\n"
+                               "%cl: f32[20, 20] = aten.clamp.default(%f, 1)\n"
+                               "%d: f32[20, 20] = aten.div.Tensor(%cl, 8)\n"
+                               "%l: f32[20, 20] = aten.log.default(%d)\n"
+                               "%d1: f32[20, 20] = aten.div.Tensor(%l, 2.772588722239781)\n"
+                               "%s: f32[20, 20] = aten.mul.Tensor(%d1, 8)\n"
+                               "%t: i64[20, 20] = aten._to_copy.default(%s, dtype=i64)\n"
+                               "%a: i64[20, 20] = aten.add.Tensor(%t, 8)\n"
+                               "%full: i64[20, 20] = aten.full_like.default(%a, 15, dtype=i64)\n"
+                               "%large: i64[20, 20] = aten.minimum.default(%a, %full)\n"
+                               "%lt: bool[20, 20] = aten.lt.Scalar(%n, 8)\n"
+                               "%b: i64[20, 20] = aten.where.self(%lt, %n, %large)\n"
+                               "%ar: f32[16] = aten.arange.default(16.0)\n"
+                               "%col: f32[16, 1] = aten.unsqueeze.default(%ar, 1)\n"
+                               "%tab: f32[16, 1] = aten.mul.Tensor(%col, 0.1)\n"
+                               "%e: f32[20, 20, 1] = aten.embedding.default(%tab, %b)\n"
+                               "%sq: f32[20, 20] = aten.squeeze.dim(%e, -1)\n"
+                               "%r: f32[20, 20] = aten.add.Tensor(%q, %sq)\n"
+                               "output %b, %r\n";
+
+/* The i64 values of graph text's value name on the reference executor
+ * (its inputs zeros) equal want[0..n). */
+static void reference_values_are(const char *text, const char *name, const int64_t *want, int64_t n)
+{
+    char err[512];
+    static float zeros[1 << 16];
+    gr_graph *g = gr_graph_parse(text, "t.txt", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    rt_ref *r = rt_ref_new(g, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    int v = gr_graph_find(g, name);
+    rt_ref_keep(r, v);
+    for (int i = 0; i < g->ninputs; i++) {
+        const gr_value *in = &g->values[g->inputs[i]];
+        CU_ASSERT_EQUAL(rt_ref_set(r, in->name, zeros, gr_ttype_numel(&in->type), err, sizeof err), 0);
+    }
+    CU_ASSERT_EQUAL_FATAL(rt_ref_run(r, err, sizeof err), 0);
+    const int64_t *got = rt_ref_value_i64(r, v, &(gr_ttype){0});
+    CU_ASSERT_PTR_NOT_NULL_FATAL(got);
+    for (int64_t i = 0; i < n; i++)
+        CU_ASSERT_EQUAL(got[i], want[i]);
+    rt_ref_free(r);
+    gr_graph_free(g);
+}
+
+static void test_a_t5_relative_position_bucket_runs_on_the_device(void)
+{
+    /* PyTorch 1.13's buckets of query i, key j: by i - j (0 for j > i); 16 = 2 * 8 lands on log 2 exactly */
+    static const int64_t by_distance[20] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 8, 8, 8, 9, 9, 9, 9, 10, 10, 10, 10};
+    int64_t want[400];
+    for (int i = 0; i < 400; i++)
+        want[i] = i / 20 > i % 20 ? by_distance[i / 20 - i % 20] : 0;
+    reference_values_are(t5_bucket, "b", want, 400);
+    const char *chips[] = {" --config spyre --no-fallback", " --config spyre-4core --no-fallback"};
+    for (int i = 0; i < 2; i++) { /* the device's buckets are the reference's, so PyTorch's */
+        runs_on_the_device(t5_bucket, chips[i], "check b: max_abs_err=0.0e+00 ");
+        TU_ASSERT_CONTAINS(out, "check r: ");
+    }
+}
+
+/* (log(n.float()) / log(10)).long() at n = 1000 is 3 only while log(1000)
+ * is rounded as glibc rounds it: one ulp lower (another libm, PyTorch's
+ * SLEEF) truncates to 2, so the cast is not tabulated and runs on the
+ * host. */
+static void test_a_cast_to_int_one_ulp_from_an_integer_runs_on_the_host(void)
+{
+    static const char *text = "graph log10_cast\n"
+                              "input %q: f32[6]\n"
+                              "%i: i64[6] = aten.arange.start(995, 1001)\n"
+                              "%f: f32[6] = aten._to_copy.default(%i, dtype=f32)\n"
+                              "%l: f32[6] = aten.log.default(%f)\n"
+                              "%d: f32[6] = aten.div.Tensor(%l, 2.302585092994046)\n"
+                              "%t: i64[6] = aten._to_copy.default(%d, dtype=i64)\n"
+                              "%r: f32[6] = aten.add.Tensor(%q, %t)\n"
+                              "output %t, %r\n";
+    static const int64_t want[6] = {2, 2, 2, 2, 2, 3}; /* PyTorch 1.13 */
+    reference_values_are(text, "t", want, 6);
+    CU_ASSERT_EQUAL(run_checked(text, " --no-fallback"), 2);
+    TU_ASSERT_CONTAINS(out, "casts to i64 are not supported");
+    CU_ASSERT_EQUAL(run_checked(text, ""), 0);
+    TU_ASSERT_CONTAINS(out, "fallback aten._to_copy.default (graph line 7)");
+    TU_ASSERT_CONTAINS(out, " ok\n");
+    CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
+}
+
+/* embedding(w, arange) (GPT-2's wpe) reads w's rows as a plain load: no
+ * gather, no one-hot. */
+static void test_learned_positions_are_a_load_of_the_tables_rows(void)
+{
+    static const char *text = "graph learned_positions\n"
+                              "input %w: f32[64, 32]\n"
+                              "input %x: f32[1, 16, 32]\n"
+                              "%i: i64[16] = aten.arange.default(16)\n"
+                              "%p: i64[1, 16] = aten.unsqueeze.default(%i, 0)\n"
+                              "%e: f32[1, 16, 32] = aten.embedding.default(%w, %p)\n"
+                              "%r: f32[1, 16, 32] = aten.add.Tensor(%x, %e)\n"
+                              "output %r\n";
+    CU_ASSERT_EQUAL(compiled_report(text), 0);
+    TU_ASSERT_CONTAINS(out, "k0_arange_embedding_add: pointwise [512]\n");
+    TU_ASSERT_CONTAINS(out, "reads: x f32[1, 16, 32], w f32[64, 32]\n");
+    runs_on_the_device(text, " --config spyre --no-fallback", "check r: ");
+    runs_on_the_device(text, " --config spyre-4core --no-fallback", "check r: ");
+}
+
+/* linspace as PyTorch computes it (two halves, from each end), an even
+ * and an odd count, against the reference executor on both chips. */
+static void test_linspace_runs_on_the_device(void)
+{
+    static const char *text = "graph linspace\n"
+                              "input %x: f32[16]\n"
+                              "input %y: f32[7]\n"
+                              "%a: f32[16] = aten.linspace.default(-1, 1, 16)\n"
+                              "%b: f32[7] = aten.linspace.default(0.5, 10, 7)\n"
+                              "%r: f32[16] = aten.add.Tensor(%x, %a)\n"
+                              "%s: f32[7] = aten.add.Tensor(%y, %b)\n"
+                              "output %r, %s\n";
+    runs_on_the_device(text, " --config spyre --no-fallback", "check s: ");
+    runs_on_the_device(text, " --config spyre-4core --no-fallback", "check s: ");
+}
+
+/* A cast to bool inside a tabulated cast is v != 0, not v:
+ * ((n.float() * 0.5).bool().float() * 2.5).long() is 2 from n = 1 on, as
+ * PyTorch's (not 1.25 n truncated). */
+static void test_a_cast_to_bool_inside_a_tabulated_cast_is_nonzero(void)
+{
+    static const char *text = "graph bool_cast\n"
+                              "input %q: f32[20]\n"
+                              "%i: i64[20] = aten.arange.default(20)\n"
+                              "%f: f32[20] = aten._to_copy.default(%i, dtype=f32)\n"
+                              "%h: f32[20] = aten.mul.Tensor(%f, 0.5)\n"
+                              "%b: bool[20] = aten._to_copy.default(%h, dtype=bool)\n"
+                              "%bf: f32[20] = aten._to_copy.default(%b, dtype=f32)\n"
+                              "%m: f32[20] = aten.mul.Tensor(%bf, 2.5)\n"
+                              "%t: i64[20] = aten._to_copy.default(%m, dtype=i64)\n"
+                              "%r: f32[20] = aten.add.Tensor(%q, %t)\n"
+                              "output %t, %r\n";
+    int64_t want[20] = {0}; /* PyTorch 1.13: [0, 2, 2, ..., 2] */
+    for (int i = 1; i < 20; i++)
+        want[i] = 2;
+    reference_values_are(text, "t", want, 20);
+    runs_on_the_device(text, " --config spyre --no-fallback", "check t: max_abs_err=0.0e+00 ");
+    runs_on_the_device(text, " --config spyre-4core --no-fallback", "check t: max_abs_err=0.0e+00 ");
+}
+
+static const char *pool_nan_2d = "graph mp2\n"
+                                  "input %x: f32[1, 1, 4, 4]\n"
+                                  "%mp: (f32[1, 1, 2, 2], i64[1, 1, 2, 2]) = "
+                                  "aten.max_pool2d_with_indices.default(%x, [3, 3], [2, 2], [1, 1])\n"
+                                  "%mi: i64[1, 1, 2, 2] = getitem(%mp, 1)\n"
+                                  "%m1: (f32[1, 1, 4, 2], i64[1, 1, 4, 2]) = "
+                                  "aten.max_pool2d_with_indices.default(%x, [1, 3], [1, 2], [0, 1])\n"
+                                  "%mi1: i64[1, 1, 4, 2] = getitem(%m1, 1)\n"
+                                  "output %mi, %mi1\n";
+static const char *pool_nan_3d = "graph mp3\n"
+                                  "input %x: f32[1, 1, 3, 3, 3]\n"
+                                  "%mp: (f32[1, 1, 2, 2, 2], i64[1, 1, 2, 2, 2]) = "
+                                  "aten.max_pool3d_with_indices.default(%x, [3, 3, 3], [2, 2, 2], [1, 1, 1])\n"
+                                  "%mi: i64[1, 1, 2, 2, 2] = getitem(%mp, 1)\n"
+                                  "output %mi\n";
+/* (0, 0)'s window holds -inf alone (and padding), (0, 1)'s two NaNs */
+static const float pool_x2[16] = {-INFINITY, -INFINITY, NAN,  0.1f,  -INFINITY, -INFINITY, 0.3f,  NAN,
+                                  0.7f,      0.2f,      -0.4f, 0.9f, 0.6f,      -0.2f,     0.8f, 0.0f};
+/* i / 27 with the first 2 x 2 x 2 corner -inf, NaNs at (2, 1, 2) and (2, 2, 1) */
+static void pool_x3(float *x)
+{
+    for (int i = 0; i < 27; i++)
+        x[i] = i / 9 < 2 && i / 3 % 3 < 2 && i % 3 < 2 ? -INFINITY : (float)i / 27;
+    x[23] = x[25] = NAN;
+}
+
+/* The device's max-pool indices are the reference's (PyTorch's values:
+ * test_reference_ops.c) for windows of -inf beside padding and of two
+ * NaNs, 2-D and 3-D, on both chips. */
+static void test_max_pool_indices_of_inf_and_nan_windows_run_on_the_device(void)
+{
+    float x3[27];
+    pool_x3(x3);
+    const char *text[] = {pool_nan_2d, pool_nan_3d};
+    const float *x[] = {pool_x2, x3};
+    const size_t bytes[] = {sizeof pool_x2, sizeof x3};
+    const char *chips[] = {" --config spyre", " --config spyre-4core"};
+    for (int k = 0; k < 2; k++) {
+        char raw[512], opts[1024];
+        tu_write_tmpfile(".raw", x[k], bytes[k], raw, sizeof raw);
+        for (int i = 0; i < 2; i++) {
+            snprintf(opts, sizeof opts, "%s --no-fallback --input x=%s", chips[i], raw);
+            runs_on_the_device(text[k], opts, "check mi: max_abs_err=0.0e+00 ");
+        }
+        remove(raw);
+    }
+}
+
+/* A tabulated cast whose integers leave DL16's exact range (up to 1900)
+ * and one whose values lie near an integer without being one are refused
+ * naming why; the first runs on the host and validates. */
+static void test_a_cast_to_int_the_device_cannot_hold_exactly_runs_on_the_host(void)
+{
+    static char text[1024];
+    const char *scale[] = {"100.0", "0.999999"};
+    const char *why[] = {":7: aten.add.Tensor: integer values up to 1900 are not exact", "casts to i64 are not supported"};
+    for (int k = 0; k < 2; k++) {
+        snprintf(text, sizeof text,
+                 "graph cast_refused\n"
+                 "input %%q: f32[20, 20]\n"
+                 "%%i: i64[20] = aten.arange.default(20)\n"
+                 "%%f: f32[20] = aten._to_copy.default(%%i, dtype=f32)\n"
+                 "%%m: f32[20] = aten.mul.Tensor(%%f, %s)\n"
+                 "%%t: i64[20] = aten._to_copy.default(%%m, dtype=i64)\n"
+                 "%%r: f32[20, 20] = aten.add.Tensor(%%q, %%t)\n"
+                 "output %%r\n",
+                 scale[k]);
+        CU_ASSERT_NOT_EQUAL(run_checked(text, " --no-fallback"), 0);
+        TU_ASSERT_CONTAINS(out, why[k]);
+        if (k) /* the host ops pass m to each other through DRAM in DL16, so 18.999981 comes back as 19 */
+            continue;
+        CU_ASSERT_EQUAL(run_checked(text, ""), 0);
+        TU_ASSERT_CONTAINS(out, "fallback_ops=2 ");
+        TU_ASSERT_CONTAINS(out, "check r: ");
+        TU_ASSERT_CONTAINS(out, " ok\n");
+        CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
+    }
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -729,16 +1177,38 @@ int main(void)
          test_a_host_op_reads_a_value_folded_into_anothers_buffer},
         {"a deep layer norm chain runs on the device", test_a_deep_layer_norm_chain_runs_on_the_device},
         {"many cats sharing an input run on the device", test_many_cats_sharing_an_input_run_on_the_device},
+        {"a half model's batch norm runs on the device", test_a_half_models_batch_norm_runs_on_the_device},
         {"a norm or sum after a conv runs on the device", test_a_norm_or_sum_after_a_conv_runs_on_the_device},
         {"a refused kernel sends the op after a conv to the host",
          test_a_refused_kernel_sends_the_op_after_a_conv_to_the_host},
         {"embedding bags of every mode run on the device", test_embedding_bags_of_every_mode_run_on_the_device},
+        {"an embedding bag's padding mask of a large table is one stick wide",
+         test_an_embedding_bags_padding_mask_of_a_large_table_is_one_stick_wide},
         {"an embedding bag's offset2bag runs on the host saying why",
          test_an_embedding_bags_offset2bag_runs_on_the_host_saying_why},
         {"cdist of every p runs on the device", test_cdist_of_every_p_runs_on_the_device},
         {"cdist by the matmul validates near zero distances", test_cdist_by_the_matmul_validates_near_zero_distances},
         {"sort, topk, argmax of 1024-wide rows run on the device",
          test_sort_topk_argmax_of_1024_wide_rows_run_on_the_device},
+        {"any and all run on the device exactly", test_any_and_all_run_on_the_device_exactly},
+        {"median, kthvalue, prod, dist run on the device", test_median_kthvalue_prod_dist_run_on_the_device},
+        {"bucketize, searchsorted, bilinear run on the device", test_bucketize_searchsorted_bilinear_run_on_the_device},
+        {"factories and an index of two tensors run on the device",
+         test_factories_and_an_index_of_two_tensors_run_on_the_device},
+        {"every factory runs on the device", test_every_factory_runs_on_the_device},
+        {"tril_indices beyond DL16's integers run on the host", test_tril_indices_beyond_dl16_integers_run_on_the_host},
+        {"several indices beyond DL16 integers say why", test_several_indices_beyond_dl16_integers_say_why},
+        {"a huge factory is refused before it is made", test_a_huge_factory_is_refused_before_it_is_made},
+        {"a T5 relative-position bucket runs on the device", test_a_t5_relative_position_bucket_runs_on_the_device},
+        {"max-pool indices of -inf and NaN windows run on the device",
+         test_max_pool_indices_of_inf_and_nan_windows_run_on_the_device},
+        {"a cast to bool inside a tabulated cast is nonzero", test_a_cast_to_bool_inside_a_tabulated_cast_is_nonzero},
+        {"a cast to int one ulp from an integer runs on the host",
+         test_a_cast_to_int_one_ulp_from_an_integer_runs_on_the_host},
+        {"learned positions are a load of the table's rows", test_learned_positions_are_a_load_of_the_tables_rows},
+        {"linspace runs on the device", test_linspace_runs_on_the_device},
+        {"a cast to int the device cannot hold exactly runs on the host",
+         test_a_cast_to_int_the_device_cannot_hold_exactly_runs_on_the_host},
         {"encoder_small on a tiny LX runs its host ops and checks",
          test_encoder_small_on_a_tiny_lx_runs_its_host_ops_and_checks},
         {NULL, NULL},

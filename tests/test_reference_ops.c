@@ -1223,6 +1223,51 @@ static void test_margin_losses_give_hand_worked_values(void)
     done(&t);
 }
 
+/* ---- max-pool indices as PyTorch's (val > max || isnan(val) in window order) ---- */
+
+static const char *pool_nan_2d = "graph mp2\n"
+                                  "input %x: f32[1, 1, 4, 4]\n"
+                                  "%mp: (f32[1, 1, 2, 2], i64[1, 1, 2, 2]) = "
+                                  "aten.max_pool2d_with_indices.default(%x, [3, 3], [2, 2], [1, 1])\n"
+                                  "%mi: i64[1, 1, 2, 2] = getitem(%mp, 1)\n"
+                                  "%m1: (f32[1, 1, 4, 2], i64[1, 1, 4, 2]) = "
+                                  "aten.max_pool2d_with_indices.default(%x, [1, 3], [1, 2], [0, 1])\n"
+                                  "%mi1: i64[1, 1, 4, 2] = getitem(%m1, 1)\n"
+                                  "output %mi, %mi1\n";
+static const char *pool_nan_3d = "graph mp3\n"
+                                  "input %x: f32[1, 1, 3, 3, 3]\n"
+                                  "%mp: (f32[1, 1, 2, 2, 2], i64[1, 1, 2, 2, 2]) = "
+                                  "aten.max_pool3d_with_indices.default(%x, [3, 3, 3], [2, 2, 2], [1, 1, 1])\n"
+                                  "%mi: i64[1, 1, 2, 2, 2] = getitem(%mp, 1)\n"
+                                  "output %mi\n";
+/* (0, 0)'s window holds -inf alone (and padding), (0, 1)'s two NaNs */
+static const float pool_x2[16] = {-INFINITY, -INFINITY, NAN,  0.1f,  -INFINITY, -INFINITY, 0.3f,  NAN,
+                                  0.7f,      0.2f,      -0.4f, 0.9f, 0.6f,      -0.2f,     0.8f, 0.0f};
+/* i / 27 with the first 2 x 2 x 2 corner -inf, NaNs at (2, 1, 2) and (2, 2, 1) */
+static void pool_x3(float *x)
+{
+    for (int i = 0; i < 27; i++)
+        x[i] = i / 9 < 2 && i / 3 % 3 < 2 && i % 3 < 2 ? -INFINITY : (float)i / 27;
+    x[23] = x[25] = NAN;
+}
+
+/* A window of -inf and padding: the first element of x in it (not a
+ * padded position); two NaNs: the last one.  PyTorch 1.13's indices, 1-D
+ * (a (1, 3) window), 2-D and 3-D. */
+static void test_max_pool_indices_are_pytorchs_for_inf_and_nan(void)
+{
+    run_t t;
+    RUN(&t, pool_nan_2d, pool_x2);
+    EXPECT(&t, "mi", 0, 7, 8, 7);
+    EXPECT(&t, "mi1", 0, 2, 4, 7, 8, 11, 12, 14);
+    done(&t);
+    float x3[27];
+    pool_x3(x3);
+    RUN(&t, pool_nan_3d, x3);
+    EXPECT(&t, "mi", 0, 14, 16, 17, 22, 23, 25, 25);
+    done(&t);
+}
+
 /* ---- linspace, logspace (runtime/ref_space.c) ---- */
 
 static void test_linspace_and_logspace_give_hand_worked_values(void)
@@ -1240,6 +1285,103 @@ static void test_linspace_and_logspace_give_hand_worked_values(void)
     EXPECT(&t, "g", 1, 10, 100);
     EXPECT(&t, "b", 1, 2, 4, 8);
     EXPECT(&t, "i", 0, 3, 6, 10); /* 10/3 and 10 - 10/3, truncated */
+    done(&t);
+}
+
+/* linspace bit for bit as PyTorch 1.13 on the CPU (AVX2): its points within whole blocks of 16
+ * run from each 8th one (base + k * step), every other point fused (start + i * step, or in the
+ * second half end - (n - 1 - i) * step: the middle of 7 points from -2 is 2 - 3 * step, not 0);
+ * logspace's exponents in double, its step of the float difference. */
+static void test_linspace_and_logspace_are_pytorchs_bit_for_bit(void)
+{
+    static const float want50[50] = {
+        -10, -9.59183693, -9.18367386, -8.77550983, -8.36734676, -7.95918369, -7.55102062, -7.14285707,
+        -6.73469353, -6.32653046, -5.91836691, -5.51020384, -5.10204029, -4.69387722, -4.28571415, -3.8775506,
+        -3.46938753, -3.06122422, -2.65306091, -2.24489784, -1.83673441, -1.42857122, -1.02040792, -0.612244606,
+        -0.204081297, 0.204081982, 0.612245262, 1.02040851, 1.42857182, 1.83673501, 2.24489832, 2.65306163,
+        3.06122422, 3.46938753, 3.87755084, 4.28571415, 4.69387722, 5.10204029, 5.51020384, 5.91836739,
+        6.32653046, 6.73469353, 7.14285707, 7.55102015, 7.95918369, 8.36734676, 8.77550983, 9.18367386,
+        9.59183693, 10};
+    static const float want7[7] = {-2, -1.33333325, -0.666666627, -5.96046448e-08, 0.666666627, 1.33333325, 2};
+    static const float want13[13] = {0.0133331986, 0.0318959467, 0.076302126, 0.182531491, 0.436655492,
+                                     1.04457605,   2.49885535,   5.97781181,  14.3002424,  34.2093277,
+                                     81.8362427,   195.770325,   468.325714};
+    run_t t;
+    RUN(&t,
+        "%a: f32[50] = aten.linspace.default(-10, 10, 50)\n"
+        "%b: f32[7] = aten.linspace.default(-2, 2, 7)\n"
+        "%g: f32[13] = aten.logspace.default(-3.3, 4.7, 13, 3.7)\n"
+        "%li: i64[4] = aten.linspace.default(0.5, 2.5, 4, dtype=i64)\n"
+        "%gi: i64[4] = aten.logspace.default(0.5, 2.5, 4, 2, dtype=i64)\n"
+        "%g1: f32[1] = aten.logspace.default(1.5, 2.5, 1)\n"
+        "output %a, %b, %g, %li, %gi, %g1\n",
+        NULL);
+    const float *a = rt_ref_value(t.r, gr_graph_find(t.g, "a"), &(gr_ttype){0});
+    const float *b = rt_ref_value(t.r, gr_graph_find(t.g, "b"), &(gr_ttype){0});
+    const float *g = rt_ref_value(t.r, gr_graph_find(t.g, "g"), &(gr_ttype){0});
+    for (int i = 0; i < 50; i++)
+        CU_ASSERT_EQUAL(a[i], want50[i]);
+    for (int i = 0; i < 7; i++)
+        CU_ASSERT_EQUAL(b[i], want7[i]);
+    for (int i = 0; i < 13; i++)
+        CU_ASSERT_EQUAL(g[i], want13[i]);
+    EXPECT(&t, "li", 0, 0, 1, 2); /* start and end cast to the integer type first */
+    EXPECT(&t, "gi", 1, 1, 2, 4);
+    EXPECT(&t, "g1", 31.6227760);
+    done(&t);
+}
+
+/* logspace of a base <= 0 is still base ** x (PyTorch 1.13's values), never linspace: a negative base
+ * alternates its sign at integer exponents, base 0 gives 1 then 0, one step gives base ** start. */
+static void test_logspace_of_a_base_not_above_zero_is_a_power(void)
+{
+    run_t t;
+    RUN(&t,
+        "%n: f32[4] = aten.logspace.default(0, 3, 4, -2.0)\n"
+        "%h: f32[4] = aten.logspace.default(0, 3, 4, -0.5)\n"
+        "%z: f32[4] = aten.logspace.default(0, 3, 4, 0.0)\n"
+        "%i: i64[4] = aten.logspace.default(0, 3, 4, -2.0, dtype=i64)\n"
+        "%n1: f32[1] = aten.logspace.default(1, 3, 1, -2.0)\n"
+        "%z1: f32[1] = aten.logspace.default(1, 3, 1, 0.0)\n"
+        "output %n, %h, %z, %i, %n1, %z1\n",
+        NULL);
+    EXPECT(&t, "n", 1, -2, 4, -8);
+    EXPECT(&t, "h", 1, -0.5, 0.25, -0.125);
+    EXPECT(&t, "z", 1, 0, 0, 0);
+    EXPECT(&t, "i", 1, -2, 4, -8);
+    EXPECT(&t, "n1", -2);
+    EXPECT(&t, "z1", 0);
+    done(&t);
+}
+
+/* The factories a model's graph holds, against PyTorch 1.13's values: linspace's middle point
+ * comes from the second half (1 - 3 * step, not 0), tril_indices / triu_indices list the
+ * triangle's (row, column) pairs row-major, clipped by the offset on either side. */
+static void test_factories_give_pytorch_values(void)
+{
+    run_t t;
+    RUN(&t,
+        "%l: f32[7] = aten.linspace.default(-1, 1, 7, device=\"cpu\", pin_memory=False)\n"
+        "%g: f32[5] = aten.logspace.default(0, 1, 5, 2.0)\n"
+        "%lo: i64[2, 6] = aten.tril_indices.default(4, 4, -1, device=\"cpu\", pin_memory=False)\n"
+        "%up: i64[2, 6] = aten.triu_indices.default(3, 4, 1)\n"
+        "%lw: i64[2, 12] = aten.tril_indices.default(3, 5, 2)\n"
+        "%ut: i64[2, 9] = aten.triu_indices.default(4, 3, -1)\n"
+        "%no: i64[2, 0] = aten.triu_indices.default(2, 2, 5)\n"
+        "%s: f32[] = aten.scalar_tensor.default(1)\n"
+        "%nf: f32[2, 2] = aten.new_full.default(%s, [2, 2], 7.5)\n"
+        "%e: f32[2, 3] = aten.eye.m(2, 3)\n"
+        "output %l, %g, %lo, %up, %lw, %ut, %no, %nf, %e\n",
+        NULL);
+    EXPECT(&t, "l", -1, -0.6666666269302368, -0.3333333134651184, -2.9802322387695312e-08, 0.3333333134651184,
+           0.6666666269302368, 1);
+    EXPECT(&t, "g", 1, 1.1892070770263672, 1.4142135381698608, 1.6817928552627563, 2);
+    EXPECT(&t, "lo", 1, 2, 2, 3, 3, 3, 0, 0, 1, 0, 1, 2);
+    EXPECT(&t, "up", 0, 0, 0, 1, 1, 2, 1, 2, 3, 2, 3, 3);
+    EXPECT(&t, "lw", 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 2, 0, 1, 2, 0, 1, 2, 3, 0, 1, 2, 3, 4);
+    EXPECT(&t, "ut", 0, 0, 0, 1, 1, 1, 2, 2, 3, 0, 1, 2, 0, 1, 2, 1, 2, 2);
+    EXPECT(&t, "nf", 7.5, 7.5, 7.5, 7.5);
+    EXPECT(&t, "e", 1, 0, 0, 0, 1, 0);
     done(&t);
 }
 
@@ -1690,6 +1832,10 @@ int main(void)
         {"3-D pooling gives hand-worked values", test_3d_pooling_gives_hand_worked_values},
         {"margin losses give hand-worked values", test_margin_losses_give_hand_worked_values},
         {"linspace and logspace give hand-worked values", test_linspace_and_logspace_give_hand_worked_values},
+        {"factories give PyTorch's values", test_factories_give_pytorch_values},
+        {"linspace and logspace are PyTorch's bit for bit", test_linspace_and_logspace_are_pytorchs_bit_for_bit},
+        {"logspace of a base not above zero is a power", test_logspace_of_a_base_not_above_zero_is_a_power},
+        {"max-pool indices are PyTorch's for -inf and NaN", test_max_pool_indices_are_pytorchs_for_inf_and_nan},
         {"distances give hand-worked values", test_distances_give_hand_worked_values},
         {"im2col lays each window in a column", test_im2col_lays_each_window_in_a_column},
         {"mode picks the most frequent, then the smallest", test_mode_picks_the_most_frequent_then_the_smallest},

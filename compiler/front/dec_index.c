@@ -10,6 +10,7 @@
 #include "decompose.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* arange(n) as int64, shaped [1, .., n, .., 1]: rank dims, n at dim d. */
@@ -153,8 +154,9 @@ int dc_r_count_nonzero(dctx *c, const gr_node *n, int *out)
 
 /* sort along the last dim by rank counting: rank_i = #{j: x_j before x_i,
  * or equal with j < i} (stable); out[r] = sum_i where(rank_i == r, x_i, 0),
- * its index alike (rows over 32: amin_i where(rank_i == r, i, n)).  Only the first k ranks are produced (topk). */
-static void sort_last(dctx *c, int x, int64_t k, int desc, int *vals, int *idx)
+ * its index alike (rows over 32: amin_i where(rank_i == r, i, n)).  Only
+ * the k ranks from r0 are produced (topk; median and kthvalue: one). */
+static void sort_last(dctx *c, int x, int64_t r0, int64_t k, int desc, int *vals, int *idx)
 {
     gr_ttype t = dc_T(c, x);
     int r = t.rank, last = r - 1;
@@ -166,6 +168,8 @@ static void sort_last(dctx *c, int x, int64_t k, int desc, int *vals, int *idx)
     int ahead = dc_bin(c, "aten.logical_or.default", before(c, xj, xi, desc), tie);
     int64_t rd = r;
     int rank = dc_red(c, "aten.sum.dim_IntList", dc_cast(c, ahead, GR_I64), 1, &rd, 0); /* (.., n) */
+    if (r0)
+        rank = dc_bins(c, "aten.sub.Tensor", rank, (double)r0);
     int rk = dc_unsqueeze(c, rank, r - 1);                                               /* (.., 1, n) */
     int hit = dc_cmpv(c, "aten.eq.Tensor", rk, iota(c, k, r + 1, last));                /* (.., k, n) */
     *vals = dc_red(c, "aten.sum.dim_IntList", dc_where_s(c, hit, xj, 0, 0), 1, &rd, 0);
@@ -188,7 +192,7 @@ static void sort_dim(dctx *c, int x, int d, int64_t k, int desc, int *vals, int 
         return;
     }
     int y = move_last(c, x, d, 0);
-    sort_last(c, y, k, desc, vals, idx);
+    sort_last(c, y, 0, k, desc, vals, idx);
     *vals = move_last(c, *vals, d, 1);
     *idx = move_last(c, *idx, d, 1);
 }
@@ -221,6 +225,102 @@ int dc_r_topk(dctx *c, const gr_node *n, int *out)
         dc_fail(c, "k = %lld is out of range", (long long)k);
     sort_dim(c, x, d, k, largest, &out[0], &out[1]);
     return 2;
+}
+
+/* median(self, dim, keepdim), kthvalue(self, k, dim, keepdim): the value
+ * of rank (n - 1) / 2 (the lower middle) or k - 1 in sort's order (NaN
+ * last) and its index; median of a row with a NaN: NaN and the first
+ * NaN's index, as PyTorch.  median(self): of all elements, the value. */
+int dc_r_median(dctx *c, const gr_node *n, int *out)
+{
+    int x = dc_val(c, n, 0, "self"), kth = !strcmp(n->base, "kthvalue");
+    if (!dc_is_float(dc_T(c, x).dtype))
+        return 0;
+    int d = kth ? dc_normdim(c, (int64_t)dc_num(c, n, 2, "dim", -1), dc_T(c, x).rank) : dim_or_flat(c, n, &x, 1);
+    int keep = (int)dc_num(c, n, kth ? 3 : 2, "keepdim", 0);
+    gr_ttype t = dc_T(c, x);
+    int r = t.rank, dd = d < 0 ? 0 : d;
+    int64_t len = r ? t.shape[dd] : 1, k = kth ? (int64_t)dc_num(c, n, 1, "k", 1) - 1 : (len - 1) / 2;
+    if (k < 0 || k >= len)
+        dc_fail(c, "k = %lld is out of range", (long long)k + kth);
+    if (d < 0)
+        keep = 0;
+    int vals, idx;
+    if (r == 0) {
+        vals = x;
+        idx = dc_full(c, 0, (int64_t[]){0}, 0, GR_I64);
+    } else {
+        int y = move_last(c, x, dd, 0);
+        sort_last(c, y, k, 1, 0, &vals, &idx); /* (.., 1): rank k */
+        if (!kth) {
+            int64_t ld = r - 1;
+            int nan = dc_cmpv(c, "aten.ne.Tensor", y, y);
+            int first = dc_red(c, "aten.amin.default", dc_where_s(c, nan, iota(c, len, r, r - 1), (double)len, 0), 1,
+                               &ld, 1);
+            int has = dc_cmps(c, "aten.lt.Scalar", first, (double)len);
+            vals = dc_where_s(c, has, vals, NAN, 1);
+            idx = dc_where(c, has, first, idx);
+        }
+        vals = dc_select(c, vals, r - 1, 0);
+        idx = dc_select(c, idx, r - 1, 0);
+        if (keep) {
+            vals = dc_unsqueeze(c, vals, dd);
+            idx = dc_unsqueeze(c, idx, dd);
+        }
+    }
+    out[0] = vals;
+    out[1] = idx;
+    return d < 0 ? 1 : 2;
+}
+
+/* any(self, dim, keepdim), all: amax (any) or amin (all) of self != 0 as
+ * 0/1 and then > 0: a selection, exact at any width (a NaN counts as
+ * true); over no elements any is False and all True. */
+int dc_r_any(dctx *c, const gr_node *n, int *out)
+{
+    int x = dc_val(c, n, 0, "self"), is_all = !strcmp(n->base, "all");
+    gr_ttype tx = dc_T(c, x), to = c->g->values[n->out].type;
+    int64_t dims[GR_MAX_RANK];
+    int nd = dc_ints(c, n, 1, "dim", dims); /* an int, a list (any.dims) or none: all */
+    if (dc_numel(&tx) == 0) {
+        out[0] = dc_full(c, to.rank, to.shape, is_all, to.dtype);
+        return 1;
+    }
+    int nz = dc_cast(c, dc_cmps(c, "aten.ne.Scalar", x, 0), GR_F32);
+    int m = dc_red(c, is_all ? "aten.amin.default" : "aten.amax.default", nz, nd < 0 ? 0 : nd, dims,
+                   nd > 0 && (int)dc_num(c, n, 2, "keepdim", 0));
+    out[0] = dc_cmps(c, "aten.gt.Scalar", m, 0);
+    if (to.dtype != GR_BOOL)
+        out[0] = dc_cast(c, out[0], to.dtype);
+    return 1;
+}
+
+/* bucketize(self, boundaries, out_int32, right), searchsorted(sorted,
+ * self, out_int32, right, side): #{j: !(b_j >= x)} (right: !(b_j > x)),
+ * which counts a NaN past every boundary as PyTorch's binary search does;
+ * a sorted sequence of rank > 1 per row.  A count does not depend on the
+ * order, so a sorter (a permutation) changes nothing. */
+int dc_r_bucketize(dctx *c, const gr_node *n, int *out)
+{
+    int bz = !strcmp(n->base, "bucketize");
+    const gr_arg *xa = gr_node_arg(n, bz ? 0 : 1, "self");
+    if (!xa || xa->kind != GR_ARG_VALUE) /* searchsorted.Scalar */
+        return 0;
+    int x = dc_val(c, n, bz ? 0 : 1, "self"), b = dc_val(c, n, bz ? 1 : 0, bz ? "boundaries" : "sorted_sequence");
+    const gr_arg *side = gr_node_arg(n, 4, "side");
+    gr_ttype tx = dc_T(c, x), tb = dc_T(c, b), to = c->g->values[n->out].type;
+    if (tb.rank < 1 || (tb.rank > 1 && tb.rank != tx.rank))
+        return 0;
+    if (!tb.shape[tb.rank - 1] || !dc_numel(&tx)) { /* no boundaries or no values */
+        out[0] = dc_full(c, to.rank, to.shape, 0, to.dtype);
+        return 1;
+    }
+    int right = (int)dc_num(c, n, 3, "right", 0) || (side && side->kind == GR_ARG_STR && !strcmp(side->s, "right"));
+    int xu = dc_unsqueeze(c, x, tx.rank), bu = tb.rank > 1 ? dc_unsqueeze(c, b, tb.rank - 1) : b;
+    int past = lnot(c, dc_cmpv(c, right ? "aten.gt.Tensor" : "aten.ge.Tensor", bu, xu));
+    int64_t ld = tx.rank;
+    out[0] = dc_cast(c, dc_red(c, "aten.sum.dim_IntList", dc_cast(c, past, GR_I64), 1, &ld, 0), to.dtype);
+    return 1;
 }
 
 /* One-hot selection along the last dim: sum_k where(pos == k, x, 0) with
@@ -425,6 +525,76 @@ int dc_r_index_select(dctx *c, const gr_node *n, int *out)
     return 1;
 }
 
+/* embedding(weight, indices) with indices made from positions alone (a
+ * relative-position bucket): one-hot over the table's rows, as
+ * index_select; an arange (learned positions) is a plain load, and indices
+ * that read an input stay the back half's row gather (lower.c) or,
+ * computed from one, the host's. */
+static int reads_data_rec(const gr_graph *g, int v, char *seen)
+{
+    if (g->values[v].kind != GR_VAL_NODE)
+        return 1;
+    if (seen[v])
+        return 0;
+    seen[v] = 1;
+    const gr_node *n = &g->nodes[g->values[v].node];
+    for (int i = 0; i < n->nargs; i++) {
+        const gr_arg *a = &n->args[i];
+        for (int j = 0; j < (a->kind == GR_ARG_LIST ? a->nitems : 1); j++) {
+            const gr_arg *x = a->kind == GR_ARG_LIST ? &a->items[j] : a;
+            if (x->kind == GR_ARG_VALUE && reads_data_rec(g, x->value, seen))
+                return 1;
+        }
+    }
+    return 0;
+}
+
+/* Whether value v depends on a graph input or parameter (else it is made
+ * from positions and constants alone). */
+static int reads_data(dctx *c, int v)
+{
+    char *seen = calloc((size_t)c->d->nvalues, 1);
+    if (!seen)
+        abort();
+    int r = reads_data_rec(c->d, v, seen);
+    free(seen);
+    return r;
+}
+
+/* Whether value v is an arange seen through views (the lowering reads the
+ * table's rows at those positions by a plain load). */
+static int is_positions(dctx *c, int v)
+{
+    static const char *const views[] = {"unsqueeze", "slice", "expand", "view", "_reshape_alias", "reshape", "squeeze"};
+    while (c->d->values[v].kind == GR_VAL_NODE) {
+        const gr_node *n = &c->d->nodes[c->d->values[v].node];
+        if (!strcmp(n->base, "arange"))
+            return 1;
+        int view = 0;
+        for (size_t i = 0; i < sizeof views / sizeof *views; i++)
+            view |= !strcmp(n->base, views[i]);
+        if (!view || !n->nargs || n->args[0].kind != GR_ARG_VALUE)
+            return 0;
+        v = n->args[0].value;
+    }
+    return 0;
+}
+
+int dc_r_embedding(dctx *c, const gr_node *n, int *out)
+{
+    int w = dc_val(c, n, 0, "weight"), ix = dc_val(c, n, 1, "indices");
+    gr_ttype tw = dc_T(c, w), ti = dc_T(c, ix), to = ti;
+    if (reads_data(c, ix) || is_positions(c, ix) || tw.rank != 2 || !tw.shape[0] || dc_is_float(ti.dtype) ||
+        ti.rank >= GR_MAX_RANK)
+        return 0;
+    int64_t m = dc_numel(&ti);
+    int r = select_one_hot(c, w, 0, ti.rank == 1 ? ix : dc_reshape(c, ix, 1, &m), 0);
+    to.dtype = tw.dtype;
+    to.shape[to.rank++] = tw.shape[1];
+    out[0] = dc_reshape(c, r, to.rank, to.shape);
+    return 1;
+}
+
 /* The one index tensor of an indices list (index, index_put), at dim
  * *d; -1 if there are several or none. */
 static int one_index(dctx *c, const gr_node *n, int *d)
@@ -442,14 +612,94 @@ static int one_index(dctx *c, const gr_node *n, int *d)
     return ix;
 }
 
+/* sum_j ix_j * stride_j, each ix_j's negative positions wrapped, the
+ * strides row-major over sizes (span their product) */
+static int combined_offsets(dctx *c, const int *ix, const int64_t *sizes, int k, int64_t span)
+{
+    int off = -1;
+    for (int j = 0; j < k; j++) {
+        span /= sizes[j];
+        int neg = dc_cmps(c, "aten.lt.Scalar", ix[j], 0);
+        int w = dc_where(c, neg, dc_bins(c, "aten.add.Tensor", ix[j], (double)sizes[j]), ix[j]);
+        w = dc_bins(c, "aten.mul.Tensor", w, (double)span);
+        off = off < 0 ? w : dc_bin(c, "aten.add.Tensor", off, w);
+    }
+    return off;
+}
+
+/* index.Tensor(self, indices) with several integer index tensors: they
+ * broadcast together and pick elements of the dims they index, so those
+ * dims merged into one are indexed by one tensor of combined offsets
+ * (row-major within them).  Index tensors apart (a None between them)
+ * put their dims first, as PyTorch; so x's indexed dims are moved first.
+ * What it cannot do stays on the host, saying why. */
+static int several_indices(dctx *c, const gr_node *n, int x)
+{
+    const gr_arg *l = gr_node_arg(n, 1, "indices");
+    gr_ttype t = dc_T(c, x), tb = {.rank = 0};
+    int64_t perm[GR_MAX_RANK], merged[GR_MAX_RANK], span = 1;
+    int np = 0, k = 0, first = -1, apart = 0, ix[GR_MAX_RANK];
+    for (int i = 0; i < l->nitems && i < t.rank; i++)
+        if (l->items[i].kind == GR_ARG_VALUE) {
+            ix[k] = c->vmap[l->items[i].value];
+            gr_ttype ti = dc_T(c, ix[k]);
+            gr_ttype prev = tb;
+            if (ti.dtype == GR_BOOL)
+                dc_fail(c, "a bool mask among several indices (a shape known only at run time) stays on the host");
+            if (dc_is_float(ti.dtype))
+                dc_fail(c, "index %d is not an integer tensor", i);
+            if (!t.shape[i])
+                dc_fail(c, "index %d indexes an empty dim", i);
+            if (ir_broadcast(&prev, &ti, &tb))
+                dc_fail(c, "the index tensors do not broadcast together");
+            apart |= first >= 0 && i != first + k;
+            first = first < 0 ? i : first;
+            perm[np++] = i;
+            span *= t.shape[i];
+            k++;
+        }
+    if (l->nitems > t.rank)
+        dc_fail(c, "%d indices for a tensor of rank %d", l->nitems, t.rank);
+    if (span - 1 > IR_INT_EXACT)
+        dc_fail(c, "the indexed dims' combined offsets reach %lld, beyond DL16's exact integers (%d)",
+                (long long)(span - 1), IR_INT_EXACT);
+    if (t.rank - k + tb.rank > GR_MAX_RANK)
+        dc_fail(c, "the result's rank would pass %d", GR_MAX_RANK);
+    int d0 = apart ? 0 : first;
+    for (int i = 0; i < t.rank; i++)
+        if (i >= l->nitems || l->items[i].kind != GR_ARG_VALUE)
+            perm[np++] = i;
+    if (apart)
+        x = dc_permute(c, x, perm);
+    int64_t sizes[GR_MAX_RANK];
+    for (int j = 0; j < k; j++)
+        sizes[j] = t.shape[perm[j]]; /* perm lists the indexed dims first */
+    int off = combined_offsets(c, ix, sizes, k, span);
+    gr_ttype tx = dc_T(c, x), to = {.dtype = t.dtype, .rank = 0};
+    int mr = 0;
+    for (int i = 0; i < tx.rank; i++)
+        if (i < d0 || i >= d0 + k)
+            merged[mr++] = tx.shape[i];
+        else if (i == d0)
+            merged[mr++] = span;
+    int64_t m = dc_numel(&tb);
+    int r = select_one_hot(c, dc_reshape(c, x, mr, merged), d0, dc_reshape(c, off, 1, &m), 0);
+    for (int i = 0; i < mr; i++)
+        for (int j = 0; j < (i == d0 ? tb.rank : 1); j++)
+            to.shape[to.rank++] = i == d0 ? tb.shape[j] : merged[i];
+    return dc_reshape(c, r, to.rank, to.shape);
+}
+
 /* index.Tensor(self, indices) with one integer index tensor (the others
- * None): x with that dim replaced by the index's shape.  Several index
- * tensors and bool masks (a data-dependent shape) stay for the host. */
+ * None): x with that dim replaced by the index's shape; several: as
+ * several_indices.  Bool masks (a data-dependent shape) stay for the host. */
 int dc_r_index(dctx *c, const gr_node *n, int *out)
 {
     int x = dc_val(c, n, 0, "self");
     gr_ttype t = dc_T(c, x);
     int d, ix = one_index(c, n, &d);
+    if (ix < 0 && d >= 0)
+        return (out[0] = several_indices(c, n, x)) > 0;
     if (ix < 0 || d >= t.rank || dc_T(c, ix).dtype == GR_BOOL || dc_is_float(dc_T(c, ix).dtype) || !t.shape[d])
         return 0;
     gr_ttype ti = dc_T(c, ix), to;
@@ -518,7 +768,7 @@ int dc_r_repeat_positions(dctx *c, const gr_node *n, int *out)
 {
     int r = dc_val(c, n, 0, "repeats");
     gr_ttype tr = dc_T(c, r), to = c->g->values[n->out].type;
-    if (tr.rank != 1 || to.rank != 1 || to.shape[0] > 1024 || !tr.shape[0])
+    if (tr.rank != 1 || to.rank != 1 || to.shape[0] > IR_INT_EXACT || !tr.shape[0])
         return 0;
     int64_t len = tr.shape[0], row[2] = {1, len};
     int rf = dc_reshape(c, dc_cast(c, r, GR_F32), 2, row);
@@ -627,6 +877,36 @@ static int prod_dim(dctx *c, int t, int d)
     }
     int64_t dd = d;
     return dc_red(c, "aten.sum.dim_IntList", t, 1, &dd, 0); /* of one element: t without dim d */
+}
+
+/* prod(self, dim, keepdim, dtype), prod(self, dtype): prod_dim, n - 1
+ * roundings as a serial product.  DL16's range (up to about 8.6e9, down
+ * to 2^-31) is narrower than fp32's: a product beyond it is NaN or 0 on
+ * the device, which --check reports.  Integer inputs stay for the host. */
+int dc_r_prod(dctx *c, const gr_node *n, int *out)
+{
+    int x = dc_val(c, n, 0, "self");
+    const gr_arg *a = gr_node_arg(n, 1, "dim");
+    int has_dim = a && a->kind != GR_ARG_NONE && a->kind != GR_ARG_DTYPE;
+    int dt = dc_dtype_arg(c, n, has_dim ? 3 : 1, "dtype");
+    if (dt >= 0)
+        x = dc_cast(c, x, (gr_dtype)dt);
+    gr_ttype t = dc_T(c, x), to = c->g->values[n->out].type;
+    if (!dc_is_float(t.dtype))
+        return 0;
+    if (dc_numel(&t) == 0) {
+        out[0] = dc_full(c, to.rank, to.shape, 1, to.dtype);
+        return 1;
+    }
+    int d = 0;
+    if (!has_dim || t.rank == 0) {
+        int64_t all = dc_numel(&t);
+        x = dc_reshape(c, x, 1, &all);
+    } else {
+        d = dc_normdim(c, (int64_t)dc_num(c, n, 1, "dim", 0), t.rank);
+    }
+    out[0] = dc_reshape(c, prod_dim(c, x, d), to.rank, to.shape);
+    return 1;
 }
 
 /* scatter.reduce(self, dim, index, src, reduce): "add" as scatter_add;
@@ -761,18 +1041,26 @@ static int bag_members(dctx *c, int off, int64_t N, int64_t B, int last)
     return dc_bin(c, "aten.logical_and.default", in, dc_cmpv(c, "aten.lt.Tensor", i, dc_unsqueeze(c, ends, 1)));
 }
 
-/* indices != pad (N, D) as a gather of a constant table like the weight
- * (ones but row pad): the device reads an integer input only by a gather
- * of whole rows. */
+#define STICK_ELEMS 64 /* DL16 elements in one 128-byte stick */
+#define MASK_FULL_MAX ((int64_t)1 << 18) /* elements of a padding mask as wide as the weight */
+
+/* indices != pad as a gather of a constant table of ones but row pad: the
+ * device reads an integer input only by a gather of whole rows.  Up to
+ * MASK_FULL_MAX elements the table is as wide as the weight, (N, D), its
+ * gather fused with the weight's; beyond, the table would be the weight's
+ * size again (256 MB for 1M x 64), so its rows are one stick and the mask
+ * each row's maximum, (N, 1) (a kernel of its own). */
 static int not_padding(dctx *c, int ix, gr_ttype tw, int64_t pad)
 {
-    int64_t V = tw.shape[0], D = tw.shape[1];
-    float *ones = ir_xalloc((size_t)(V * D) * sizeof *ones);
-    for (int64_t i = 0; i < V * D; i++)
-        ones[i] = i / D != pad;
-    gr_ttype tg = tw;
+    int64_t V = tw.shape[0], D = tw.shape[1], S = V * D <= MASK_FULL_MAX || D < STICK_ELEMS ? D : STICK_ELEMS;
+    float *ones = ir_xalloc((size_t)(V * S) * sizeof *ones);
+    for (int64_t i = 0; i < V * S; i++)
+        ones[i] = i / S != pad;
+    gr_ttype tt = {.dtype = tw.dtype, .rank = 2, .shape = {V, S}}, tg = tt;
     tg.shape[0] = dc_T(c, ix).shape[0];
-    int g = DC_EMIT(c, "aten.embedding.default", tg, da_val(dc_const(c, tw, ones)), da_val(ix));
+    int g = DC_EMIT(c, "aten.embedding.default", tg, da_val(dc_const(c, tt, ones)), da_val(ix));
+    if (S < D)
+        g = dc_red(c, "aten.amax.default", g, 1, (int64_t[]){1}, 1);
     return dc_cmps(c, "aten.gt.Scalar", g, 0.5);
 }
 
@@ -809,7 +1097,7 @@ int dc_r_embedding_bag(dctx *c, const gr_node *n, int *out)
     if (L) {
         int64_t bags[3] = {B, L, D};
         x = dc_reshape(c, rows, 3, bags);
-        mask = keep >= 0 ? dc_reshape(c, keep, 3, bags) : -1;
+        mask = keep >= 0 ? dc_reshape(c, keep, 3, (int64_t[]){B, L, dc_T(c, keep).shape[1]}) : -1;
     } else {
         x = dc_unsqueeze(c, rows, 0);
         mask = dc_unsqueeze(c, bag_members(c, off, N, B, last), 2);

@@ -418,6 +418,41 @@ int dc_r_cumprod(dctx *c, const gr_node *n, int *out)
     return 1;
 }
 
+/* dist(self, other, p): the p-norm of self - other over all elements. */
+int dc_r_dist(dctx *c, const gr_node *n, int *out)
+{
+    int d = dc_bin(c, "aten.sub.Tensor", dc_fx(c, dc_val(c, n, 0, "self")), dc_fx(c, dc_val(c, n, 1, "other")));
+    out[0] = pnorm(c, d, dc_num(c, n, 2, "p", 2), 0, NULL, 0);
+    return 1;
+}
+
+/* _trilinear as nn.Bilinear calls it (x1 (B, I), weight (O, I, J), x2
+ * (B, J); expand1 [1, 3], expand2 [0], expand3 [1, 2], sumdim [2, 3]):
+ * t = x2 @ weight as (J, O*I), one product on the PT units, then
+ * sum_i t (B, O, I) * x1 (B, 1, I).  Other forms stay for the host. */
+int dc_r_trilinear(dctx *c, const gr_node *n, int *out)
+{
+    static const int64_t want[4][2] = {{1, 3}, {0, -1}, {1, 2}, {2, 3}};
+    static const char *const keys[4] = {"expand1", "expand2", "expand3", "sumdim"};
+    for (int k = 0; k < 4; k++) {
+        int64_t v[GR_MAX_RANK];
+        int m = dc_ints(c, n, 3 + k, keys[k], v);
+        if (m != (want[k][1] < 0 ? 1 : 2) || v[0] != want[k][0] || (m == 2 && v[1] != want[k][1]))
+            return 0;
+    }
+    int a = dc_val(c, n, 0, "i1"), w = dc_val(c, n, 1, "i2"), b = dc_val(c, n, 2, "i3");
+    gr_ttype ta = dc_T(c, a), tw = dc_T(c, w), tb = dc_T(c, b);
+    if (ta.rank != 2 || tw.rank != 3 || tb.rank != 2 || ta.shape[1] != tw.shape[1] || tb.shape[1] != tw.shape[2] ||
+        ta.shape[0] != tb.shape[0])
+        return 0;
+    int64_t B = ta.shape[0], O = tw.shape[0], I = tw.shape[1], J = tw.shape[2];
+    int64_t perm[3] = {2, 0, 1}, wj[2] = {J, O * I}, boi[3] = {B, O, I}, last = 2;
+    int wt = dc_reshape(c, dc_permute(c, w, perm), 2, wj);
+    int t = dc_reshape(c, dc_matmul(c, "aten.mm.default", b, wt), 3, boi);
+    out[0] = dc_red(c, "aten.sum.dim_IntList", dc_bin(c, "aten.mul.Tensor", t, dc_unsqueeze(c, a, 1)), 1, &last, 0);
+    return 1;
+}
+
 /* Is source value v laid out over a storage of its own, row-major from
  * offset 0: a graph input or parameter, an op's fresh result, or a
  * reshape-like view of one?  (as_strided reads its self's storage.) */

@@ -2055,8 +2055,10 @@ static int r_batch_norm(dctx *c, const gr_node *n, int *out)
         const gr_value *sv = &c->g->values[n->out];
         const int64_t zero = 0;
         int per = sv->ntuple == 3 && sv->tuple[1].rank == 1 && sv->tuple[1].shape[0] == C && C;
-        out[1] = per ? rm : dc_full(c, 1, &zero, 0, GR_F32);
-        out[2] = per ? rstd : dc_full(c, 1, &zero, 0, GR_F32);
+        /* (of the declared type: a half or bfloat16 model's are its running statistics') */
+        const int sdt = sv->ntuple == 3 ? sv->tuple[1].dtype : GR_F32;
+        out[1] = per ? rm : dc_full(c, 1, &zero, 0, sdt);
+        out[2] = per ? rstd : dc_full(c, 1, &zero, 0, sdt);
     }
     if (w >= 0)
         y = dc_bin(c, "aten.mul.Tensor", y, per_channel(c, w, t.rank));
@@ -2236,12 +2238,35 @@ static int pool_flat_index(dctx *c, const pool_win *g, const int64_t *i)
 
 static int result_read(dctx *c, const gr_node *n, int k);
 
+/* Whether window element i of every output position lies in x (not in
+ * its padding): -1 when all do, else a bool [out..] mask. */
+static int pool_in_bounds(dctx *c, const pool_win *g, const int64_t *i)
+{
+    int y = -1;
+    for (int a = 0; a < g->nd; a++) {
+        int64_t h0 = i[a] * g->d[a] - g->p[a], h1 = h0 + (g->out[a] - 1) * g->s[a];
+        if (h0 >= 0 && h1 < g->in[a])
+            continue;
+        gr_ttype th = {.dtype = GR_I64, .rank = 1, .shape = {g->out[a]}};
+        int pos = DC_EMIT(c, "aten.arange.start_step", th, da_int(h0), da_int(h1 + 1), da_int(g->s[a]),
+                          da_kw("dtype", da_dtype(GR_I64)));
+        int v = dc_bin(c, "aten.logical_and.default", dc_cmps(c, "aten.ge.Scalar", pos, 0),
+                       dc_cmps(c, "aten.lt.Scalar", pos, (double)g->in[a]));
+        for (int b = a + 1; b < g->nd; b++)
+            v = dc_unsqueeze(c, v, b - a);
+        y = y < 0 ? v : dc_bin(c, "aten.logical_and.default", y, v);
+    }
+    return y;
+}
+
 /* max_pool2d_with_indices, max_pool3d_with_indices(self, kernel_size,
  * stride=[], padding=0, dilation=1, ceil_mode=False) -> (out, indices): x
  * padded with -inf, the maximum of the window's strided slices; the index
- * of the first window element equal to the maximum (or NaN), a where
- * chain, built only when node n's indices are read (a where per tap: a
- * global pool's hundreds of taps are slow to compile, even to drop). */
+ * as PyTorch's (val > max || isnan(val) in tap order): the first window
+ * element of x (not its padding) equal to the maximum, a where chain from
+ * the last; then, over it, the last NaN's.  Built only when node n's
+ * indices are read (a where per tap: a global pool's hundreds of taps are
+ * slow to compile, even to drop). */
 static int max_pool(dctx *c, const gr_node *n, int x, const pool_win *g, int *out)
 {
     int xp = pool_pad(c, x, g, -INFINITY), m = pool_reduce(c, xp, g, "aten.maximum.default"), ix = -1;
@@ -2253,22 +2278,28 @@ static int max_pool(dctx *c, const gr_node *n, int x, const pool_win *g, int *ou
     int64_t taps = 1;
     for (int a = 0; a < g->nd; a++)
         taps *= g->k[a];
+    int *tap = ir_xalloc((size_t)taps * sizeof *tap), *flat = ir_xalloc((size_t)taps * sizeof *flat);
     for (int64_t q = taps - 1; q >= 0; q--) {
         int64_t i[3], rest = q;
         for (int a = g->nd - 1; a >= 0; a--) {
             i[a] = rest % g->k[a];
             rest /= g->k[a];
         }
-        int flat = pool_flat_index(c, g, i);
+        flat[q] = pool_flat_index(c, g, i);
+        tap[q] = pool_tap(c, xp, g, i);
         if (ix < 0) {
-            ix = flat;
+            ix = flat[q];
             continue;
         }
-        int tap = pool_tap(c, xp, g, i);
-        int hit = dc_bin(c, "aten.logical_or.default", dc_cmpv(c, "aten.eq.Tensor", tap, m),
-                      dc_cmpv(c, "aten.ne.Tensor", tap, tap));
-        ix = dc_where(c, hit, flat, ix);
+        int hit = dc_cmpv(c, "aten.eq.Tensor", tap[q], m), inb = pool_in_bounds(c, g, i);
+        if (inb >= 0)
+            hit = dc_bin(c, "aten.logical_and.default", hit, inb);
+        ix = dc_where(c, hit, flat[q], ix);
     }
+    for (int64_t q = 0; q < taps; q++)
+        ix = dc_where(c, dc_cmpv(c, "aten.ne.Tensor", tap[q], tap[q]), flat[q], ix);
+    free(tap);
+    free(flat);
     out[0] = m;
     out[1] = dc_expand(c, ix, dc_T(c, m).rank, dc_T(c, m).shape);
     return 2;
@@ -2365,8 +2396,9 @@ static int run_tap_index(dctx *c, const adaptive_in *a, int rank, int64_t from, 
     return a->ix < 0 ? pos : dc_bin(c, "aten.add.Tensor", run_tap(c, a->ix, a->d, from, st, len), pos);
 }
 
-/* One run's maximum's index: the first tap (in order) equal to the maximum
- * m, or NaN, a where chain from the last tap. */
+/* One run's maximum's index as PyTorch's (val > max || isnan(val) in tap
+ * order): the first tap equal to the maximum m, a where chain from the
+ * last tap; then, over it, the last NaN's. */
 static int run_argmax(dctx *c, const adaptive_in *a, int m, int64_t s0, int64_t w, int64_t st, int64_t len)
 {
     gr_ttype tm = dc_T(c, m);
@@ -2378,9 +2410,11 @@ static int run_argmax(dctx *c, const adaptive_in *a, int m, int64_t s0, int64_t 
             continue;
         }
         int tap = run_tap(c, a->x, a->d, s0 + k, st, len);
-        int hit = dc_bin(c, "aten.logical_or.default", dc_cmpv(c, "aten.eq.Tensor", tap, m),
-                         dc_cmpv(c, "aten.ne.Tensor", tap, tap));
-        ix = dc_where(c, hit, at, ix);
+        ix = dc_where(c, dc_cmpv(c, "aten.eq.Tensor", tap, m), at, ix);
+    }
+    for (int64_t k = 0; k < w; k++) {
+        int tap = run_tap(c, a->x, a->d, s0 + k, st, len);
+        ix = dc_where(c, dc_cmpv(c, "aten.ne.Tensor", tap, tap), run_tap_index(c, a, tm.rank, s0 + k, st, len), ix);
     }
     return ix;
 }
@@ -2804,6 +2838,10 @@ static const struct {
     {"vdot", r_dot, "sum(a * b) (real tensors)"},
     {"zero", r_zero, "full(x's shape, 0)"},
     {"eye", r_eye, "arange(n)[:, None] == arange(m), cast"},
+    {"linspace", dc_r_space, "a constant of PyTorch's values (an integer dtype: within 1024)"},
+    {"logspace", dc_r_space, "as linspace (base <= 0: on the host)"},
+    {"tril_indices", dc_r_tri_indices, "a constant of the (row, column) pairs (indices within 1024)"},
+    {"triu_indices", dc_r_tri_indices, "as tril_indices"},
     {"logsumexp", r_logsumexp, "m = amax (kept dims), log(sum(exp(x - m))) + m"},
     {"native_batch_norm", r_batch_norm, "not training: (x - running_mean) * rsqrt(running_var + eps) * weight + "
                                         "bias per channel; training: the batch's statistics as group_norm's, per channel"},
@@ -2862,6 +2900,18 @@ static const struct {
                             "products on the PT units (float only)"},
     {"cumprod", dc_r_cumprod, "scan by doubling: for k = 1, 2, 4, ..: y *= cat(ones(k), y[:n-k]) along dim "
                               "(log2 n products; float only)"},
+    {"prod", dc_r_prod, "halves multiplied along dim (an odd extent's last element carried up) until one element "
+                        "is left: log2 n products (float only; DL16's range)"},
+    {"median", dc_r_median, "as sort, rank (n - 1) / 2 alone (the lower middle), its index; a row with a NaN: NaN, "
+                            "the first NaN's index (amin of where(x != x, arange, n))"},
+    {"kthvalue", dc_r_median, "as sort, rank k - 1 alone, its index"},
+    {"any", dc_r_any, "amax(x != 0 as 0/1) > 0 (exact: a selection); empty: False"},
+    {"all", dc_r_any, "amin(x != 0 as 0/1) > 0; empty: True"},
+    {"bucketize", dc_r_bucketize, "sum_j !(boundaries_j >= x) (right: !(b_j > x)): NaN past every boundary"},
+    {"searchsorted", dc_r_bucketize, "as bucketize, per row of a sorted sequence of rank > 1; a sorter ignored (a count)"},
+    {"dist", dc_r_dist, "norm(self - other, p) over all elements"},
+    {"_trilinear", dc_r_trilinear, "nn.Bilinear's form: mm(x2, weight as (J, O*I)) as (B, O, I) times x1 (B, 1, I), "
+                                   "summed over I; other forms: the host"},
     {"mv", dc_r_mv, "mm of the vector as a row and self^T (the result's lanes along M)"},
     {"roll", dc_r_roll, "cat(slice(last s), slice(first n - s)) per dim"},
     {"rot90", dc_r_rot90, "flip and transpose"},
@@ -2876,7 +2926,11 @@ static const struct {
                                            "rows out, empty bags 0"},
     {"index_select", dc_r_index_select, "a 0-d self: itself; a 2-D table's rows by an input's row numbers: a row gather (lower); "
                                         "else one-hot: sum_k where(index == k, x[.., k, ..], 0)"},
-    {"index", dc_r_index, "one integer index tensor: one-hot over its flattened positions (negative ones wrap), reshaped"},
+    {"embedding", dc_r_embedding, "indices made from positions alone: one-hot over the flattened indices, as "
+                                  "index_select, reshaped; else a row gather (lower)"},
+    {"index", dc_r_index, "one integer index tensor: one-hot over its flattened positions (negative ones wrap), reshaped; "
+                          "several: the indexed dims merged (moved first when apart), one index of combined offsets "
+                          "(within 1024)"},
     {"take", dc_r_take, "one-hot over the flattened self (negative positions wrap), reshaped as index"},
     {"index_put", dc_r_index_put, "one integer index tensor: the values of the entries equal to each position, "
                                   "summed (accumulate) or the last one's; a bool mask over the leading dims with values "
@@ -3063,7 +3117,8 @@ static void decompose_node(dctx *c, int id)
         memcpy(c->tmap[n->out], res, (size_t)nres * sizeof *res);
         return;
     }
-    if (res[0] >= c->fresh) { /* the result takes the graph's name */
+    /* the result takes the graph's name; a constant (dc_const) keeps its own, an output of it a copy */
+    if (res[0] >= c->fresh && c->d->values[res[0]].kind == GR_VAL_NODE) {
         free(c->d->values[res[0]].name);
         c->d->values[res[0]].name = ir_xstrdup(v->name);
     }

@@ -103,6 +103,7 @@ int dc_r_scatter_add(dctx *c, const gr_node *n, int *out);
 int dc_r_index_fill(dctx *c, const gr_node *n, int *out);
 int dc_r_nll_loss(dctx *c, const gr_node *n, int *out);
 int dc_r_index_select(dctx *c, const gr_node *n, int *out);
+int dc_r_embedding(dctx *c, const gr_node *n, int *out);
 int dc_r_index(dctx *c, const gr_node *n, int *out);
 int dc_r_take(dctx *c, const gr_node *n, int *out);
 int dc_r_index_add(dctx *c, const gr_node *n, int *out);
@@ -110,6 +111,10 @@ int dc_r_repeat_positions(dctx *c, const gr_node *n, int *out);
 int dc_r_index_put(dctx *c, const gr_node *n, int *out);
 int dc_r_scatter(dctx *c, const gr_node *n, int *out);
 int dc_r_embedding_bag(dctx *c, const gr_node *n, int *out);
+int dc_r_median(dctx *c, const gr_node *n, int *out);
+int dc_r_any(dctx *c, const gr_node *n, int *out);
+int dc_r_bucketize(dctx *c, const gr_node *n, int *out);
+int dc_r_prod(dctx *c, const gr_node *n, int *out);
 int dc_r_cumsum(dctx *c, const gr_node *n, int *out);      /* dec_views.c */
 int dc_r_roll(dctx *c, const gr_node *n, int *out);
 int dc_r_rot90(dctx *c, const gr_node *n, int *out);
@@ -123,11 +128,16 @@ int dc_r_cdist(dctx *c, const gr_node *n, int *out);
 int dc_r_euclidean_dist(dctx *c, const gr_node *n, int *out);
 int dc_r_mv(dctx *c, const gr_node *n, int *out);
 int dc_r_cumprod(dctx *c, const gr_node *n, int *out);
+int dc_r_dist(dctx *c, const gr_node *n, int *out);
+int dc_r_trilinear(dctx *c, const gr_node *n, int *out);
 int dc_r_as_strided(dctx *c, const gr_node *n, int *out);
 int dc_r_upsample_interp(dctx *c, const gr_node *n, int *out); /* dec_interp.c */
 int dc_r_convolution(dctx *c, const gr_node *n, int *out);     /* dec_convt.c */
 /* x's last axis (in elements) times the constant (in x out) matrix m: rows
  * as one matrix, a product, the shape back with out elements (dec_interp.c). */
 int dc_last_axis_times(dctx *c, int x, int m);
+
+int dc_r_space(dctx *c, const gr_node *n, int *out); /* dec_space.c */
+int dc_r_tri_indices(dctx *c, const gr_node *n, int *out);
 
 #endif

@@ -3,7 +3,11 @@
  * DL16, which keeps every integer only up to 2^10: arange(1000) * 5 would
  * come back as 4104 for 4100, wrong with nothing to say so. After lowering,
  * an interval is propagated through every node's body, and an integer
- * result that may leave [-1024, 1024] stops the compile at its graph line. */
+ * result that may leave [-1024, 1024] stops the compile at its graph line.
+ * A cast to an integer of a float function of one small integer (the log
+ * of a relative position in a T5 bucket) is tabulated here in fp32 as
+ * PyTorch computes it, truncated, and becomes a chain of comparisons of
+ * that integer: exact, where DL16's log would round across an integer. */
 #include "ir.h"
 
 #include <math.h>
@@ -20,7 +24,10 @@ typedef struct {
     const ir_node *n;
     ival *buf;    /* per buffer: the interval of its values */
     double worst; /* the largest magnitude an integer result may reach */
+    int from, to; /* a cast tabulated: expression from becomes to */
 } ictx;
+
+#define TAB_MAX 2048 /* values of the integer a tabulated cast reads */
 
 static const ival WIDE = {-INFINITY, INFINITY};
 
@@ -65,6 +72,186 @@ static ival op_ival(ir_op op, ival a, ival b)
     }
 }
 
+static ival eval(ictx *c, int e);
+
+/* The one integer expression the float expression e reads (through casts
+ * to float), in *leaf; 0 if it reads anything else (loads, positions as
+ * floats) or two of them. */
+static int float_leaf(const ir_arena *A, int e, int *leaf)
+{
+    const ir_expr *x = &A->e[e];
+    if (!ir_dtype_is_float(x->dtype) && x->dtype != GR_BOOL) {
+        if (*leaf >= 0 && *leaf != e)
+            return 0;
+        *leaf = e;
+        return 1;
+    }
+    if (x->dtype != GR_F32 && x->dtype != GR_BOOL)
+        return 0;
+    switch (x->kind) {
+    case IR_E_CONST: return 1;
+    case IR_E_CAST: return float_leaf(A, x->a, leaf);
+    case IR_E_WHERE: return float_leaf(A, x->a, leaf) && float_leaf(A, x->b, leaf) && float_leaf(A, x->c, leaf);
+    case IR_E_OP: return float_leaf(A, x->a, leaf) && (ir_ops[x->op].arity == 1 || float_leaf(A, x->b, leaf));
+    default: return 0;
+    }
+}
+
+static float fp1(ir_op op, float a)
+{
+    switch (op) {
+    case IR_NEG: return -a;
+    case IR_EXP: return expf(a);
+    case IR_LOG: return logf(a);
+    case IR_SQRT: return sqrtf(a);
+    case IR_RSQRT: return 1.0f / sqrtf(a);
+    case IR_RECIP: return 1.0f / a;
+    case IR_TANH: return tanhf(a);
+    case IR_SIGMOID: return 1.0f / (1.0f + expf(-a));
+    case IR_ERF: return erff(a);
+    case IR_RELU: return a > 0 ? a : 0;
+    case IR_SIN: return sinf(a);
+    case IR_COS: return cosf(a);
+    case IR_ABS: return fabsf(a);
+    case IR_NOT: return a == 0;
+    default: return NAN;
+    }
+}
+
+static float fp2(ir_op op, float a, float b)
+{
+    switch (op) {
+    case IR_ADD: return a + b;
+    case IR_SUB: return a - b;
+    case IR_MUL: return a * b;
+    case IR_DIV: return a / b;
+    case IR_MAX: return isnan(a) || isnan(b) ? NAN : fmaxf(a, b);
+    case IR_MIN: return isnan(a) || isnan(b) ? NAN : fminf(a, b);
+    case IR_POW: return powf(a, b);
+    case IR_EQ: return a == b;
+    case IR_NE: return a != b;
+    case IR_LT: return a < b;
+    case IR_LE: return a <= b;
+    case IR_GT: return a > b;
+    case IR_GE: return a >= b;
+    case IR_AND: return a != 0 && b != 0;
+    case IR_OR: return a != 0 || b != 0;
+    default: return NAN;
+    }
+}
+
+/* Whether op's result at a is the same in every libm (glibc's, PyTorch's
+ * SLEEF): the log of a power of two is k ln2 rounded once, an op at 0 is
+ * exactly 0, 1 or 1/2. */
+static int same_everywhere(ir_op op, float a)
+{
+    int k;
+    return a == 0 || (op == IR_LOG && a > 0 && frexpf(a, &k) == 0.5f);
+}
+
+/* op's result r at a moved one ulp toward nudge's sign when op is a
+ * transcendental whose last bit another libm may round the other way. */
+static float moved(ir_op op, float a, float r, int nudge)
+{
+    switch (op) {
+    case IR_EXP:
+    case IR_LOG:
+    case IR_TANH:
+    case IR_SIGMOID:
+    case IR_ERF:
+    case IR_SIN:
+    case IR_COS:
+    case IR_POW: return nudge && !same_everywhere(op, a) ? nextafterf(r, nudge * INFINITY) : r;
+    default: return r;
+    }
+}
+
+/* A cast of f to dt as PyTorch's: a bool is f != 0, an integer the
+ * truncation (NaN, refused, where it is not finite). */
+static float cast_to(gr_dtype dt, float f)
+{
+    if (dt == GR_BOOL)
+        return f != 0;
+    if (ir_dtype_is_float(dt))
+        return f;
+    return isfinite(f) ? truncf(f) : NAN;
+}
+
+/* e at leaf = v, in fp32 op by op (a scalar operand in fp32, as PyTorch's
+ * CPU kernels take it); nudge (+-1) moves each transcendental's result one
+ * ulp that way. */
+static float fval(const ir_arena *A, int e, int leaf, double v, int nudge)
+{
+    const ir_expr *x = &A->e[e];
+    if (e == leaf)
+        return (float)v;
+    switch (x->kind) {
+    case IR_E_CONST: return (float)x->value;
+    case IR_E_CAST: return cast_to(x->dtype, fval(A, x->a, leaf, v, nudge));
+    case IR_E_WHERE:
+        return fval(A, x->a, leaf, v, nudge) != 0 ? fval(A, x->b, leaf, v, nudge) : fval(A, x->c, leaf, v, nudge);
+    case IR_E_OP: {
+        float a = fval(A, x->a, leaf, v, nudge);
+        float r = ir_ops[x->op].arity == 1 ? fp1(x->op, a) : fp2(x->op, a, fval(A, x->b, leaf, v, nudge));
+        return moved(x->op, a, r, nudge);
+    }
+    default: return NAN;
+    }
+}
+
+/* The truncation of cast at leaf = v toward zero, as PyTorch's cast, in
+ * *t; 0 when it is not finite, lies so near an integer that another
+ * division than ours could put it across, or truncates otherwise with any
+ * transcendental one ulp off (another libm's log of 1000 is 3 or just
+ * under: never guess). */
+static int trunc_sure(const ir_arena *A, int cast, int leaf, double v, double *t)
+{
+    float f = fval(A, cast, leaf, v, 0);
+    if (!isfinite(f))
+        return 0;
+    double r = nearbyint(f);
+    if (r != f && fabs(f - r) <= 1e-5 * fmax(1.0, fabs(r)))
+        return 0;
+    *t = trunc(f);
+    for (int nudge = -1; nudge <= 1; nudge += 2) {
+        float g = fval(A, cast, leaf, v, nudge);
+        if (!isfinite(g) || trunc(g) != *t)
+            return 0;
+    }
+    return 1;
+}
+
+/* Cast e (to an integer, of a float function of one integer s over a few
+ * values) as where(s < b1, T(lo), where(s < b2, T(b1), ...)) over the
+ * values b where the truncated table T changes; -1 if it is not one. */
+static int tabulate(ictx *c, int e)
+{
+    ir_arena *A = &c->p->A;
+    const ir_expr *x = &A->e[e];
+    int cast = x->a, leaf = -1;
+    gr_dtype dt = x->dtype;
+    if (!float_leaf(A, cast, &leaf) || leaf < 0)
+        return -1;
+    ival s = eval(c, leaf);
+    if (!isfinite(s.lo) || !isfinite(s.hi) || s.hi - s.lo >= TAB_MAX)
+        return -1;
+    int64_t lo = (int64_t)ceil(s.lo), hi = (int64_t)floor(s.hi), n = hi - lo + 1;
+    double *tab = malloc((size_t)(n > 0 ? n : 1) * sizeof *tab);
+    int ok = n > 0 && tab;
+    for (int64_t v = lo; ok && v <= hi; v++)
+        ok = trunc_sure(A, cast, leaf, (double)v, &tab[v - lo]);
+    int r = -1;
+    if (ok) {
+        gr_dtype sd = A->e[leaf].dtype;
+        r = ir_const(A, tab[n - 1], dt);
+        for (int64_t v = hi; v > lo; v--)
+            if (tab[v - lo] != tab[v - lo - 1])
+                r = ir_where(A, ir_op2(A, IR_LT, leaf, ir_const(A, (double)v, sd)), ir_const(A, tab[v - lo - 1], dt), r);
+    }
+    free(tab);
+    return r;
+}
+
 /* The interval of expression e; integer results widen c->worst. */
 static ival eval(ictx *c, int e)
 {
@@ -75,11 +262,25 @@ static ival eval(ictx *c, int e)
     case IR_E_INDEX: r = index_ival(c->n, &x->idx); break;
     case IR_E_LOAD:
     case IR_E_ILOAD: r = c->buf[x->buf]; break; /* a gather's index is read as fp32 */
-    case IR_E_CAST: r = ir_dtype_is_float(x->dtype) ? WIDE : eval(c, x->a); break;
+    case IR_E_CAST: {
+        int t = !ir_dtype_is_float(x->dtype) && x->dtype != GR_BOOL && ir_dtype_is_float(c->p->A.e[x->a].dtype)
+                    ? tabulate(c, e)
+                    : -1;
+        if (t >= 0 && c->from < 0) {
+            c->from = e;
+            c->to = t;
+        }
+        r = eval(c, t >= 0 ? t : x->a); /* integers under a cast to float are computed too */
+        if (ir_dtype_is_float(x->dtype))
+            r = WIDE;
+        break;
+    }
     case IR_E_WHERE: {
         ival b = eval(c, x->b), d = eval(c, x->c);
         (void)eval(c, x->a);
         r = (ival){fmin(b.lo, d.lo), fmax(b.hi, d.hi)};
+        if (x->dtype == GR_I64 || x->dtype == GR_I32) /* a tabulated cast's values */
+            c->worst = fmax(c->worst, fmax(fabs(r.lo), fabs(r.hi)));
         break;
     }
     case IR_E_OP: {
@@ -93,6 +294,15 @@ static ival eval(ictx *c, int e)
     }
     if (x->dtype == GR_BOOL)
         r = (ival){0, 1};
+    return r;
+}
+
+/* The interval of a constant's n values, widened to hold 0 */
+static ival const_ival(const float *v, int64_t n)
+{
+    ival r = {0, 0};
+    for (int64_t i = 0; i < n; i++)
+        r = (ival){fmin(r.lo, v[i]), fmax(r.hi, v[i])};
     return r;
 }
 
@@ -127,17 +337,24 @@ static int node_line(const ir_prog *p, const ir_node *n, const char **op)
 
 int ir_check_int_exact(ir_prog *p)
 {
-    ictx c = {p, NULL, ir_xalloc((size_t)(p->nbufs + 1) * sizeof *c.buf), 0};
+    ictx c = {p, NULL, ir_xalloc((size_t)(p->nbufs + 1) * sizeof *c.buf), 0, -1, -1};
     for (int b = 0; b < p->nbufs; b++) {
         gr_dtype d = p->bufs[b].type.dtype;
         /* integer inputs are fp32 on the device, exact up to 2^24 */
         c.buf[b] = d == GR_BOOL ? (ival){0, 1} : ir_dtype_is_float(d) ? WIDE : (ival){-0x1p24, 0x1p24};
+        if (p->bufs[b].cdata && !ir_dtype_is_float(d)) /* a compiler-made constant: its own values */
+            c.buf[b] = const_ival(p->bufs[b].cdata, gr_ttype_numel(&p->bufs[b].type));
     }
     int rc = 0;
     for (int i = 0; i < p->nnodes && !rc; i++) {
         c.n = &p->nodes[i];
-        c.worst = 0;
-        c.buf[c.n->out] = node_ival(&c);
+        do {
+            if (c.from >= 0)
+                p->nodes[i].body = ir_replace(&p->A, c.n->body, c.from, c.to);
+            c.from = -1;
+            c.worst = 0;
+            c.buf[c.n->out] = node_ival(&c);
+        } while (c.from >= 0);
         if (c.worst > EXACT) {
             const char *op;
             int line = node_line(p, c.n, &op);

@@ -383,17 +383,20 @@ static void mark(ir_arena *A, int e, int memo)
 typedef struct {
     int (*fn)(void *ctx, ir_arena *A, const ir_expr *x);
     void *ctx;
+    int from, to; /* ir_replace: expression from becomes to */
 } load_map;
 
 static int subst_rec(ir_arena *A, int e, int nvars, const ir_index *vars, const int *repl, const load_map *lm)
 {
     if (seen(A, e))
         return A->memo[e];
+    if (lm && e == lm->from)
+        return lm->to;
     ir_expr x = A->e[e]; /* a copy: interning may move the arena */
     int r = e;
     switch (x.kind) {
     case IR_E_LOAD:
-        if (lm && (r = lm->fn(lm->ctx, A, &x)) >= 0) {
+        if (lm && lm->fn && (r = lm->fn(lm->ctx, A, &x)) >= 0) {
             break;
         } else if (repl && repl[x.buf] >= 0) {
             r = repl[x.buf];
@@ -446,7 +449,17 @@ int ir_map_loads(ir_arena *A, int e, int (*fn)(void *ctx, ir_arena *A, const ir_
     ir_index vars[IR_MAX_VARS];
     for (int v = 0; v < IR_MAX_VARS; v++)
         vars[v] = ir_idx_var(v);
-    load_map lm = {fn, ctx};
+    load_map lm = {fn, ctx, -1, -1};
+    walk_begin(A);
+    return subst_rec(A, e, IR_MAX_VARS, vars, NULL, &lm);
+}
+
+int ir_replace(ir_arena *A, int e, int from, int to)
+{
+    ir_index vars[IR_MAX_VARS];
+    for (int v = 0; v < IR_MAX_VARS; v++)
+        vars[v] = ir_idx_var(v);
+    load_map lm = {NULL, NULL, from, to};
     walk_begin(A);
     return subst_rec(A, e, IR_MAX_VARS, vars, NULL, &lm);
 }

@@ -168,6 +168,8 @@ int ir_subst(ir_arena *A, int e, int nvars, const ir_index *vars, const int *rep
 /* e with every LOAD x replaced by fn(ctx, A, x) where that is >= 0 (the
  * load is kept where it is -1); variables unchanged. */
 int ir_map_loads(ir_arena *A, int e, int (*fn)(void *ctx, ir_arena *A, const ir_expr *x), void *ctx);
+/* e with every occurrence of expression from replaced by to. */
+int ir_replace(ir_arena *A, int e, int from, int to);
 /* Number of distinct expressions in the DAG of e. */
 int ir_expr_size(ir_arena *A, int e);
 /* Call fn for each expression in the DAG of e (each once). */

@@ -754,6 +754,19 @@ static void l_tri(lctx *c, int out, int upper)
     free(ops);
 }
 
+static void note_gather(void *ctx, const ir_expr *x)
+{
+    *(int *)ctx |= x->kind == IR_E_ILOAD;
+}
+
+/* Does expression e gather (hold an IR_E_ILOAD)? */
+static int gathers(lctx *c, int e)
+{
+    int any = 0;
+    ir_expr_walk(&c->p->A, e, note_gather, &any);
+    return any;
+}
+
 /* cat: a chain of where(i_dim < end of piece, piece at i_dim - its start, ...);
  * only the chosen piece is read (ir.h, IR_E_WHERE). */
 static void l_cat(lctx *c, int out, int opi)
@@ -807,6 +820,11 @@ static void l_cat(lctx *c, int out, int opi)
         t.dtype = ir_promote(nv, dts, cls);
     }
     ir_arena *A = &c->p->A;
+    /* a gather reads whole table rows along its kernel's columns: along
+     * the last dim, a piece that gathers is computed first, on its own */
+    for (int i = 0; dim == t.rank - 1 && i < nv; i++)
+        if (c->bases[val(c, v[i])->base].buf < 0 && gathers(c, c->bases[val(c, v[i])->base].body))
+            realize_for_reuse(c, v[i]);
     uint64_t *ops = ops_new(c);
     int body = -1;
     for (int i = nv - 1; i >= 0; i--) {
@@ -877,6 +895,30 @@ static void l_constant_pad(lctx *c, int out, int opi)
     free(ops);
 }
 
+/* The table W's rows at positions sub (an index value: learned absolute
+ * positions, embedding(arange)) as a plain load, when they lie in its
+ * rows; else -1. */
+static int positions_load(lctx *c, const lval *W, const ir_index *idx, int sub, const gr_ttype *it, const gr_ttype *t,
+                          int64_t rows)
+{
+    const ir_expr *x = &c->p->A.e[sub];
+    if (x->kind != IR_E_INDEX)
+        return -1;
+    int64_t lo = x->idx.offset, hi = x->idx.offset;
+    for (int d = 0; d < it->rank; d++) {
+        int64_t s = x->idx.coef[d] * (it->shape[d] - 1);
+        lo += s < 0 ? s : 0;
+        hi += s > 0 ? s : 0;
+    }
+    if (lo < 0 || hi >= rows)
+        return -1;
+    ir_index at = *idx;
+    at.offset += W->map[0].coef[0] * x->idx.offset;
+    for (int d = 0; d < it->rank; d++)
+        at.coef[d] += W->map[0].coef[0] * x->idx.coef[d];
+    return ir_load(&c->p->A, c->bases[W->base].buf, t->dtype, &at);
+}
+
 /* embedding(weight, indices): out[.., d] = weight[indices[..], d], a gather. */
 static void l_embedding(lctx *c, int out, int opi)
 {
@@ -901,7 +943,9 @@ static void l_embedding(lctx *c, int out, int opi)
     int sub = ir_cast(&c->p->A, read_at(c, ix, coords), GR_I64);
     ir_index idx = ir_idx_const(W->map[0].offset);
     idx.coef[t.rank - 1] = W->map[0].coef[1];
-    int body = ir_iload(&c->p->A, c->bases[W->base].buf, t.dtype, &idx, W->map[0].coef[0], sub);
+    int body = positions_load(c, W, &idx, sub, it, &t, wt->shape[0]);
+    if (body < 0)
+        body = ir_iload(&c->p->A, c->bases[W->base].buf, t.dtype, &idx, W->map[0].coef[0], sub);
     set_computed(c, out, &t, body, ops);
     free(ops);
 }

@@ -1,0 +1,375 @@
+"""Small models written the way a new user writes them: recurrent and convolutional
+classifiers, a transformer encoder, generative blocks (UNet, diffusion ResBlock, DCGAN,
+PixelCNN), recommendation and retrieval heads (DLRM, EmbeddingBag, CLIP), routing and
+graph layers (mixture of experts, GNN), a TCN, T5's relative-position bias, a 3-D conv
+block and reduced-precision models (bf16, fp16, mixed).  Seeded weights, eval mode, small
+inputs: each exports and runs in seconds.  `bench/run usermodels` runs them all with
+`spyre run DIR --check` (bench/bench_usermodels.py); the results are in
+docs/conformance.md ("Whole models a user brings").  Export one with
+  /usr/bin/python3 tools/export.py traces/models/usermodels.py:dlrm -o /tmp/dlrm
+"""
+import math
+
+import torch
+from torch import nn
+import torch.nn.functional as F
+
+
+def _perturb(model):
+    """BatchNorm statistics and affine parameters off their defaults (a dropped one shows)."""
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, nn.modules.batchnorm._BatchNorm):
+                n = m.num_features
+                m.running_mean.copy_(0.1 * torch.randn(n))
+                m.running_var.copy_(1.0 + 0.2 * torch.rand(n))
+                m.weight.add_(0.1 * torch.randn(n))
+                m.bias.add_(0.1 * torch.randn(n))
+    return model.eval()
+
+
+class LSTMClassifier(nn.Module):
+    """2-layer LSTM over a sequence, the last step's state to 10 classes."""
+
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.LSTM(32, 64, num_layers=2, batch_first=True)
+        self.head = nn.Linear(64, 10)
+
+    def forward(self, x):
+        y, _ = self.rnn(x)
+        return self.head(y[:, -1])
+
+
+def lstm():
+    torch.manual_seed(0)
+    return LSTMClassifier().eval(), (torch.randn(2, 16, 32),)
+
+
+class BiGRUTagger(nn.Module):
+    """Bidirectional GRU, a per-step softmax over 5 tags."""
+
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.GRU(32, 48, batch_first=True, bidirectional=True)
+        self.head = nn.Linear(96, 5)
+
+    def forward(self, x):
+        y, _ = self.rnn(x)
+        return self.head(y).softmax(-1)
+
+
+def bigru():
+    torch.manual_seed(0)
+    return BiGRUTagger().eval(), (torch.randn(2, 12, 32),)
+
+
+def audio():
+    """Raw-waveform classifier: strided Conv1d, BatchNorm1d, ReLU, MaxPool1d, Conv1d, GELU,
+    AdaptiveAvgPool1d, Linear; 2x1x4000 samples."""
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Conv1d(1, 16, 9, stride=4), nn.BatchNorm1d(16), nn.ReLU(), nn.MaxPool1d(4),
+                      nn.Conv1d(16, 32, 5, padding=2), nn.GELU(), nn.AdaptiveAvgPool1d(1), nn.Flatten(),
+                      nn.Linear(32, 8))
+    return _perturb(m), (torch.randn(2, 1, 4000),)
+
+
+def tenc():
+    """nn.TransformerEncoder, 2 pre-norm layers (norm_first), d 64, 4 heads."""
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(64, 4, 128, batch_first=True, norm_first=True)
+    return nn.TransformerEncoder(layer, 2).eval(), (torch.randn(2, 10, 64),)
+
+
+class TinyUNet(nn.Module):
+    """One-level U-Net: conv, max pool, conv, ConvTranspose2d(k2, s2), cat skip, 1x1 head."""
+
+    def __init__(self):
+        super().__init__()
+        self.down = nn.Conv2d(3, 8, 3, padding=1)
+        self.mid = nn.Conv2d(8, 16, 3, padding=1)
+        self.up = nn.ConvTranspose2d(16, 8, 2, stride=2)
+        self.out = nn.Conv2d(16, 2, 1)
+
+    def forward(self, x):
+        a = F.relu(self.down(x))
+        b = F.relu(self.mid(F.max_pool2d(a, 2)))
+        return self.out(torch.cat([a, self.up(b)], 1))
+
+
+def unet():
+    torch.manual_seed(0)
+    return TinyUNet().eval(), (torch.randn(1, 3, 32, 32),)
+
+
+def timestep_embedding(t, dim):
+    """Sinusoidal embedding of diffusion timesteps t [N] -> [N, dim]."""
+    half = dim // 2
+    freqs = torch.exp(-math.log(10000.0) * torch.arange(half, dtype=torch.float32) / half)
+    a = t[:, None].float() * freqs[None]
+    return torch.cat([a.sin(), a.cos()], -1)
+
+
+class DiffusionResBlock(nn.Module):
+    """A diffusion UNet's ResBlock: GroupNorm, SiLU, conv, plus the timestep embedding's
+    projection, GroupNorm, SiLU, conv, residual add."""
+
+    def __init__(self, c=16, tdim=32):
+        super().__init__()
+        self.tdim = tdim
+        self.temb = nn.Sequential(nn.Linear(tdim, 64), nn.SiLU(), nn.Linear(64, c))
+        self.n1, self.c1 = nn.GroupNorm(4, c), nn.Conv2d(c, c, 3, padding=1)
+        self.n2, self.c2 = nn.GroupNorm(4, c), nn.Conv2d(c, c, 3, padding=1)
+
+    def forward(self, x, t):
+        h = self.c1(F.silu(self.n1(x)))
+        h = h + self.temb(timestep_embedding(t, self.tdim))[:, :, None, None]
+        return x + self.c2(F.silu(self.n2(h)))
+
+
+def diffusion_block():
+    torch.manual_seed(0)
+    return DiffusionResBlock().eval(), (torch.randn(2, 16, 16, 16), torch.tensor([3.0, 500.0]))
+
+
+def dcgan():
+    """DCGAN generator: z 2x16x1x1 -> 2x3x16x16 by ConvTranspose2d, BatchNorm2d, ReLU, Tanh."""
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.ConvTranspose2d(16, 32, 4, 1, 0, bias=False), nn.BatchNorm2d(32), nn.ReLU(),
+                      nn.ConvTranspose2d(32, 16, 4, 2, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU(),
+                      nn.ConvTranspose2d(16, 3, 4, 2, 1, bias=False), nn.Tanh())
+    return _perturb(m), (torch.randn(2, 16, 1, 1),)
+
+
+class DLRM(nn.Module):
+    """DLRM: bottom MLP on dense features, one embedding per sparse feature, pairwise dot
+    products (bmm, the strict lower triangle by tril_indices), top MLP, sigmoid."""
+
+    def __init__(self, tables=3, dim=16):
+        super().__init__()
+        self.bot = nn.Sequential(nn.Linear(13, dim), nn.ReLU())
+        self.emb = nn.ModuleList([nn.Embedding(50, dim) for _ in range(tables)])
+        pairs = (tables + 1) * tables // 2
+        self.top = nn.Sequential(nn.Linear(dim + pairs, 8), nn.ReLU(), nn.Linear(8, 1), nn.Sigmoid())
+
+    def forward(self, dense, sparse):
+        x = self.bot(dense)
+        feats = torch.stack([x] + [e(sparse[:, i]) for i, e in enumerate(self.emb)], 1)
+        z = torch.bmm(feats, feats.transpose(1, 2))
+        li, lj = torch.tril_indices(feats.shape[1], feats.shape[1], -1)
+        return self.top(torch.cat([x, z[:, li, lj]], 1))
+
+
+def dlrm():
+    torch.manual_seed(0)
+    return DLRM().eval(), (torch.randn(4, 13), torch.randint(0, 50, (4, 3)))
+
+
+class BagClassifier(nn.Module):
+    """fastText-style text classifier: EmbeddingBag(mean) over token ids, Linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.bag = nn.EmbeddingBag(100, 16, mode="mean")
+        self.head = nn.Linear(16, 3)
+
+    def forward(self, ids):
+        return self.head(self.bag(ids))
+
+
+def embbag():
+    torch.manual_seed(0)
+    return BagClassifier().eval(), (torch.randint(0, 100, (4, 7)),)
+
+
+class MoE(nn.Module):
+    """Top-2 mixture of experts: a softmax router, topk, and each expert's output weighted
+    by its routing weight where it was picked (any over the top-k)."""
+
+    def __init__(self, d=32, experts=4):
+        super().__init__()
+        self.router = nn.Linear(d, experts)
+        self.experts = nn.ModuleList([nn.Linear(d, d) for _ in range(experts)])
+
+    def forward(self, x):
+        top, idx = self.router(x).softmax(-1).topk(2, -1)
+        out = torch.zeros_like(x)
+        for k, expert in enumerate(self.experts):
+            picked = idx == k
+            w = picked.any(-1, keepdim=True).float() * (top * picked.float()).sum(-1, keepdim=True)
+            out = out + w * expert(x)
+        return out
+
+
+def moe():
+    torch.manual_seed(0)
+    return MoE().eval(), (torch.randn(8, 32),)
+
+
+class GraphConv(nn.Module):
+    """Message passing over an edge list: messages Linear(x)[src] summed into dst by
+    index_add, a residual ReLU."""
+
+    def __init__(self):
+        super().__init__()
+        self.msg = nn.Linear(16, 16)
+
+    def forward(self, x, src, dst):
+        agg = torch.zeros_like(x).index_add(0, dst, self.msg(x)[src])
+        return F.relu(agg + x)
+
+
+def gnn():
+    torch.manual_seed(0)
+    return GraphConv().eval(), (torch.randn(10, 16), torch.randint(0, 10, (30,)),
+                                torch.randint(0, 10, (30,)))
+
+
+class TCN(nn.Module):
+    """Temporal convolutional network: dilated causal Conv1d (dilation 1, 2, 4), each input
+    left-padded by F.pad."""
+
+    def __init__(self):
+        super().__init__()
+        self.convs = nn.ModuleList([nn.Conv1d(8, 16, 3, dilation=1), nn.Conv1d(16, 16, 3, dilation=2),
+                                    nn.Conv1d(16, 8, 3, dilation=4)])
+
+    def forward(self, x):
+        for i, conv in enumerate(self.convs):
+            x = conv(F.pad(x, (2 * conv.dilation[0], 0)))
+            x = F.relu(x) if i < len(self.convs) - 1 else x
+        return x
+
+
+def tcn():
+    torch.manual_seed(0)
+    return TCN().eval(), (torch.randn(2, 8, 50),)
+
+
+class MaskedConv2d(nn.Conv2d):
+    """PixelCNN's type-A masked convolution: weights at and after the centre pixel zeroed."""
+
+    def __init__(self, cin, cout, k):
+        super().__init__(cin, cout, k, padding=k // 2)
+        mask = torch.ones_like(self.weight)
+        mask[:, :, k // 2, k // 2:] = 0
+        mask[:, :, k // 2 + 1:] = 0
+        self.register_buffer("mask", mask)
+
+    def forward(self, x):
+        return F.conv2d(x, self.weight * self.mask, self.bias, padding=self.padding)
+
+
+def pixelcnn():
+    torch.manual_seed(0)
+    return nn.Sequential(MaskedConv2d(3, 16, 5), nn.ReLU()).eval(), (torch.randn(1, 3, 16, 16),)
+
+
+class ClipHead(nn.Module):
+    """CLIP's contrastive head: both projections L2-normalized, logit scale exp, matmul."""
+
+    def __init__(self):
+        super().__init__()
+        self.image, self.text = nn.Linear(32, 16), nn.Linear(24, 16)
+        self.logit_scale = nn.Parameter(torch.tensor(math.log(1 / 0.07)))
+
+    def forward(self, image, text):
+        a = F.normalize(self.image(image), dim=-1)
+        b = F.normalize(self.text(text), dim=-1)
+        return self.logit_scale.exp() * a @ b.t()
+
+
+def clip():
+    torch.manual_seed(0)
+    return ClipHead().eval(), (torch.randn(4, 32), torch.randn(5, 24))
+
+
+class T5RelPosAttention(nn.Module):
+    """Self-attention scores plus T5's bucketed relative-position bias (causal buckets:
+    exact below 8, logarithmic to 16), a learned bias per bucket."""
+
+    def __init__(self, buckets=16, exact=8, max_distance=128):
+        super().__init__()
+        self.buckets, self.exact, self.max_distance = buckets, exact, max_distance
+        self.bias = nn.Embedding(buckets, 1)
+
+    def bucket(self, n):
+        large = self.exact + (torch.log(n.float().clamp(min=1) / self.exact)
+                              / math.log(self.max_distance / self.exact)
+                              * (self.buckets - self.exact)).long()
+        large = torch.min(large, torch.full_like(large, self.buckets - 1))
+        return torch.where(n < self.exact, n, large)
+
+    def forward(self, q):
+        pos = torch.arange(q.shape[1])
+        rel = pos[None, :] - pos[:, None]
+        n = -torch.min(rel, torch.zeros_like(rel))
+        bias = self.bias(self.bucket(n)).squeeze(-1)
+        return (q @ q.transpose(1, 2) + bias).softmax(-1)
+
+
+def relpos():
+    torch.manual_seed(0)
+    return T5RelPosAttention().eval(), (torch.randn(2, 20, 8),)
+
+
+class R3DBlock(nn.Module):
+    """r3d_18-style: a 3x7x7 stem Conv3d (BN, ReLU), a residual 3x3x3 block, global pool."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv3d(3, 8, (3, 7, 7), (1, 2, 2), (1, 3, 3), bias=False),
+                                  nn.BatchNorm3d(8), nn.ReLU())
+        self.block = nn.Sequential(nn.Conv3d(8, 8, 3, padding=1, bias=False), nn.BatchNorm3d(8), nn.ReLU(),
+                                   nn.Conv3d(8, 8, 3, padding=1, bias=False), nn.BatchNorm3d(8))
+        self.head = nn.Linear(8, 4)
+
+    def forward(self, x):
+        x = self.stem(x)
+        x = F.relu(x + self.block(x))
+        return self.head(F.adaptive_avg_pool3d(x, 1).flatten(1))
+
+
+def r3d():
+    torch.manual_seed(0)
+    return _perturb(R3DBlock()), (torch.randn(1, 3, 4, 16, 16),)
+
+
+def bf16_cnn():
+    """A small CNN with bfloat16 weights and input."""
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                      nn.Linear(8, 4)).to(torch.bfloat16)
+    return m.eval(), (torch.randn(1, 3, 16, 16).to(torch.bfloat16),)
+
+
+class MixedHead(nn.Module):
+    """Mixed precision: an fp16 input computed in fp32 (Linear, softmax), the result fp16."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(16, 16)
+
+    def forward(self, x):
+        return self.proj(x.float()).softmax(-1).half()
+
+
+def mixed():
+    torch.manual_seed(0)
+    return MixedHead().eval(), (torch.randn(4, 16).half(),)
+
+
+def half_mlp():
+    """An MLP converted by model.half(), fp16 input (tools/export.py computes its expected
+    outputs in fp32, then rounds them to fp16)."""
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Linear(32, 64), nn.GELU(), nn.LayerNorm(64), nn.Linear(64, 8))
+    return m.half().eval(), (torch.randn(4, 32).half(),)
+
+
+def half_cnn():
+    """A CNN converted by model.half() (Conv2d, BatchNorm2d, ReLU, pooling, Linear, softmax)."""
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
+                      nn.Flatten(), nn.Linear(8, 4), nn.Softmax(-1))
+    return _perturb(m).half(), (torch.randn(1, 3, 16, 16).half(),)
