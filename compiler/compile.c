@@ -262,12 +262,38 @@ static int computes_product(const ir_prog *p, int s)
     return 0;
 }
 
+/* Does node t read the result of node u? */
+static int reads(const gr_graph *g, int t, int u)
+{
+    for (int i = 0; i < g->nodes[t].nargs; i++)
+        if (gr_arg_uses(&g->nodes[t].args[i], g->nodes[u].out))
+            return 1;
+    return 0;
+}
+
+/* The ops sent to the host ahead of product op s (IR_SRC_AHEAD) that read
+ * it, or read one of those: back on the device, now that s goes to the
+ * host (its kernel was refused without them: the product itself was). */
+static void unmark_ahead(const gr_graph *g, char *host, int s)
+{
+    int *back = ir_xalloc((size_t)g->nnodes * sizeof *back), n = 0;
+    back[n++] = s;
+    for (int k = 0; k < n; k++)
+        for (int t = 0; t < g->nnodes; t++)
+            if ((host[t] & IR_SRC_AHEAD) && reads(g, t, back[k])) {
+                host[t] &= (char)~(IR_SRC_HOST | IR_SRC_AHEAD);
+                back[n++] = t;
+            }
+    free(back);
+}
+
 /* After a failed attempt: the op it failed on, or the first op (by line)
  * of the kernel the back half refused that is not yet one, becomes a host
  * op, an op computing no product first (the refused kernel holds a
  * product's last step, a conv's copy out, fused with the op after it:
- * that op alone on the host keeps the product on the device); 0 when
- * none is new. */
+ * that op alone on the host keeps the product on the device; when the
+ * product follows, those ops come back: unmark_ahead); 0 when none is
+ * new. */
 static int mark_host(const ir_prog *p, const gr_graph *g, char *host)
 {
     if (p->fail_src >= 0)
@@ -276,11 +302,19 @@ static int mark_host(const ir_prog *p, const gr_graph *g, char *host)
         return 0;
     /* one op at a time, by line: the others may then compile on the device */
     const ir_kernel *K = &p->kernels[p->fail_kernel];
-    for (int products = 0; products < 2; products++)
-        for (int j = 0; j < K->nops; j++)
-            if (computes_product(p, K->ops[j]) == products && mark_op(g, host, K->ops[j]))
-                return 1;
-    return 0;
+    int product = -1;
+    for (int j = 0; j < K->nops; j++)
+        if (product < 0 && computes_product(p, K->ops[j]) && !(host[K->ops[j]] & IR_SRC_HOST))
+            product = K->ops[j];
+    for (int j = 0; j < K->nops; j++)
+        if (!computes_product(p, K->ops[j]) && mark_op(g, host, K->ops[j])) {
+            host[K->ops[j]] |= product >= 0 ? IR_SRC_AHEAD : 0;
+            return 1;
+        }
+    if (!mark_op(g, host, product))
+        return 0;
+    unmark_ahead(g, host, product);
+    return 1;
 }
 
 /* One of cc_compile's attempts: the fused products (as the options

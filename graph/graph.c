@@ -1684,12 +1684,23 @@ void gr_arg_print(const gr_graph *g, const gr_arg *a, FILE *f)
     free(t.buf);
 }
 
+/* Blank lines up to source line LINE (*AT the line written next), so
+ * that a message naming a line of the program's graph text names the
+ * line of the graph file. */
+static void text_pad(strbuf *t, int *at, int line)
+{
+    for (; *at < line; ++*at)
+        isa_sb_chr(t, '\n');
+    ++*at;
+}
+
 /* The lines of nodes: "%name: type = op(args)". */
-static void text_nodes(strbuf *t, const gr_graph *g)
+static void text_nodes(strbuf *t, const gr_graph *g, int *at)
 {
     for (int n = 0; n < g->nnodes; n++) {
         const gr_node *nd = &g->nodes[n];
         const gr_value *v = &g->values[nd->out];
+        text_pad(t, at, nd->line);
         text_strs(t, 3, "%", v->name, ": ");
         text_type(t, v);
         text_strs(t, 3, " = ", nd->op, "(");
@@ -1707,33 +1718,40 @@ static void text_nodes(strbuf *t, const gr_graph *g)
 char *gr_graph_text(const gr_graph *g)
 {
     strbuf t = {0};
+    int at = 2;
     text_strs(&t, 3, "graph ", g->name ? g->name : "graph", "\n");
     if (g->weights) {
+        at++;
         text_strs(&t, 1, "weights ");
         text_string(&t, g->weights);
         isa_sb_chr(&t, '\n');
     }
     for (int i = 0; i < g->ninputs; i++) {
         const gr_value *v = &g->values[g->inputs[i]];
+        text_pad(&t, &at, v->line);
         text_strs(&t, 3, "input %", v->name, ": ");
         text_type(&t, v);
         isa_sb_chr(&t, '\n');
     }
     for (int i = 0; i < g->nparams; i++) {
         const gr_value *v = &g->values[g->params[i]];
+        text_pad(&t, &at, v->line);
         text_strs(&t, 3, v->state ? "state %" : "param %", v->name, ": ");
         text_type(&t, v);
         text_strs(&t, 1, " = ");
         text_string(&t, v->param_key ? v->param_key : "");
         isa_sb_chr(&t, '\n');
     }
-    text_nodes(&t, g);
+    text_nodes(&t, g, &at);
     text_strs(&t, 1, "output ");
     for (int i = 0; i < g->noutputs; i++)
         text_strs(&t, 3, i ? ", " : "", "%", g->values[g->outputs[i]].name);
     isa_sb_chr(&t, '\n');
-    for (int i = 0; i < g->nupdates; i++)
+    at++;
+    for (int i = 0; i < g->nupdates; i++) {
+        text_pad(&t, &at, g->updates[i].line);
         text_strs(&t, 5, "update %", g->values[g->updates[i].state].name, " = %", g->values[g->updates[i].value].name, "\n");
+    }
     for (int i = 0; i < g->nhints; i++)
         text_strs(&t, 3, "hint ", g->hints[i], "\n");
     return t.buf;

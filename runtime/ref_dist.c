@@ -27,29 +27,6 @@ static double dist_of(const tens *x, int64_t a, const tens *y, int64_t b, int64_
     return r;
 }
 
-/* The bound of p = 2 as the device takes it past 25 rows, PyTorch's way
- * (the compiler's euclid_mm): |a|^2 + |b|^2 - 2ab, one fp32 accumulation
- * of stored squares' sums and products, clamped at 0, then its sqrt.  Near
- * a distance of 0 the cancellation dominates: the sqrt's swing over
- * [max(0, s - lambda E), s + lambda E] is up to sqrt(lambda E). */
-static double euclid_mm_bound(const tens *x, int64_t a, const tens *y, int64_t b, int64_t m, double r, int w)
-{
-    eb_acc na = {.w = w}, nb = {.w = w}, dot = {.w = w};
-    for (int64_t k = 0; k < m; k++) {
-        bv u = {ldd(x, a + k), ldb(x, w, a + k), w}, v = {ldd(y, b + k), ldb(y, w, b + k), w};
-        bv uu = ref_bv_mul(u, u), vv = ref_bv_mul(v, v), u2 = ref_bv_mul(u, ref_bv_k(-2));
-        ref_acc_add(&na, uu.v, uu.e);
-        ref_acc_add(&nb, vv.v, vv.e);
-        ref_acc_add(&dot, u2.v * v.v, ref_eb_prod(u2.v, u2.e, v.v, v.e, w));
-    }
-    bv sa = ref_acc_sum(&na), sb = ref_acc_sum(&nb);
-    ref_acc_add(&dot, sa.v, sa.e);
-    ref_acc_add(&dot, sb.v, sb.e);
-    const double lam = ref_eb_lam(w), e = lam * ref_acc_sum(&dot).e, s2 = r * r;
-    const double swing = fmax(sqrt(s2 + e) - r, r - sqrt(fmax(0, s2 - e))) / lam;
-    return ref_eb_store(r, swing, w);
-}
-
 static int dist_p(ex *E, int pos, double *p)
 {
     if (ref_arg_num(E, pos, "p", 2, p))
@@ -57,18 +34,12 @@ static int dist_p(ex *E, int pos, double *p)
     return *p < 0 || isnan(*p) ? ref_fail(E, "p must not be negative") : 0;
 }
 
-/* Distance k of rows a and b; mm: bounded as euclid_mm_bound's. */
-static void dist_put(tens *o, int64_t k, const tens *x, int64_t a, const tens *y, int64_t b, int64_t m, double p,
-                     int mm)
+static void dist_put(tens *o, int64_t k, const tens *x, int64_t a, const tens *y, int64_t b, int64_t m, double p)
 {
-    const double r = dist_of(x, a, y, b, m, p, 0, NULL);
-    o->f[k] = (float)r;
+    o->f[k] = (float)dist_of(x, a, y, b, m, p, 0, NULL);
     for (int w = 0; o->eb[0] && w < 2; w++) {
         double e;
-        if (mm)
-            e = euclid_mm_bound(x, a, y, b, m, r, w);
-        else
-            dist_of(x, a, y, b, m, p, w, &e);
+        dist_of(x, a, y, b, m, p, w, &e);
         o->eb[w][k] = (float)e;
     }
 }
@@ -94,8 +65,8 @@ static int64_t batch_of(const tens *t, int nb, const int64_t *bshape, int64_t bt
 static int op_cdist(ex *E, int euclid)
 {
     const tens *x = ref_arg_tensor(E, 0, "x1"), *y = x ? ref_arg_tensor(E, 1, "x2") : NULL;
-    double p = 2, mode = 0;
-    if (!y || (!euclid && (dist_p(E, 2, &p) || ref_arg_num(E, 3, "compute_mode", 0, &mode))))
+    double p = 2;
+    if (!y || (!euclid && dist_p(E, 2, &p)))
         return -1;
     int rx = x->rank, ry = y->rank, r = rx > ry ? rx : ry, nb = r - 2;
     if (rx < 2 || ry < 2 || kind_of(x->dtype) != K_F || kind_of(y->dtype) != K_F || x->shape[rx - 1] != y->shape[ry - 1])
@@ -111,12 +82,10 @@ static int op_cdist(ex *E, int euclid)
     shape[r - 2] = P;
     shape[r - 1] = R;
     tens *o = ref_new_result(E, K_F, r, shape);
-    /* p = 2 by one matmul where PyTorch 1.13 takes it (dc_r_cdist) */
-    const int mm = euclid || (p == 2 && (mode == 1 || (mode == 0 && (P > 25 || R > 25))));
     for (int64_t k = 0; o && k < o->n; k++) {
         int64_t bt = k / (P * R), i = k / R % P, j = k % R;
         int64_t bx = batch_of(x, nb, shape, bt), by = batch_of(y, nb, shape, bt);
-        dist_put(o, k, x, (bx * P + i) * M, y, (by * R + j) * M, M, p, mm);
+        dist_put(o, k, x, (bx * P + i) * M, y, (by * R + j) * M, M, p);
     }
     return o ? 0 : -1;
 }
@@ -137,7 +106,7 @@ static int op_pdist(ex *E, int unused)
         return -1;
     for (int64_t i = 0; i < N; i++)
         for (int64_t j = i + 1; j < N; j++, k++)
-            dist_put(o, k, x, i * M, x, j * M, M, p, 0);
+            dist_put(o, k, x, i * M, x, j * M, M, p);
     return 0;
 }
 

@@ -133,13 +133,16 @@ static void test_a_run_without_host_ops_prints_zero_fallback_ops(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "fallback_ops=0 host_cycles=0\n"));
 }
 
-static void test_an_op_the_host_lacks_too_is_exit_2_naming_it(void)
+/* The fault names the op's line in the graph file, comments and blank
+ * lines counted, as the compiler's FILE:N: messages do. */
+static void test_an_op_the_host_lacks_too_is_exit_2_naming_it_at_its_line(void)
 {
     char g[512], cmd[1024];
-    write_graph("input %x: f32[4, 4]\n%y: f32[4, 4] = aten.frobnicate.default(%x)\noutput %y\n", g, sizeof g);
+    write_graph("# by hand\n\ngraph h\ninput %x: f32[4, 4]\n\n%y: f32[4, 4] = aten.frobnicate.default(%x)\noutput %y\n",
+                g, sizeof g);
     snprintf(cmd, sizeof cmd, "run %s", g);
     CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 2);
-    CU_ASSERT_PTR_NOT_NULL(strstr(out, "aten.frobnicate.default runs on the host, but the host"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "FAULT: graph line 6: aten.frobnicate.default runs on the host, but the host"));
     remove(g);
 }
 
@@ -528,9 +531,8 @@ static void test_an_embedding_bags_offset2bag_runs_on_the_host_saying_why(void)
     TU_ASSERT_CONTAINS(out, "result 1 (offset2bag, bag_size, max_indices) is not lowered");
 }
 
-/* torch.cdist as PyTorch 1.13 computes it: differences up to 25 rows a
- * side, the matmul expansion beyond (and for _euclidean_dist); p = 1, inf
- * and 3 with batch dims that broadcast. */
+/* torch.cdist of p = 2 over 8 and 30 rows and _euclidean_dist; p = 1,
+ * inf and 3 with batch dims that broadcast. */
 static void test_cdist_of_every_p_runs_on_the_device(void)
 {
     const char *text = "graph cd\ninput %a: f32[8, 16]\ninput %b: f32[6, 16]\ninput %c: f32[30, 16]\n"
@@ -546,16 +548,20 @@ static void test_cdist_of_every_p_runs_on_the_device(void)
         runs_on_the_device(text, both_chips[i], "check d3: ");
 }
 
-/* p = 2 by the matmul expansion cancels near a distance of 0: a row's
- * distance to itself is the sqrt of DL16's rounding of |a|^2 (0.04, not
- * 0), which the reference bounds as that expansion, not as differences. */
-static void test_cdist_by_the_matmul_validates_near_zero_distances(void)
+/* Close points (distances near 0.04, |a|^2 near 40) past 25 rows: the
+ * distances are differences on the device, within the reference's bound,
+ * which |a|^2 + |b|^2 - 2ab in DL16 misses by up to 0.19. */
+static void test_cdist_of_close_points_past_25_rows_checks(void)
 {
-    const char *text = "graph cd\ninput %c: f32[30, 3]\ninput %a: f32[8, 1]\ninput %b: f32[6, 1]\n"
-                       "%s: f32[30, 30] = aten._cdist_forward.default(%c, %c, 2.0, None)\n"
-                       "%e: f32[8, 6] = aten._euclidean_dist.default(%a, %b)\noutput %s, %e\n";
-    for (int i = 0; i < 2; i++)
-        runs_on_the_device(text, both_chips[i], "check e: ");
+    const char *text = "graph close_points\ninput %x: f32[30, 8]\ninput %n: f32[30, 8]\n"
+                       "%a: f32[30, 8] = aten.mul.Tensor(%x, 4.0)\n%s: f32[30, 8] = aten.mul.Tensor(%n, 0.02)\n"
+                       "%b: f32[30, 8] = aten.add.Tensor(%a, %s)\n"
+                       "%d: f32[30, 30] = aten._cdist_forward.default(%a, %b, 2.0, None)\n"
+                       "%e: f32[30, 30] = aten._euclidean_dist.default(%a, %b)\noutput %d, %e\n";
+    for (int i = 0; i < 2; i++) {
+        runs_on_the_device(text, both_chips[i], "check d: ");
+        TU_ASSERT_CONTAINS(out, "check e: ");
+    }
 }
 
 /* Rows 1024 wide: a sort's and a topk's indices stay within 1024 (an
@@ -715,6 +721,24 @@ static void test_a_refused_kernel_sends_the_op_after_a_conv_to_the_host(void)
     TU_ASSERT_CONTAINS(out, "check y: ");
     TU_ASSERT_CONTAINS(out, " ok\n");
     CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
+}
+
+/* A 1x1 conv's copy out of rows 8192 wide, fused with a relu, is refused
+ * for the copy itself: the relu goes to the host first, then the conv,
+ * and the relu comes back to the device (227701 cycles with both on the
+ * host, 78987 with the conv alone). */
+static void test_a_conv_refused_for_its_own_copy_sends_only_the_conv_to_the_host(void)
+{
+    const char *text = "graph conv_relu_wide\ninput %x: f32[1, 4, 1, 8192]\ninput %w: f32[16, 4, 1, 1]\n"
+                       "%c: f32[1, 16, 1, 8192] = aten.convolution.default(%x, %w, None, [1, 1], [0, 0], [1, 1], "
+                       "False, [0, 0], 1)\n%y: f32[1, 16, 1, 8192] = aten.relu.default(%c)\noutput %y\n";
+    const char *chips[] = {" --config spyre", " --config spyre-4core"};
+    for (int i = 0; i < 2; i++) {
+        CU_ASSERT_EQUAL(run_checked(text, chips[i]), 0);
+        TU_ASSERT_CONTAINS(out, "fallback_ops=1 ", "fallback aten.convolution.default (graph line 4)", "check y: ",
+                           " ok\n");
+        TU_ASSERT_LACKS(out, "fallback aten.relu", "MISMATCH");
+    }
 }
 
 /* Decompose folds an identity (clone) into the value it copies, but the
@@ -1156,7 +1180,7 @@ int main(void)
         {"a graph of one host op runs and validates", test_a_graph_of_one_host_op_runs_and_validates},
         {"a run without host ops prints fallback_ops=0", test_a_run_without_host_ops_prints_zero_fallback_ops},
         {"a host op is named at its line in the graph file", test_a_host_op_is_named_at_its_line_in_the_graph_file},
-        {"an op the host lacks too is exit 2 naming it", test_an_op_the_host_lacks_too_is_exit_2_naming_it},
+        {"an op the host lacks too is exit 2 naming it at its line", test_an_op_the_host_lacks_too_is_exit_2_naming_it_at_its_line},
         {"the trace shows the host op", test_the_trace_shows_the_host_op},
         {"an op the back half refuses runs on the host", test_an_op_the_back_half_refuses_runs_on_the_host},
         {"a host op of two results runs once and validates", test_a_host_op_of_two_results_runs_once_and_validates},
@@ -1179,6 +1203,8 @@ int main(void)
         {"many cats sharing an input run on the device", test_many_cats_sharing_an_input_run_on_the_device},
         {"a half model's batch norm runs on the device", test_a_half_models_batch_norm_runs_on_the_device},
         {"a norm or sum after a conv runs on the device", test_a_norm_or_sum_after_a_conv_runs_on_the_device},
+        {"a conv refused for its own copy sends only the conv to the host",
+         test_a_conv_refused_for_its_own_copy_sends_only_the_conv_to_the_host},
         {"a refused kernel sends the op after a conv to the host",
          test_a_refused_kernel_sends_the_op_after_a_conv_to_the_host},
         {"embedding bags of every mode run on the device", test_embedding_bags_of_every_mode_run_on_the_device},
@@ -1187,7 +1213,7 @@ int main(void)
         {"an embedding bag's offset2bag runs on the host saying why",
          test_an_embedding_bags_offset2bag_runs_on_the_host_saying_why},
         {"cdist of every p runs on the device", test_cdist_of_every_p_runs_on_the_device},
-        {"cdist by the matmul validates near zero distances", test_cdist_by_the_matmul_validates_near_zero_distances},
+        {"cdist of close points past 25 rows checks", test_cdist_of_close_points_past_25_rows_checks},
         {"sort, topk, argmax of 1024-wide rows run on the device",
          test_sort_topk_argmax_of_1024_wide_rows_run_on_the_device},
         {"any and all run on the device exactly", test_any_and_all_run_on_the_device_exactly},

@@ -212,6 +212,7 @@ enum {
     IR_SRC_HOST = 1,  /* it runs on the host */
     IR_SRC_APART = 2, /* its pointwise nodes stay out of matmul epilogues (own row kernels) */
     IR_SRC_CUT = 4,   /* no row fusion joins ops before it with it or after (a refused kernel cut) */
+    IR_SRC_AHEAD = 8, /* on the host ahead of a product its refused kernel held (back if the product goes) */
 };
 
 /* ---- Nodes ---- */
