@@ -12,7 +12,9 @@
  * element), so a value's bound is the larger distance to those, over
  * lambda.  An index may be that of any element whose interval reaches the
  * k-th value's interval (the device may order them the other way): a jump
- * of the largest index distance; exact when no bound is positive. */
+ * of the largest index distance; exact when no bound is positive, except
+ * that topk's and kthvalue's equal elements may come in either order
+ * (PyTorch's order of them is unspecified). */
 #include "ref_internal.h"
 
 #include <math.h>
@@ -77,6 +79,7 @@ static int cmp_double(const void *a, const void *b)
 typedef struct {
     double *lo, *hi;
     double rmax; /* the largest lambda E */
+    int ties;    /* equal elements may come in either order (topk, kthvalue: PyTorch's is unspecified) */
 } ends;
 
 static void line_ends(const tens *x, int64_t b, int64_t n, int64_t st, int w, ends *e)
@@ -120,13 +123,14 @@ static double index_bound(const tens *x, int64_t b, int64_t n, int64_t step, int
                           const int64_t *p, int64_t s, int w)
 {
     double L = ref_eb_lam(w), lo = e->lo[r], hi = e->hi[r], far = 0, rj = L * ldb(x, w, b + j * step), rmax = e->rmax;
+    const double vj = ldd(x, b + j * step);
     for (int dir = -1; dir <= 1; dir += 2)
         for (int64_t t = p ? s + dir : (dir < 0 ? 0 : n); t >= 0 && t < n; t += p ? dir : 1) {
             int64_t k = p ? (p[t] - b) / step : t;
             double v = ldd(x, b + k * step);
             if (p && !isnan(v) && (v < lo - rmax || v > hi + rmax))
                 break;
-            if (k != j && may_swap(v, L * ldb(x, w, b + k * step), rj, lo, hi))
+            if (k != j && (may_swap(v, L * ldb(x, w, b + k * step), rj, lo, hi) || (e->ties && v == vj)))
                 far = fmax(far, (double)llabs(k - j));
         }
     return far ? ref_eb_jump(far * (1 + EB_JUMP_MARGIN), w) : 0;
@@ -172,8 +176,9 @@ static int64_t pick_of(int64_t pick, const tens *x, int64_t b, int64_t n, int64_
 /* The ordered elements of each line of x along d: positions [0, k) of
  * the stably sorted line (descending or not) go to o and oi (dim d of
  * size k; pick PICK_ALL), or only the place pick_of picks (dim d dropped
- * unless keepdim). */
-static int ordered(ex *E, const tens *x, int d, int desc, int64_t k, int64_t pick, int keepdim, int want_vals)
+ * unless keepdim); ties: equal elements' indices bounded as either order. */
+static int ordered(ex *E, const tens *x, int d, int desc, int64_t k, int64_t pick, int keepdim, int want_vals,
+                   int ties)
 {
     lines l = lines_of(x, d);
     int64_t shape[MAXR], cnt = pick != PICK_ALL ? 1 : k;
@@ -198,7 +203,7 @@ static int ordered(ex *E, const tens *x, int d, int desc, int64_t k, int64_t pic
         free(buf);
         return ref_fail(E, "out of host memory");
     }
-    ends e[2] = {{buf, buf + l.n, 0}, {buf + 2 * l.n, buf + 3 * l.n, 0}};
+    ends e[2] = {{buf, buf + l.n, 0, ties}, {buf + 2 * l.n, buf + 3 * l.n, 0, ties}};
     for (int64_t q = 0; q < l.outer; q++)
         for (int64_t in = 0; in < l.inner; in++) {
             int64_t b = q * l.n * l.inner + in;
@@ -236,7 +241,7 @@ static int op_sort(ex *E, int unused)
     int stable = strcmp(ref_overload(E->node), "stable") == 0, d, desc;
     if (!x || dim_arg(E, x, stable ? -1 : 1, -1, &d) || ref_arg_bool(E, stable ? -1 : 2, "descending", 0, &desc))
         return -1;
-    return ordered(E, x, d, desc, x->rank ? x->shape[d] : 1, PICK_ALL, 1, 1);
+    return ordered(E, x, d, desc, x->rank ? x->shape[d] : 1, PICK_ALL, 1, 1, 0);
 }
 
 /* topk(self, k, dim=-1, largest=True, sorted=True): the k largest (or smallest), in order */
@@ -251,7 +256,7 @@ static int op_topk(ex *E, int unused)
     int64_t n = x->rank ? x->shape[d] : 1;
     if (k < 0 || k > n)
         return ref_fail(E, "k = %lld out of range for a dim of size %lld", (long long)k, (long long)n);
-    return ordered(E, x, d, largest, k, PICK_ALL, 1, 1);
+    return ordered(E, x, d, largest, k, PICK_ALL, 1, 1, 1);
 }
 
 /* kthvalue(self, k, dim=-1, keepdim=False): the k-th smallest and its index */
@@ -266,7 +271,7 @@ static int op_kthvalue(ex *E, int unused)
     int64_t n = x->rank ? x->shape[d] : 1;
     if (k < 1 || k > n)
         return ref_fail(E, "k = %lld out of range for a dim of size %lld", (long long)k, (long long)n);
-    return ordered(E, x, d, 0, n, k - 1, keep, 1);
+    return ordered(E, x, d, 0, n, k - 1, keep, 1, 1);
 }
 
 /* The place of a line's max (mx) or min: its first NaN, else the first
@@ -307,7 +312,7 @@ static int extreme(ex *E, const tens *x, int d, int keepdim, int mx, int want_va
     double *buf = E->bounds ? malloc((size_t)(4 * l.n) * sizeof *buf) : NULL;
     if (E->bounds && !buf)
         return ref_fail(E, "out of host memory");
-    ends e[2] = {{buf, buf + l.n, 0}, {buf + 2 * l.n, buf + 3 * l.n, 0}};
+    ends e[2] = {{buf, buf + l.n, 0, 0}, {buf + 2 * l.n, buf + 3 * l.n, 0, 0}};
     for (int64_t q = 0; q < l.outer; q++)
         for (int64_t in = 0; in < l.inner; in++) {
             int64_t b = q * l.n * l.inner + in, j = extreme_of(x, b, l.n, l.inner, mx);
@@ -361,13 +366,13 @@ static int op_median(ex *E, int nan)
         flat.shape[0] = x->n;
         if (!x->n)
             return ref_fail(E, "median of an empty tensor");
-        return ordered(E, &flat, 0, 0, x->n, pick, 0, 2);
+        return ordered(E, &flat, 0, 0, x->n, pick, 0, 2, 0);
     }
     if (dim_arg(E, x, 1, INT64_MIN, &d) || ref_arg_bool(E, 2, "keepdim", 0, &keep))
         return -1;
     if (x->rank && !x->shape[d])
         return ref_fail(E, "median of an empty dim");
-    return ordered(E, x, d, 0, 0, pick, keep, 1);
+    return ordered(E, x, d, 0, 0, pick, keep, 1, 0);
 }
 
 /* aminmax(self, *, dim=None, keepdim=False): (min, max) */

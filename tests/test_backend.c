@@ -3349,6 +3349,16 @@ static void test_a_whole_tensor_reduced_or_flattened_is_one_staged_row(void)
     expect_text_validates_on_both_chips(text);
 }
 
+/* An unbiased var or std over one element divides 0 by 0: NaN, as in
+ * PyTorch (scaling the square by 1 / 0 gave 0). */
+static void test_an_unbiased_var_over_one_element_is_nan(void)
+{
+    const char *text = "graph v1\ninput %x: f32[1, 1, 8]\n"
+                       "%s: f32[1, 1, 8] = aten.std.correction(%x, [0], correction=1, keepdim=True)\n"
+                       "%v: f32[8] = aten.var.correction(%x, [0, 1], correction=1)\noutput %s, %v\n";
+    expect_text_validates_on_both_chips(text);
+}
+
 /* A layer norm over two dimensions, (8, 48) of (4, 8, 48): its rows'
  * 384 columns run past the stick dimension of x and of the weight and
  * bias, per-column operands read as tiles, staged for each row. */
@@ -3974,6 +3984,19 @@ static void test_3d_pools_run_natively_and_validate(void)
         "%am: f32[1, 3, 4, 3, 2] = getitem(%amx, 0)\n"
         "%ami: i64[1, 3, 4, 3, 2] = getitem(%amx, 1)\n"
         "output %mv, %mi, %ap, %ai, %aa, %au, %am, %ami\n");
+}
+
+/* A global max pool whose indices are not read (AdaptiveMaxPool3d(1) over
+ * 6x8x10, AdaptiveMaxPool2d(1) over 20x24) builds no index chain: one of
+ * 480 taps took minutes to compile, then was dropped. */
+static void test_a_global_max_pool_without_indices_compiles_quickly(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph gmp\ninput %x: f32[2, 8, 6, 8, 10]\ninput %y: f32[1, 2, 20, 24]\n"
+        "%p: (f32[2, 8, 1, 1, 1], i64[2, 8, 1, 1, 1]) = aten.adaptive_max_pool3d.default(%x, [1, 1, 1])\n"
+        "%pv: f32[2, 8, 1, 1, 1] = getitem(%p, 0)\n"
+        "%q: (f32[1, 2, 1, 1], i64[1, 2, 1, 1]) = aten.adaptive_max_pool2d.default(%y, [1, 1])\n"
+        "%qv: f32[1, 2, 1, 1] = getitem(%q, 0)\noutput %pv, %qv\n");
 }
 
 /* A transposed convolution (kernel 9x7, stride 5, padding 3x1, dilation
@@ -5890,6 +5913,20 @@ static void test_convolutions_validate_over_strides_pads_dilations_and_groups_on
     }
 }
 
+/* A stride-1 conv of one input channel takes the per-channel im2col, not
+ * the merged rows: their padded copy, one lane per stick, staged a whole
+ * image per row and missed LX from a batch of 12 (32x32) on spyre, of one
+ * (3-D, its depths a batch) on spyre-4core, and ran on the host. */
+static void test_one_channel_stride_one_convs_run_natively_in_batches(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph c1\ninput %x: f32[12, 1, 32, 32]\ninput %w: f32[4, 1, 3, 3]\ninput %b: f32[4]\n"
+        "input %v: f32[1, 1, 7, 8, 4]\ninput %k: f32[1, 1, 4, 3, 4]\n"
+        "%y: f32[12, 4, 32, 32] = aten.convolution.default(%x, %w, %b, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)\n"
+        "%z: f32[1, 1, 6, 10, 1] = aten.convolution.default(%v, %k, None, [1, 1, 1], [1, 2, 0], [1, 1, 1], False, "
+        "[0, 0, 0], 1)\noutput %y, %z\n");
+}
+
 /* Issue 14: a conv of few input channels and no merged rows (ResNet's
  * 7x7 stride-2 stem) takes the im2col over (ci, kh, kw) with each
  * channel's taps padded to a stick (K = 3 x 64 instead of 7 rows of 64),
@@ -6248,6 +6285,8 @@ int main(void)
          test_convs_whose_windows_tile_their_input_validate_on_both_chips},
         {"convolutions validate over strides, pads, dilations and groups on both chips",
          test_convolutions_validate_over_strides_pads_dilations_and_groups_on_both_chips},
+        {"one channel stride one convs run natively in batches", test_one_channel_stride_one_convs_run_natively_in_batches},
+        {"a global max pool without indices compiles quickly", test_a_global_max_pool_without_indices_compiles_quickly},
         {"few-channel strided convs take the per-channel im2col and validate on both chips",
          test_few_channel_strided_convs_take_the_per_channel_im2col_and_validate_on_both_chips},
         {"infinities and NaNs are found and replaced on both chips",
@@ -6409,6 +6448,7 @@ int main(void)
          test_a_reduction_over_the_first_dimension_stores_through_a_staged_copy},
         {"a reduction over a long leading dimension runs in two", test_a_reduction_over_a_long_leading_dimension_runs_in_two},
         {"a whole tensor reduced or flattened is one staged row", test_a_whole_tensor_reduced_or_flattened_is_one_staged_row},
+        {"an unbiased var over one element is nan", test_an_unbiased_var_over_one_element_is_nan},
         {"a layer norm over two dimensions stages its weight per row",
          test_a_layer_norm_over_two_dimensions_stages_its_weight_per_row},
         {"one-element kernels validate", test_one_element_kernels_validate},

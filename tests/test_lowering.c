@@ -670,14 +670,15 @@ static void test_bert_encoder_layer_is_11_kernels(void)
  * reference's error bound assumes (docs/validation.md, "Convolution"): one
  * matmul kernel, also where its im2col copy is 10.7 times the input (rows of
  * kw C = 6 padded to a stick, K = 300: no other rule takes the copy); with
- * stride 1 a 2x3 conv takes a product per row of taps. */
+ * stride 1 a 2x3 conv of two channels takes a product per row of taps (of
+ * one channel, the im2col). */
 static void test_a_conv_whose_windows_tile_its_input_is_one_product(void)
 {
     static const char *const texts[2] = {
         "graph t\ninput %x: f32[1, 2, 100, 48]\ninput %w: f32[2, 2, 50, 3]\n"
         "%y: f32[1, 2, 2, 16] = aten.convolution.default(%x, %w, None, [50, 3], [0, 0], [1, 1], False, [0, 0], 1)\n"
         "output %y\n",
-        "graph t\ninput %x: f32[2, 1, 20, 12]\ninput %w: f32[5, 1, 2, 3]\n"
+        "graph t\ninput %x: f32[2, 2, 20, 12]\ninput %w: f32[5, 2, 2, 3]\n"
         "%y: f32[2, 5, 19, 10] = aten.convolution.default(%x, %w, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1)\n"
         "output %y\n"};
     for (int s = 0; s < 2; s++) {

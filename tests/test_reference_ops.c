@@ -225,6 +225,35 @@ static void test_sort_bounds_cover_a_swap_of_close_values(void)
     done(&t);
 }
 
+/* Exact ties (zeros, whose bounds are 0): PyTorch's topk and kthvalue
+ * leave the order of equal elements unspecified (its topk of 33 integers
+ * cast to float gave a 0 at index 17 where the stable order has 8), so
+ * their indices' bounds reach the farthest equal element; sort (stable)
+ * and argmax (the first) stay exact. */
+static void test_topk_and_kthvalue_indices_cover_either_order_of_ties(void)
+{
+    const float x[] = {0, 2, 0, -1, 0};
+    run_t t;
+    RUN_T(&t, 1,
+          "input %x: f32[5]\n"
+          "%t: (f32[2], i64[2]) = aten.topk.default(%x, 2)\n%ti: i64[2] = getitem(%t, 1)\n"
+          "%k: (f32[], i64[]) = aten.kthvalue.default(%x, 3)\n%ki: i64[] = getitem(%k, 1)\n"
+          "%s: (f32[5], i64[5]) = aten.sort.default(%x)\n%si: i64[5] = getitem(%s, 1)\n"
+          "%am: i64[] = aten.argmax.default(%x)\n"
+          "output %ti, %ki, %si, %am\n",
+          x);
+    EXPECT(&t, "ti", 1, 0);
+    EXPECT(&t, "ki", 2);
+    for (int w = 0; w < 2; w++) {
+        double L = w ? RT_REF_LAMBDA : 1, j = (1 + 0x1p-20) / L;
+        expect_bound(&t, "ti", w, (double[]){0, 4 * j}, 2); /* the 0 at 0 or 4 */
+        expect_bound(&t, "ki", w, (double[]){2 * j}, 1);    /* at 2, or 0 or 4 */
+        expect_bound(&t, "si", w, (double[]){0, 0, 0, 0, 0}, 5);
+        expect_bound(&t, "am", w, (double[]){0}, 1);
+    }
+    done(&t);
+}
+
 /* ---- Views by index ---- */
 
 static void test_flip_roll_diagonal_and_diag_move_elements(void)
@@ -1761,6 +1790,7 @@ int main(void)
         {"sort is stable, puts NaN last and runs along any dim",
          test_sort_is_stable_puts_nan_last_and_runs_along_any_dim},
         {"topk, kthvalue, argmax and max.dim pick as PyTorch", test_topk_kthvalue_argmax_and_max_dim_pick_as_pytorch},
+        {"topk and kthvalue indices cover either order of ties", test_topk_and_kthvalue_indices_cover_either_order_of_ties},
         {"cumprod runs along any dim and integers stay exact", test_cumprod_runs_along_any_dim_and_integers_stay_exact},
         {"sort bounds cover a swap of close values", test_sort_bounds_cover_a_swap_of_close_values},
         {"flip, roll, diagonal and diag move elements", test_flip_roll_diagonal_and_diag_move_elements},

@@ -613,13 +613,15 @@ static int mean(dctx *c, int x, int nd, const int64_t *dims, int keepdim, int64_
 
 /* The sum over dims of xc * xc / div, scaled before the sum: the sum of
  * squares itself leaves DL16's range (about 8.6e9) for rows of values
- * around 1e4.  Over no element (count 0) it is 0 / 0, NaN as in PyTorch
- * (scaling each of no square by 1 / 0 would give 0). */
-static int sum_sq(dctx *c, int xc, int nd, const int64_t *dims, int keepdim, int64_t count, double div)
+ * around 1e4.  PyTorch divides by max(0, div): with no element or a
+ * correction of N or more that is a division by 0, NaN or inf (scaling
+ * each square by 1 / 0 would give 0 for a zero square, and 0 over no element). */
+static int sum_sq(dctx *c, int xc, int nd, const int64_t *dims, int keepdim, double div)
 {
-    if (!count)
-        return dc_bins(c, "aten.div.Tensor", dc_red(c, "aten.sum.dim_IntList", xc, nd, dims, keepdim), 0.0);
-    int sq = dc_bins(c, "aten.mul.Tensor", dc_bin(c, "aten.mul.Tensor", xc, xc), 1.0 / div);
+    int sq = dc_bin(c, "aten.mul.Tensor", xc, xc);
+    if (div <= 0)
+        return dc_bins(c, "aten.div.Tensor", dc_red(c, "aten.sum.dim_IntList", sq, nd, dims, keepdim), 0.0);
+    sq = dc_bins(c, "aten.mul.Tensor", sq, 1.0 / div);
     return dc_red(c, "aten.sum.dim_IntList", sq, nd, dims, keepdim);
 }
 
@@ -631,7 +633,7 @@ static int variance(dctx *c, int x, int nd, const int64_t *dims, int64_t count, 
     int xc = dc_bin(c, "aten.sub.Tensor", x, m);
     if (meanv)
         *meanv = m;
-    return sum_sq(c, xc, nd, dims, keepdim, count, (double)count - corr);
+    return sum_sq(c, xc, nd, dims, keepdim, (double)count - corr);
 }
 
 static void var_args(dctx *c, const gr_node *n, int x, int64_t *dims, int *nd, int64_t *count, double *corr,
@@ -675,7 +677,7 @@ static void layer_norm(dctx *c, const gr_node *n, int res[3])
     /* over an empty normalized shape: mean 0 (the sum), rstd NaN, as in PyTorch */
     int m = count ? mean(c, x, nn, dims, 1, count) : dc_red(c, "aten.sum.dim_IntList", x, nn, dims, 1);
     int xc = dc_bin(c, "aten.sub.Tensor", x, m);
-    int var = sum_sq(c, xc, nn, dims, 1, count, (double)count);
+    int var = sum_sq(c, xc, nn, dims, 1, (double)count);
     int rstd = dc_un(c, "aten.rsqrt.default", dc_bins(c, "aten.add.Tensor", var, eps));
     int y = dc_bin(c, "aten.mul.Tensor", xc, rstd);
     if (w >= 0)
@@ -2234,6 +2236,8 @@ static int pool_flat_index(dctx *c, const pool_win *g, const int64_t *i)
     return y;
 }
 
+static int result_read(dctx *c, const gr_node *n, int k);
+
 /* Whether window element i of every output position lies in x (not in
  * its padding): -1 when all do, else a bool [out..] mask. */
 static int pool_in_bounds(dctx *c, const pool_win *g, const int64_t *i)
@@ -2260,10 +2264,17 @@ static int pool_in_bounds(dctx *c, const pool_win *g, const int64_t *i)
  * padded with -inf, the maximum of the window's strided slices; the index
  * as PyTorch's (val > max || isnan(val) in tap order): the first window
  * element of x (not its padding) equal to the maximum, a where chain from
- * the last; then, over it, the last NaN's. */
-static int max_pool(dctx *c, int x, const pool_win *g, int *out)
+ * the last; then, over it, the last NaN's.  Built only when node n's
+ * indices are read (a where per tap: a global pool's hundreds of taps are
+ * slow to compile, even to drop). */
+static int max_pool(dctx *c, const gr_node *n, int x, const pool_win *g, int *out)
 {
     int xp = pool_pad(c, x, g, -INFINITY), m = pool_reduce(c, xp, g, "aten.maximum.default"), ix = -1;
+    if (!result_read(c, n, 1)) {
+        out[0] = m;
+        out[1] = dc_full(c, dc_T(c, m).rank, dc_T(c, m).shape, 0, GR_I64); /* never read */
+        return 2;
+    }
     int64_t taps = 1;
     for (int a = 0; a < g->nd; a++)
         taps *= g->k[a];
@@ -2298,7 +2309,7 @@ static int r_max_pool(dctx *c, const gr_node *n, int *out)
 {
     int x = dc_val(c, n, 0, "self");
     pool_win g = pool_args(c, n, x, 1);
-    return max_pool(c, x, &g, out);
+    return max_pool(c, n, x, &g, out);
 }
 
 /* avg_pool2d, avg_pool3d(self, kernel_size, stride=[], padding=0,
@@ -2489,7 +2500,7 @@ static int r_adaptive_pool(dctx *c, const gr_node *n, int *out)
         g.p[a] = 0, g.d[a] = 1;
     }
     if (even && is_max)
-        return max_pool(c, x, &g, out);
+        return max_pool(c, n, x, &g, out);
     if (even) {
         int64_t taps = 1;
         for (int a = 0; a < g.nd; a++)

@@ -1599,8 +1599,11 @@ static convshape conv_shape(lctx *c, const gr_ttype *xt, const gr_ttype *wt)
     /* merged when y is wider than the output, and for a 1x1 conv (its xp is
      * dense: one product of M = oh*ow instead of a batch of oh products of
      * ow rows); an NCHW result taken as the product's epilogue is then
-     * split between cores only at whole sticks (be_matmul.c) */
-    s.merged = s.s[0] == 1 && s.s[1] == 1 && (s.wp > s.ow || (s.kh == 1 && s.kw == 1));
+     * split between cores only at whole sticks (be_matmul.c).  Not for one
+     * input channel and a larger kernel: its xp, one lane per stick, staged
+     * a whole image per row and missed LX from a batch of 12 (32x32) up;
+     * the im2col below takes it */
+    s.merged = s.s[0] == 1 && s.s[1] == 1 && ((s.wp > s.ow && s.cin > 1) || (s.kh == 1 && s.kw == 1));
     /* xp's pixels are C apart: with dilation 1 along W and one group, a
      * row of kw taps reads A at m*C + kw*C + ci, one k over (kw, ci).  Not
      * for one row of taps: one product alone would take an NCHW output's
