@@ -1091,31 +1091,6 @@ static void test_a_cast_to_bool_inside_a_tabulated_cast_is_nonzero(void)
     runs_on_the_device(text, " --config spyre-4core --no-fallback", "check t: max_abs_err=0.0e+00 ");
 }
 
-static const char *pool_nan_2d = "graph mp2\n"
-                                  "input %x: f32[1, 1, 4, 4]\n"
-                                  "%mp: (f32[1, 1, 2, 2], i64[1, 1, 2, 2]) = "
-                                  "aten.max_pool2d_with_indices.default(%x, [3, 3], [2, 2], [1, 1])\n"
-                                  "%mi: i64[1, 1, 2, 2] = getitem(%mp, 1)\n"
-                                  "%m1: (f32[1, 1, 4, 2], i64[1, 1, 4, 2]) = "
-                                  "aten.max_pool2d_with_indices.default(%x, [1, 3], [1, 2], [0, 1])\n"
-                                  "%mi1: i64[1, 1, 4, 2] = getitem(%m1, 1)\n"
-                                  "output %mi, %mi1\n";
-static const char *pool_nan_3d = "graph mp3\n"
-                                  "input %x: f32[1, 1, 3, 3, 3]\n"
-                                  "%mp: (f32[1, 1, 2, 2, 2], i64[1, 1, 2, 2, 2]) = "
-                                  "aten.max_pool3d_with_indices.default(%x, [3, 3, 3], [2, 2, 2], [1, 1, 1])\n"
-                                  "%mi: i64[1, 1, 2, 2, 2] = getitem(%mp, 1)\n"
-                                  "output %mi\n";
-/* (0, 0)'s window holds -inf alone (and padding), (0, 1)'s two NaNs */
-static const float pool_x2[16] = {-INFINITY, -INFINITY, NAN,  0.1f,  -INFINITY, -INFINITY, 0.3f,  NAN,
-                                  0.7f,      0.2f,      -0.4f, 0.9f, 0.6f,      -0.2f,     0.8f, 0.0f};
-/* i / 27 with the first 2 x 2 x 2 corner -inf, NaNs at (2, 1, 2) and (2, 2, 1) */
-static void pool_x3(float *x)
-{
-    for (int i = 0; i < 27; i++)
-        x[i] = i / 9 < 2 && i / 3 % 3 < 2 && i % 3 < 2 ? -INFINITY : (float)i / 27;
-    x[23] = x[25] = NAN;
-}
 
 /* The device's max-pool indices are the reference's (PyTorch's values:
  * test_reference_ops.c) for windows of -inf beside padding and of two
@@ -1123,10 +1098,10 @@ static void pool_x3(float *x)
 static void test_max_pool_indices_of_inf_and_nan_windows_run_on_the_device(void)
 {
     float x3[27];
-    pool_x3(x3);
-    const char *text[] = {pool_nan_2d, pool_nan_3d};
-    const float *x[] = {pool_x2, x3};
-    const size_t bytes[] = {sizeof pool_x2, sizeof x3};
+    tu_pool_x3(x3);
+    const char *text[] = {tu_pool_nan_2d, tu_pool_nan_3d};
+    const float *x[] = {tu_pool_x2, x3};
+    const size_t bytes[] = {sizeof tu_pool_x2, sizeof x3};
     const char *chips[] = {" --config spyre", " --config spyre-4core"};
     for (int k = 0; k < 2; k++) {
         char raw[512], opts[1024];

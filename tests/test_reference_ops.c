@@ -1225,45 +1225,19 @@ static void test_margin_losses_give_hand_worked_values(void)
 
 /* ---- max-pool indices as PyTorch's (val > max || isnan(val) in window order) ---- */
 
-static const char *pool_nan_2d = "graph mp2\n"
-                                  "input %x: f32[1, 1, 4, 4]\n"
-                                  "%mp: (f32[1, 1, 2, 2], i64[1, 1, 2, 2]) = "
-                                  "aten.max_pool2d_with_indices.default(%x, [3, 3], [2, 2], [1, 1])\n"
-                                  "%mi: i64[1, 1, 2, 2] = getitem(%mp, 1)\n"
-                                  "%m1: (f32[1, 1, 4, 2], i64[1, 1, 4, 2]) = "
-                                  "aten.max_pool2d_with_indices.default(%x, [1, 3], [1, 2], [0, 1])\n"
-                                  "%mi1: i64[1, 1, 4, 2] = getitem(%m1, 1)\n"
-                                  "output %mi, %mi1\n";
-static const char *pool_nan_3d = "graph mp3\n"
-                                  "input %x: f32[1, 1, 3, 3, 3]\n"
-                                  "%mp: (f32[1, 1, 2, 2, 2], i64[1, 1, 2, 2, 2]) = "
-                                  "aten.max_pool3d_with_indices.default(%x, [3, 3, 3], [2, 2, 2], [1, 1, 1])\n"
-                                  "%mi: i64[1, 1, 2, 2, 2] = getitem(%mp, 1)\n"
-                                  "output %mi\n";
-/* (0, 0)'s window holds -inf alone (and padding), (0, 1)'s two NaNs */
-static const float pool_x2[16] = {-INFINITY, -INFINITY, NAN,  0.1f,  -INFINITY, -INFINITY, 0.3f,  NAN,
-                                  0.7f,      0.2f,      -0.4f, 0.9f, 0.6f,      -0.2f,     0.8f, 0.0f};
-/* i / 27 with the first 2 x 2 x 2 corner -inf, NaNs at (2, 1, 2) and (2, 2, 1) */
-static void pool_x3(float *x)
-{
-    for (int i = 0; i < 27; i++)
-        x[i] = i / 9 < 2 && i / 3 % 3 < 2 && i % 3 < 2 ? -INFINITY : (float)i / 27;
-    x[23] = x[25] = NAN;
-}
-
 /* A window of -inf and padding: the first element of x in it (not a
  * padded position); two NaNs: the last one.  PyTorch 1.13's indices, 1-D
  * (a (1, 3) window), 2-D and 3-D. */
 static void test_max_pool_indices_are_pytorchs_for_inf_and_nan(void)
 {
     run_t t;
-    RUN(&t, pool_nan_2d, pool_x2);
+    RUN(&t, tu_pool_nan_2d, tu_pool_x2);
     EXPECT(&t, "mi", 0, 7, 8, 7);
     EXPECT(&t, "mi1", 0, 2, 4, 7, 8, 11, 12, 14);
     done(&t);
     float x3[27];
-    pool_x3(x3);
-    RUN(&t, pool_nan_3d, x3);
+    tu_pool_x3(x3);
+    RUN(&t, tu_pool_nan_3d, x3);
     EXPECT(&t, "mi", 0, 14, 16, 17, 22, 23, 25, 25);
     done(&t);
 }

@@ -304,3 +304,31 @@ int tu_openblas_packs(void)
     const char *core = openblas_get_corename(), *config = openblas_get_config();
     return core && config && !strncmp(config, "OpenBLAS 0.3.21 ", 16) && (!strcmp(core, "Haswell") || !strcmp(core, "Zen"));
 }
+
+/* Max-pool windows of -inf beside padding and of two NaNs (test_reference_ops.c checks the
+ * reference against PyTorch's indices, test_fallback.c the device against the reference). */
+const char *const tu_pool_nan_2d = "graph mp2\n"
+                                  "input %x: f32[1, 1, 4, 4]\n"
+                                  "%mp: (f32[1, 1, 2, 2], i64[1, 1, 2, 2]) = "
+                                  "aten.max_pool2d_with_indices.default(%x, [3, 3], [2, 2], [1, 1])\n"
+                                  "%mi: i64[1, 1, 2, 2] = getitem(%mp, 1)\n"
+                                  "%m1: (f32[1, 1, 4, 2], i64[1, 1, 4, 2]) = "
+                                  "aten.max_pool2d_with_indices.default(%x, [1, 3], [1, 2], [0, 1])\n"
+                                  "%mi1: i64[1, 1, 4, 2] = getitem(%m1, 1)\n"
+                                  "output %mi, %mi1\n";
+const char *const tu_pool_nan_3d = "graph mp3\n"
+                                  "input %x: f32[1, 1, 3, 3, 3]\n"
+                                  "%mp: (f32[1, 1, 2, 2, 2], i64[1, 1, 2, 2, 2]) = "
+                                  "aten.max_pool3d_with_indices.default(%x, [3, 3, 3], [2, 2, 2], [1, 1, 1])\n"
+                                  "%mi: i64[1, 1, 2, 2, 2] = getitem(%mp, 1)\n"
+                                  "output %mi\n";
+/* (0, 0)'s window holds -inf alone (and padding), (0, 1)'s two NaNs */
+const float tu_pool_x2[16] = {-INFINITY, -INFINITY, NAN,  0.1f,  -INFINITY, -INFINITY, 0.3f,  NAN,
+                                  0.7f,      0.2f,      -0.4f, 0.9f, 0.6f,      -0.2f,     0.8f, 0.0f};
+/* i / 27 with the first 2 x 2 x 2 corner -inf, NaNs at (2, 1, 2) and (2, 2, 1) */
+void tu_pool_x3(float *x)
+{
+    for (int i = 0; i < 27; i++)
+        x[i] = i / 9 < 2 && i / 3 % 3 < 2 && i % 3 < 2 ? -INFINITY : (float)i / 27;
+    x[23] = x[25] = NAN;
+}

@@ -103,4 +103,10 @@ int tu_run_checked(const gr_graph *g, const chip_config *cfg, isa_program *p, co
  * notices when that test stops finding them. */
 int tu_openblas_packs(void);
 
+/* Max-pool graphs whose windows hold -inf beside padding or two NaNs
+ * (2-D and 3-D, indices out), and their inputs (tu_pool_x3 fills 27). */
+extern const char *const tu_pool_nan_2d, *const tu_pool_nan_3d;
+extern const float tu_pool_x2[16];
+void tu_pool_x3(float *x);
+
 #endif
