@@ -44,11 +44,11 @@ int64_t cc_tri_indices(int64_t row, int64_t col, int64_t offset, int upper, int6
         int64_t lo = upper ? i + offset : 0, hi = upper ? col : i + offset + 1;
         lo = lo < 0 ? 0 : lo;
         hi = hi > col ? col : hi;
-        for (int64_t j = lo; j < hi; j++, k++)
-            if (rows) {
-                rows[k] = i;
-                cols[k] = j;
-            }
+        for (int64_t j = lo; rows && j < hi; j++) {
+            rows[k + j - lo] = i;
+            cols[k + j - lo] = j;
+        }
+        k += hi > lo ? hi - lo : 0; /* (a row's count at once: counting alone stays O(row)) */
     }
     return k;
 }

@@ -255,44 +255,45 @@ static int tabulate(ictx *c, int e)
 /* The interval of expression e; integer results widen c->worst. */
 static ival eval(ictx *c, int e)
 {
-    const ir_expr *x = &c->p->A.e[e];
+    /* a copy: tabulate adds expressions, and the arena may move (a pointer into it would dangle) */
+    const ir_expr x = c->p->A.e[e];
     ival r = WIDE;
-    switch (x->kind) {
-    case IR_E_CONST: r = (ival){x->value, x->value}; break;
-    case IR_E_INDEX: r = index_ival(c->n, &x->idx); break;
+    switch (x.kind) {
+    case IR_E_CONST: r = (ival){x.value, x.value}; break;
+    case IR_E_INDEX: r = index_ival(c->n, &x.idx); break;
     case IR_E_LOAD:
-    case IR_E_ILOAD: r = c->buf[x->buf]; break; /* a gather's index is read as fp32 */
+    case IR_E_ILOAD: r = c->buf[x.buf]; break; /* a gather's index is read as fp32 */
     case IR_E_CAST: {
-        int t = !ir_dtype_is_float(x->dtype) && x->dtype != GR_BOOL && ir_dtype_is_float(c->p->A.e[x->a].dtype)
+        int t = !ir_dtype_is_float(x.dtype) && x.dtype != GR_BOOL && ir_dtype_is_float(c->p->A.e[x.a].dtype)
                     ? tabulate(c, e)
                     : -1;
         if (t >= 0 && c->from < 0) {
             c->from = e;
             c->to = t;
         }
-        r = eval(c, t >= 0 ? t : x->a); /* integers under a cast to float are computed too */
-        if (ir_dtype_is_float(x->dtype))
+        r = eval(c, t >= 0 ? t : x.a); /* integers under a cast to float are computed too */
+        if (ir_dtype_is_float(x.dtype))
             r = WIDE;
         break;
     }
     case IR_E_WHERE: {
-        ival b = eval(c, x->b), d = eval(c, x->c);
-        (void)eval(c, x->a);
+        ival b = eval(c, x.b), d = eval(c, x.c);
+        (void)eval(c, x.a);
         r = (ival){fmin(b.lo, d.lo), fmax(b.hi, d.hi)};
-        if (x->dtype == GR_I64 || x->dtype == GR_I32) /* a tabulated cast's values */
+        if (x.dtype == GR_I64 || x.dtype == GR_I32) /* a tabulated cast's values */
             c->worst = fmax(c->worst, fmax(fabs(r.lo), fabs(r.hi)));
         break;
     }
     case IR_E_OP: {
-        ival a = eval(c, x->a), b = ir_ops[x->op].arity == 2 ? eval(c, x->b) : a;
-        r = op_ival(x->op, a, b);
-        if (x->dtype == GR_I64 || x->dtype == GR_I32)
+        ival a = eval(c, x.a), b = ir_ops[x.op].arity == 2 ? eval(c, x.b) : a;
+        r = op_ival(x.op, a, b);
+        if (x.dtype == GR_I64 || x.dtype == GR_I32)
             c->worst = fmax(c->worst, fmax(fabs(r.lo), fabs(r.hi)));
         break;
     }
     default: break;
     }
-    if (x->dtype == GR_BOOL)
+    if (x.dtype == GR_BOOL)
         r = (ival){0, 1};
     return r;
 }
