@@ -993,19 +993,6 @@ int dc_r_scatter(dctx *c, const gr_node *n, int *out)
     return 1;
 }
 
-/* Is element e of source tuple value v read by a getitem? */
-static int tuple_used(dctx *c, int v, int64_t e)
-{
-    for (int i = 0; i < c->g->nnodes; i++) {
-        const gr_node *m = &c->g->nodes[i];
-        const gr_arg *t = gr_node_arg(m, 0, NULL), *k = gr_node_arg(m, 1, NULL);
-        if (!strcmp(m->op, "getitem") && t && t->kind == GR_ARG_VALUE && t->value == v && k &&
-            k->kind == GR_ARG_INT && k->i == e)
-            return 1;
-    }
-    return 0;
-}
-
 /* The length L of every bag when the offsets are a graph line's
  * arange(0, nidx, L) giving nbags bags (a 2-D input flattened); else 0. */
 static int64_t fixed_bag(dctx *c, const gr_node *n, int64_t nidx, int64_t nbags)
@@ -1083,7 +1070,7 @@ int dc_r_embedding_bag(dctx *c, const gr_node *n, int *out)
     if (tw.rank != 2 || ti.rank != 1 || dc_T(c, off).rank != 1 || v->ntuple != 4 || mode < 0 || mode > 2)
         dc_fail(c, "expects a 2-D weight, 1-D indices and offsets, mode 0, 1 or 2");
     for (int e = 1; e < 4; e++)
-        if (tuple_used(c, n->out, e))
+        if (dc_result_read(c, n, e))
             dc_fail(c, "result %d (offset2bag, bag_size, max_indices) is not lowered; only the bags are", e);
     if (psw >= 0 && mode != 0)
         dc_fail(c, "per_sample_weights need mode sum");

@@ -2182,16 +2182,39 @@ static int pool_pad(dctx *c, int x, const pool_win *g, double v)
     return any ? dc_pad(c, x, g->nd, pad, v) : x;
 }
 
+/* Tap j of axis a at every output position: a strided slice of y along a. */
+static int axis_tap(dctx *c, int y, const pool_win *g, int a, int64_t j)
+{
+    const int64_t h0 = j * g->d[a];
+    return dc_slice(c, y, dc_T(c, y).rank - g->nd + a, h0, h0 + (g->out[a] - 1) * g->s[a] + 1, g->s[a]);
+}
+
 /* Window element i (one tap per axis) of every output position: a strided
  * slice of the padded x. */
 static int pool_tap(dctx *c, int xp, const pool_win *g, const int64_t *i)
 {
-    int r = dc_T(c, xp).rank, y = xp;
-    for (int a = 0; a < g->nd; a++) {
-        int64_t h0 = i[a] * g->d[a];
-        y = dc_slice(c, y, r - g->nd + a, h0, h0 + (g->out[a] - 1) * g->s[a] + 1, g->s[a]);
-    }
+    int y = xp;
+    for (int a = 0; a < g->nd; a++)
+        y = axis_tap(c, y, g, a, i[a]);
     return y;
+}
+
+/* The elements of a window (taps over every axis). */
+static int64_t pool_taps(const pool_win *g)
+{
+    int64_t taps = 1;
+    for (int a = 0; a < g->nd; a++)
+        taps *= g->k[a];
+    return taps;
+}
+
+/* v, along axis a of nd, seen as [out[a], 1, ..]: unsqueezed for the axes
+ * after a, so that the axes' vectors combine by broadcasting. */
+static int axis_vector(dctx *c, int v, int a, int nd)
+{
+    for (int b = a + 1; b < nd; b++)
+        v = dc_unsqueeze(c, v, b - a);
+    return v;
 }
 
 /* The windows of the padded x combined by op (maximum, add), separably
@@ -2201,12 +2224,11 @@ static int pool_tap(dctx *c, int xp, const pool_win *g, const int64_t *i)
  * order. */
 static int pool_reduce(dctx *c, int xp, const pool_win *g, const char *op)
 {
-    int r = dc_T(c, xp).rank, y = xp;
+    int y = xp;
     for (int a = g->nd - 1; a >= 0; a--) {
         int acc = -1;
         for (int64_t j = 0; j < g->k[a]; j++) {
-            int64_t h0 = j * g->d[a];
-            int tap = dc_slice(c, y, r - g->nd + a, h0, h0 + (g->out[a] - 1) * g->s[a] + 1, g->s[a]);
+            const int tap = axis_tap(c, y, g, a, j);
             acc = acc < 0 ? tap : dc_bin(c, op, acc, tap);
         }
         y = acc;
@@ -2228,15 +2250,11 @@ static int pool_flat_index(dctx *c, const pool_win *g, const int64_t *i)
                          da_int(g->s[a] * scale), da_kw("dtype", da_dtype(GR_I64)));
     }
     for (int a = 0; a < g->nd; a++) {
-        int v = pos[a];
-        for (int b = a + 1; b < g->nd; b++)
-            v = dc_unsqueeze(c, v, b - a);
+        const int v = axis_vector(c, pos[a], a, g->nd);
         y = y < 0 ? v : dc_bin(c, "aten.add.Tensor", y, v);
     }
     return y;
 }
-
-static int result_read(dctx *c, const gr_node *n, int k);
 
 /* Whether window element i of every output position lies in x (not in
  * its padding): -1 when all do, else a bool [out..] mask. */
@@ -2250,10 +2268,9 @@ static int pool_in_bounds(dctx *c, const pool_win *g, const int64_t *i)
         gr_ttype th = {.dtype = GR_I64, .rank = 1, .shape = {g->out[a]}};
         int pos = DC_EMIT(c, "aten.arange.start_step", th, da_int(h0), da_int(h1 + 1), da_int(g->s[a]),
                           da_kw("dtype", da_dtype(GR_I64)));
-        int v = dc_bin(c, "aten.logical_and.default", dc_cmps(c, "aten.ge.Scalar", pos, 0),
-                       dc_cmps(c, "aten.lt.Scalar", pos, (double)g->in[a]));
-        for (int b = a + 1; b < g->nd; b++)
-            v = dc_unsqueeze(c, v, b - a);
+        const int v = axis_vector(c, dc_bin(c, "aten.logical_and.default", dc_cmps(c, "aten.ge.Scalar", pos, 0),
+                                            dc_cmps(c, "aten.lt.Scalar", pos, (double)g->in[a])),
+                                  a, g->nd);
         y = y < 0 ? v : dc_bin(c, "aten.logical_and.default", y, v);
     }
     return y;
@@ -2270,14 +2287,12 @@ static int pool_in_bounds(dctx *c, const pool_win *g, const int64_t *i)
 static int max_pool(dctx *c, const gr_node *n, int x, const pool_win *g, int *out)
 {
     int xp = pool_pad(c, x, g, -INFINITY), m = pool_reduce(c, xp, g, "aten.maximum.default"), ix = -1;
-    if (!result_read(c, n, 1)) {
+    if (!dc_result_read(c, n, 1)) {
         out[0] = m;
         out[1] = dc_full(c, dc_T(c, m).rank, dc_T(c, m).shape, 0, GR_I64); /* never read */
         return 2;
     }
-    int64_t taps = 1;
-    for (int a = 0; a < g->nd; a++)
-        taps *= g->k[a];
+    const int64_t taps = pool_taps(g);
     int *tap = ir_xalloc((size_t)taps * sizeof *tap), *flat = ir_xalloc((size_t)taps * sizeof *flat);
     for (int64_t q = taps - 1; q >= 0; q--) {
         int64_t i[3], rest = q;
@@ -2346,8 +2361,7 @@ static int r_avg_pool(dctx *c, const gr_node *n, int *out)
     return 1;
 }
 
-/* Whether the source graph reads result k of node n (a getitem of it). */
-static int result_read(dctx *c, const gr_node *n, int k)
+int dc_result_read(dctx *c, const gr_node *n, int k)
 {
     for (int i = 0; i < c->g->nnodes; i++) {
         const gr_node *m = &c->g->nodes[i];
@@ -2502,14 +2516,11 @@ static int r_adaptive_pool(dctx *c, const gr_node *n, int *out)
     if (even && is_max)
         return max_pool(c, n, x, &g, out);
     if (even) {
-        int64_t taps = 1;
-        for (int a = 0; a < g.nd; a++)
-            taps *= g.k[a];
-        out[0] = dc_bins(c, "aten.div.Tensor", pool_reduce(c, x, &g, "aten.add.Tensor"), (double)taps);
+        out[0] = dc_bins(c, "aten.div.Tensor", pool_reduce(c, x, &g, "aten.add.Tensor"), (double)pool_taps(&g));
         return 1;
     }
     const char *op = is_max ? "aten.maximum.default" : "aten.add.Tensor";
-    int want_ix = is_max && result_read(c, n, 1), ix = -1, y = x;
+    int want_ix = is_max && dc_result_read(c, n, 1), ix = -1, y = x;
     int64_t scale = 1;
     for (int a = g.nd - 1; a >= 0; a--) {
         adaptive_in ax = {y, ix, t.rank - g.nd + a, scale};
@@ -2519,9 +2530,7 @@ static int r_adaptive_pool(dctx *c, const gr_node *n, int *out)
     if (!is_max) { /* the window sizes: (out[0], 1..) times (out[1], 1..) .., index expressions alone */
         int sizes = -1;
         for (int a = 0; a < g.nd; a++) {
-            int v = window_lengths(c, g.in[a], os[a]);
-            for (int b = a + 1; b < g.nd; b++)
-                v = dc_unsqueeze(c, v, b - a);
+            const int v = axis_vector(c, window_lengths(c, g.in[a], os[a]), a, g.nd);
             sizes = sizes < 0 ? v : dc_bin(c, "aten.mul.Tensor", sizes, v);
         }
         out[0] = dc_bin(c, "aten.div.Tensor", y, sizes);
@@ -2849,8 +2858,8 @@ static const struct {
     {"native_group_norm", r_group_norm, "layer_norm's steps over each group (x seen as (N, group, rest)), its "
                                         "sums per channel, then over the group's channels; weight, bias per channel"},
     {"max_pool2d_with_indices", r_max_pool, "constant_pad_nd(-inf), maximum of the k strided column slices, then "
-                                              "of k strided row slices of that; indices: "
-                                              "where chain of eq (first hit) over arange flat indices"},
+                                              "of k strided row slices of that; indices (when read): where chain of "
+                                              "eq over arange flat indices, inside x (first hit), then of x != x (last)"},
     {"avg_pool2d", r_avg_pool, "constant_pad_nd(0), sums of strided slices as max_pool2d's, div by divisor_override or "
                                  "the same sum over padded ones"},
     {"_adaptive_avg_pool2d", r_adaptive_pool, "output dividing the input: avg_pool2d with kernel = stride; else per "
@@ -2941,9 +2950,10 @@ static const struct {
     {"addbmm", dc_r_addmv, "one mm over K = batch*K: batch1 permuted to (N, B, K) and flattened, batch2 flattened; add"},
     {"norm", dc_r_norm, "p = 2: sqrt(sum(x*x)); 1: sum|x|; inf: amax|x|; 0: sum(x != 0); else sum(|x|^p)^(1/p)"},
     {"linalg_vector_norm", dc_r_norm, "as norm"},
-    {"_cdist_forward", dc_r_cdist, "p = 2 with a side over 25 rows (PyTorch's default) or compute_mode 1: as "
-                                   "_euclidean_dist; else norm over m of a[.., :, None, :] - b[.., None, :, :]"},
-    {"_euclidean_dist", dc_r_euclidean_dist, "sqrt(clamp_min([-2a, |a|^2, 1] @ [b, 1, |b|^2]^T, 0)), one matmul"},
+    {"_cdist_forward", dc_r_cdist, "norm over m of a[.., :, None, :] - b[.., None, :, :], any compute_mode; p = 2 "
+                                   "past 2^22 differences: as _euclidean_dist's matmul"},
+    {"_euclidean_dist", dc_r_euclidean_dist, "as _cdist_forward, p = 2: differences up to 2^22 of them, else "
+                                             "sqrt(clamp_min([-2a, |a|^2, 1] @ [b, 1, |b|^2]^T, 0)), one matmul"},
 };
 
 /* A rule's description: its row's, or the math function's (r_math). */

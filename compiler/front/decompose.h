@@ -49,6 +49,8 @@ double dc_num(dctx *c, const gr_node *n, int pos, const char *key, double dflt);
 int dc_ints(dctx *c, const gr_node *n, int pos, const char *key, int64_t *out);
 int dc_dtype_arg(dctx *c, const gr_node *n, int pos, const char *key);
 int dc_normdim(dctx *c, int64_t d, int rank);
+/* Whether the source graph reads result k of node n (a getitem of it). */
+int dc_result_read(dctx *c, const gr_node *n, int k);
 int64_t dc_numel(const gr_ttype *t);
 int dc_is_float(gr_dtype dt);
 int dc_bin(dctx *c, const char *op, int a, int b);
