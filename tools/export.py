@@ -598,7 +598,7 @@ def fp32_copy(model, inputs):
     for t in list(model.parameters()) + list(model.buffers()):
         if t.dtype == torch.float16:
             t.data = t.data.float()
-    return model, tuple(x.float() if x.dtype == torch.float16 else x for x in inputs)
+    return model, fp16_to(torch.float32, tuple(inputs))
 
 
 def to_meta(model, inputs):
