@@ -975,30 +975,13 @@ static int scatter_gathered(dctx *c, int x, int ix, int src, int d, const char *
     return red;
 }
 
-/* scatter_reduce(self, dim, index, src, reduce, include_self): where a
- * position gets entries, their reduction (with self's when include_self;
- * mean divides by the count, + 1 with self); elsewhere self.  Integer mean
- * (a floor division) stays for the host. */
-int dc_r_scatter_reduce(dctx *c, const gr_node *n, int *out)
+/* self combined with red, the reduction of the cnt entries each position
+ * gets (scatter_gathered), as scatter_reduce's reduction rd does; self
+ * where a position gets none. */
+static int scatter_combined(dctx *c, int x, int red, int cnt, const char *rd, int incl)
 {
-    int x = dc_val(c, n, 0, "self"), ix = dc_val(c, n, 2, "index"), src = dc_val(c, n, 3, "src");
-    gr_ttype tx = dc_T(c, x), ti = dc_T(c, ix);
-    const gr_arg *ra = gr_node_arg(n, 4, "reduce");
-    if (!ra || ra->kind != GR_ARG_STR || tx.rank == 0 || ti.rank != tx.rank || !dc_numel(&ti))
-        return 0;
-    const char *rd = ra->s;
-    const int mean = !strcmp(rd, "mean"), incl = dc_num(c, n, 5, "include_self", 1) != 0;
-    static const char *const known[] = {"sum", "prod", "mean", "amax", "amin"};
-    int k = 0;
-    while (k < 5 && strcmp(rd, known[k]))
-        k++;
-    if (k == 5 || (mean && !dc_is_float(tx.dtype)))
-        return 0;
-    int d = dc_normdim(c, (int64_t)dc_num(c, n, 1, "dim", 0), tx.rank);
-    for (int i = 0; i < tx.rank; i++)
-        if (ti.shape[i] > dc_T(c, src).shape[i] || (i != d && ti.shape[i] > tx.shape[i]))
-            dc_fail(c, "index is larger than src or self in dim %d", i);
-    int cnt, red = scatter_gathered(c, x, ix, src, d, rd, &cnt), v = red;
+    const int mean = !strcmp(rd, "mean");
+    int v = red;
     if (incl && (mean || !strcmp(rd, "sum")))
         v = dc_bin(c, "aten.add.Tensor", x, red);
     else if (incl && !strcmp(rd, "prod"))
@@ -1007,7 +990,41 @@ int dc_r_scatter_reduce(dctx *c, const gr_node *n, int *out)
         v = dc_bin(c, !strcmp(rd, "amax") ? "aten.maximum.default" : "aten.minimum.default", x, red);
     if (mean)
         v = dc_bin(c, "aten.div.Tensor", v, incl ? dc_bins(c, "aten.add.Tensor", cnt, 1) : cnt);
-    out[0] = dc_where(c, dc_cmps(c, "aten.gt.Scalar", cnt, 0), v, x);
+    return dc_where(c, dc_cmps(c, "aten.gt.Scalar", cnt, 0), v, x);
+}
+
+/* scatter_reduce(self, dim, index, src, reduce, include_self): where a
+ * position gets entries, their reduction (with self's when include_self;
+ * mean divides by the count, + 1 with self); elsewhere self.  0-d tensors
+ * as one element.  Integer mean (a floor division) stays for the host. */
+int dc_r_scatter_reduce(dctx *c, const gr_node *n, int *out)
+{
+    static const char *const known[] = {"sum", "prod", "mean", "amax", "amin"};
+    int x = dc_val(c, n, 0, "self"), ix = dc_val(c, n, 2, "index"), src = dc_val(c, n, 3, "src");
+    const gr_arg *ra = gr_node_arg(n, 4, "reduce");
+    const int scalar = dc_T(c, x).rank == 0;
+    if (scalar && (dc_T(c, ix).rank != 0 || dc_T(c, src).rank != 0))
+        return 0;
+    int64_t one = 1;
+    if (scalar) {
+        x = dc_reshape(c, x, 1, &one);
+        ix = dc_reshape(c, ix, 1, &one);
+        src = dc_reshape(c, src, 1, &one);
+    }
+    gr_ttype tx = dc_T(c, x), ti = dc_T(c, ix);
+    int k = 0;
+    while (ra && ra->kind == GR_ARG_STR && k < 5 && strcmp(ra->s, known[k]))
+        k++;
+    if (!ra || ra->kind != GR_ARG_STR || k == 5 || ti.rank != tx.rank || !dc_numel(&ti) ||
+        (k == 2 && !dc_is_float(tx.dtype)))
+        return 0;
+    int d = dc_normdim(c, (int64_t)dc_num(c, n, 1, "dim", 0), tx.rank);
+    for (int i = 0; i < tx.rank; i++)
+        if (ti.shape[i] > dc_T(c, src).shape[i] || (i != d && ti.shape[i] > tx.shape[i]))
+            dc_fail(c, "index is larger than src or self in dim %d", i);
+    int cnt, red = scatter_gathered(c, x, ix, src, d, ra->s, &cnt);
+    int v = scatter_combined(c, x, red, cnt, ra->s, dc_num(c, n, 5, "include_self", 1) != 0);
+    out[0] = scalar ? dc_reshape(c, v, 0, &one) : v;
     return 1;
 }
 
