@@ -5817,6 +5817,63 @@ static void test_a_per_row_operand_inside_its_sticks_stays_out_of_the_reduction_
                                         "output %o, %s\n");
 }
 
+/* scatter_reduce (a GNN's max or mean over an edge list) ran on the host:
+ * one-hot over the index positions, each reduction with and without self;
+ * positions no entry reaches (row 6, and columns 4 and 5: the index is
+ * narrower than self in dim 1) keep self's.  Index values of duplicates
+ * given (computed ones would make the check vacuous). */
+static void test_scatter_reduce_by_one_hot_runs_natively_on_both_chips(void)
+{
+    const char *text = "graph sr\n"
+                       "input %x: f32[7, 6]\n"
+                       "input %s: f32[30, 4]\n"
+                       "input %i: i64[30, 4]\n"
+                       "%a: f32[7, 6] = aten.scatter_reduce.two(%x, 0, %i, %s, \"amax\", include_self=False)\n"
+                       "%b: f32[7, 6] = aten.scatter_reduce.two(%x, 0, %i, %s, \"amin\")\n"
+                       "%m: f32[7, 6] = aten.scatter_reduce.two(%x, 0, %i, %s, \"mean\")\n"
+                       "%n: f32[7, 6] = aten.scatter_reduce.two(%x, 0, %i, %s, \"mean\", include_self=False)\n"
+                       "%p: f32[7, 6] = aten.scatter_reduce.two(%x, 0, %i, %s, \"prod\", include_self=False)\n"
+                       "%u: f32[7, 6] = aten.scatter_reduce.two(%x, 0, %i, %s, \"sum\")\n"
+                       "output %a, %b, %m, %n, %p, %u\n";
+    float x[42], src[120];
+    int64_t idx[120];
+    for (int k = 0; k < 42; k++)
+        x[k] = (float)((k * 5) % 9) * 0.25f - 1.0f;
+    for (int k = 0; k < 120; k++) {
+        src[k] = (float)((k * 7) % 13) * 0.125f - 0.75f;
+        idx[k] = (k * 3 + k / 4) % 6;
+    }
+    rt_st_entry e[3] = {{.name = "x", .dtype = RT_ST_F32, .rank = 2, .shape = {7, 6}, .data = x},
+                        {.name = "s", .dtype = RT_ST_F32, .rank = 2, .shape = {30, 4}, .data = src},
+                        {.name = "i", .dtype = RT_ST_I64, .rank = 2, .shape = {30, 4}, .data = idx}};
+    char path[1024], err[256];
+    tu_tmpfile(".safetensors", path, sizeof path);
+    CU_ASSERT_EQUAL_FATAL(rt_st_write(path, e, 3, err, sizeof err), 0);
+    gr_graph *g = gr_graph_parse(text, "sr.txt", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    for (int c = 0; c < 2; c++) {
+        compile_error(text, both_chips[c], err, sizeof err);
+        CU_ASSERT_STRING_EQUAL(err, "");
+        CU_ASSERT_EQUAL(run_graph(g, both_chips[c], path, NULL, NULL), 0);
+    }
+    gr_graph_free(g);
+    remove(path);
+}
+
+/* eye minus a product (a Kalman filter's I - K H): eye's index comparison
+ * fused into the product's epilogue was refused by the back half, and the
+ * whole kernel ran on the host; it is kept out of the epilogue instead. */
+static void test_eye_after_a_product_runs_natively_on_both_chips(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips("graph eyemm\n"
+                                                          "input %k: f32[4, 2]\n"
+                                                          "input %h: f32[2, 4]\n"
+                                                          "%eye: f32[4, 4] = aten.eye.default(4)\n"
+                                                          "%mm: f32[4, 4] = aten.mm.default(%k, %h)\n"
+                                                          "%s: f32[4, 4] = aten.sub.Tensor(%eye, %mm)\n"
+                                                          "output %s\n");
+}
+
 static void test_sort_topk_and_gather_by_ranks_and_one_hot_validate_on_both_chips(void)
 {
     expect_text_validates_on_both_chips(
@@ -6559,6 +6616,8 @@ int main(void)
          test_a_per_row_operand_inside_its_sticks_stays_out_of_the_reduction_and_validates},
         {"sort, topk and gather by ranks and one-hot validate on both chips",
          test_sort_topk_and_gather_by_ranks_and_one_hot_validate_on_both_chips},
+        {"scatter_reduce by one-hot runs natively on both chips", test_scatter_reduce_by_one_hot_runs_natively_on_both_chips},
+        {"eye after a product runs natively on both chips", test_eye_after_a_product_runs_natively_on_both_chips},
         {"nll_loss by a one-hot selection validates on both chips",
          test_nll_loss_by_a_one_hot_selection_validates_on_both_chips},
         {"index, take, index_add and repeat positions validate on both chips",
