@@ -538,19 +538,23 @@ static int conv3d_depth_taps(dctx *c, const gr_node *n)
         dc_fail(c, "the kernel does not fit the padded input");
     const int64_t dpad[6] = {0, 0, 0, 0, p[0], p[0]}, perm[5] = {0, 2, 1, 3, 4}, zero[2] = {0, 0};
     const int xd = dc_permute(c, p[0] ? dc_pad(c, x, 3, dpad, 0) : x, perm);
+    const int64_t cg = xt.shape[1] / g;
+    const int64_t tap[6] = {xt.shape[0], od, g, 1, cg, xt.shape[3] * xt.shape[4]};
+    int v[64];
+    for (int64_t k = 0; k < kd; k++)
+        v[k] = dc_reshape(c, dc_slice(c, xd, 1, k * d[0], k * d[0] + (od - 1) * s[0] + 1, s[0]), 6, tap);
+    gr_ttype ct = dc_T(c, v[0]);
+    ct.shape[3] = kd;
+    const int xs = kd == 1 ? v[0] : DC_EMIT(c, "aten.cat.default", ct, da_vals((int)kd, v), da_int(3));
+    const int64_t batch[4] = {xt.shape[0] * od, xt.shape[1] * kd, xt.shape[3], xt.shape[4]};
+    const int64_t wperm[5] = {0, 2, 1, 3, 4}, wk[4] = {wt.shape[0], kd * cg, wt.shape[3], wt.shape[4]};
+    const int wd = dc_reshape(c, dc_permute(c, w, wperm), 4, wk);
     gr_ttype yt = {.dtype = ot.dtype, .rank = 4, .shape = {xt.shape[0] * od, wt.shape[0], ot.shape[3], ot.shape[4]}};
-    const int64_t batch[4] = {xt.shape[0] * od, xt.shape[1], xt.shape[3], xt.shape[4]};
-    int sum = -1;
-    for (int64_t k = 0; k < kd; k++) {
-        const int xs = dc_reshape(c, dc_slice(c, xd, 1, k * d[0], k * d[0] + (od - 1) * s[0] + 1, s[0]), 4, batch);
-        const gr_arg b = k || bias < 0 ? (gr_arg){.kind = GR_ARG_NONE} : da_val(bias);
-        const int y = DC_EMIT(c, "aten.convolution.default", yt, da_val(xs), da_val(dc_select(c, w, 2, k)), b,
-                              da_ints(2, s + 1), da_ints(2, p + 1), da_ints(2, d + 1), da_bool(0), da_ints(2, zero),
-                              da_int(g));
-        sum = sum < 0 ? y : dc_bin(c, "aten.add.Tensor", sum, y);
-    }
+    const gr_arg b = bias < 0 ? (gr_arg){.kind = GR_ARG_NONE} : da_val(bias);
+    const int y = DC_EMIT(c, "aten.convolution.default", yt, da_val(dc_reshape(c, xs, 4, batch)), da_val(wd), b,
+                          da_ints(2, s + 1), da_ints(2, p + 1), da_ints(2, d + 1), da_bool(0), da_ints(2, zero), da_int(g));
     const int64_t split[5] = {xt.shape[0], od, wt.shape[0], ot.shape[3], ot.shape[4]};
-    return dc_permute(c, dc_reshape(c, sum, 5, split), perm);
+    return dc_permute(c, dc_reshape(c, y, 5, split), perm);
 }
 
 /* convolution(x, w, bias, stride, padding, dilation, transposed,
