@@ -513,9 +513,11 @@ static void conv3d_arg(dctx *c, const gr_node *n, int k, int64_t *v)
     v[2] = v[cnt == 1 ? 0 : 2];
 }
 
-/* The largest K of depth taps stacked into one product (conv3d_depth_taps):
- * the 2-D path's bound on an im2col product's K (lower.c's
- * CONV_IM2COL_MAX_K). */
+/* Depth taps stacked into one product's K (conv3d_depth_taps) while their
+ * channels fill one stick channels-last (a stick's lanes: the stacked
+ * input is as many sticks as one tap's) and K stays within the 2-D path's
+ * bound on an im2col product's (lower.c's CONV_IM2COL_MAX_K). */
+#define C3_STACK_LANES 64
 #define C3_STACK_MAX_K 256
 
 /* A 3-D convolution's operands and arguments (conv3d_depth_taps). */
@@ -580,14 +582,16 @@ static int c3_taps_stacked(dctx *c, const c3_op *o)
  * x [N, C, D, H, W] padded along D, seen as [N, Dp, C, H, W], the OD
  * depths tap kd reads (from kd dd, stepping sd) as a batch of N OD
  * images, times w[:, :, kd]; [N OD, Co, OH, OW] seen as [N, Co, OD, OH,
- * OW].  With a product's K of all taps within the 2-D path's im2col
- * bound (C/G KD KH KW <= 256) the depth taps are one product, divided over
- * the cores as a 2-D convolution's (one input channel, 16x32x32 by 8:
- * 1,211,086 cycles summed, their sum on one core; usermodels' r3d 106,198
- * -> 75,976).  Else each tap is its own product, the 2-D path's implicit
- * GEMM reading the depth slice in place, summed: stacked, a 7x7 stem's
- * taps were an im2col of the stacked input (mc3_18 on spyre-4core: its
- * stem to the host), 64 channels an im2col of the input in DRAM. */
+ * OW].  With the taps' channels within a stick and their K within the
+ * im2col bound (C/G KD <= 64, C/G KD KH KW <= 256) the depth taps are one
+ * product, divided over the cores as a 2-D convolution's (one input
+ * channel, 16x32x32 by 8: 1,211,086 cycles summed, their sum on one core;
+ * usermodels' r3d 106,198 -> 75,976).  Else each tap is its own product,
+ * the 2-D path's implicit GEMM reading the depth slice in place, summed:
+ * stacked, a 7x7 stem's taps grow its im2col (mc3_18's stem went to the
+ * host on spyre-4core), r2plus1d_18's 45-channel 3x1x1 taps its 1x1
+ * input (spyre-4core 2,572,115 -> 5,295,846 cycles, three ops to the
+ * host). */
 static int conv3d_depth_taps(dctx *c, const gr_node *n)
 {
     c3_op o = {.w = dc_val(c, n, 1, "weight"), .bias = dc_opt_val(c, n, 2, "bias")};
@@ -610,8 +614,9 @@ static int conv3d_depth_taps(dctx *c, const gr_node *n)
         dc_fail(c, "the kernel does not fit the padded input");
     const int64_t dpad[6] = {0, 0, 0, 0, o.p[0], o.p[0]}, perm[5] = {0, 2, 1, 3, 4};
     o.xd = dc_permute(c, o.p[0] ? dc_pad(c, x, 3, dpad, 0) : x, perm);
-    const int64_t k = o.wt.shape[1] * o.kd * o.wt.shape[3] * o.wt.shape[4];
-    const int y = o.kd > 1 && k <= C3_STACK_MAX_K ? c3_taps_stacked(c, &o) : c3_taps_summed(c, &o);
+    const int64_t ck = o.wt.shape[1] * o.kd, k = ck * o.wt.shape[3] * o.wt.shape[4];
+    const int y = o.kd > 1 && ck <= C3_STACK_LANES && k <= C3_STACK_MAX_K ? c3_taps_stacked(c, &o)
+                                                                         : c3_taps_summed(c, &o);
     const int64_t split[5] = {o.xt.shape[0], o.od, o.wt.shape[0], o.ot.shape[3], o.ot.shape[4]};
     return dc_permute(c, dc_reshape(c, y, 5, split), perm);
 }
