@@ -3964,6 +3964,28 @@ static void test_3d_convolutions_run_natively_and_validate(void)
         "output %a, %s, %d, %g, %dw, %p, %f, %res\n");
 }
 
+/* A one-channel Conv3d's depth taps were summed on one core, slower than
+ * the host: taps whose channels fill one stick are now one product of K =
+ * C KD KH KW (dec_convt.c, conv3d_depth_taps), its output permuted to
+ * NCDHW through a rows-first copy.  One-channel 2-D convs (dilated, 1x1)
+ * and a stride-1 one-channel Conv1d ran on the host on the 4-core chip:
+ * their padded input was a stick per pixel, staged whole.  Every output
+ * runs natively and validates on both chips. */
+static void test_one_channel_convs_run_natively_and_validate(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph onech\n"
+        "input %x: f32[2, 1, 32, 32]\ninput %w: f32[8, 1, 3, 3]\ninput %b: f32[8]\ninput %w1: f32[8, 1, 1, 1]\n"
+        "input %s: f32[2, 1, 1000]\ninput %ws: f32[16, 1, 9]\ninput %b16: f32[16]\n"
+        "input %v: f32[1, 1, 6, 10, 12]\ninput %wv: f32[4, 1, 3, 3, 3]\ninput %bv: f32[4]\n"
+        "%d: f32[2, 8, 32, 32] = aten.convolution.default(%x, %w, %b, [1, 1], [2, 2], [2, 2], False, [0, 0], 1)\n"
+        "%p: f32[2, 8, 32, 32] = aten.convolution.default(%x, %w1, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1)\n"
+        "%a: f32[2, 16, 1000] = aten.convolution.default(%s, %ws, %b16, [1], [4], [1], False, [0], 1)\n"
+        "%c: f32[1, 4, 6, 10, 12] = aten.convolution.default(%v, %wv, %bv, [1, 1, 1], [1, 1, 1], [1, 1, 1], False, "
+        "[0, 0, 0], 1)\n"
+        "output %d, %p, %a, %c\n");
+}
+
 /* 3-D pools (max with indices, average with and without the padding
  * counted, adaptive average and max, even and uneven) are the 2-D ones'
  * strided slices with one more axis (decompose.c, pool_win): every output
@@ -6439,6 +6461,7 @@ int main(void)
         {"transposed convolutions run natively and validate", test_transposed_convolutions_run_natively_and_validate},
         {"long 1-D convolutions run natively and validate", test_long_1d_convolutions_run_natively_and_validate},
         {"3-D convolutions run natively and validate", test_3d_convolutions_run_natively_and_validate},
+        {"one-channel convs run natively and validate", test_one_channel_convs_run_natively_and_validate},
         {"3-D pools run natively and validate", test_3d_pools_run_natively_and_validate},
         {"a transposed conv with a block of rows without spans validates",
          test_a_transposed_conv_with_a_block_of_rows_without_spans_validates},
