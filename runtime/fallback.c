@@ -18,6 +18,7 @@ struct rt_fallback {
     gr_graph *g;
     rt_ref *ref;
     int values; /* the run computes values (else only timing: the host op moves and computes nothing) */
+    char *held; /* per graph value: a host op computed it this run, so the executor holds it in fp32 */
     int failed; /* a host op failed: the run stops, the op refused */
 };
 
@@ -80,6 +81,11 @@ rt_fallback *rt_fallback_begin(rt_program *prog, rt_run_result *res, char *err, 
     fb->prog = prog;
     fb->res = res;
     fb->g = gr_graph_parse(p->graph, "graph", err, errlen);
+    if (fb->g && !(fb->held = calloc((size_t)fb->g->nvalues + 1, 1))) {
+        isa_errf(err, errlen, "out of host memory");
+        rt_fallback_end(fb);
+        return NULL;
+    }
     if (!fb->g || check_host_ops(p, fb->g, prog->dev->link != NULL, err, errlen) || !(fb->ref = rt_ref_new_partial(fb->g, err, errlen))) {
         rt_fallback_end(fb);
         return NULL;
@@ -94,10 +100,15 @@ void rt_fallback_end(rt_fallback *fb)
         return;
     rt_ref_free(fb->ref);
     gr_graph_free(fb->g);
+    free(fb->held);
     free(fb);
 }
 
-/* Value v from its tensor in device DRAM into the executor; *bytes += its device bytes. */
+/* Value v from its tensor in device DRAM into the executor; *bytes += its
+ * device bytes.  A value a host op computed is taken as the executor holds
+ * it, in fp32: the device's copy is rounded to DL16 and the host computes
+ * in fp32 (docs/runtime.md, "Host fallback").  The transfer is charged
+ * all the same, as the compiler's report estimates it (be_host.c). */
 static int fetch(rt_fallback *fb, int v, uint64_t *bytes, char *err, size_t errlen)
 {
     const gr_value *val = &fb->g->values[v];
@@ -106,7 +117,7 @@ static int fetch(rt_fallback *fb, int v, uint64_t *bytes, char *err, size_t errl
         return isa_errf(err, errlen, "no tensor %s in the program", val->name);
     const isa_tensor *t = &fb->prog->p->tensors[i];
     int64_t n = gr_ttype_numel(&val->type);
-    if (!fb->values) { /* timing only: the transfer, not the values */
+    if (!fb->values || fb->held[v]) { /* timing only, or held: the transfer, not the values */
         *bytes += t->bytes;
         return 0;
     }
@@ -156,6 +167,7 @@ static int store(rt_fallback *fb, int v, uint64_t *bytes, char *err, size_t errl
                 return isa_errf(err, errlen, "%%%s: the integer %g is not exact on the device", val->name, x[k]);
     }
     *bytes += t->bytes;
+    fb->held[v] = 1;
     return rt_write_f32(fb->prog, i, x, err, errlen);
 }
 
