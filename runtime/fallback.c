@@ -106,18 +106,20 @@ void rt_fallback_end(rt_fallback *fb)
 
 /* Value v from its tensor in device DRAM into the executor; *bytes += its
  * device bytes.  A value a host op computed is taken as the executor holds
- * it, in fp32: the device's copy is rounded to DL16 and the host computes
- * in fp32 (docs/runtime.md, "Host fallback").  The transfer is charged
- * all the same, as the compiler's report estimates it (be_host.c). */
+ * it, in fp32, with no transfer: the device's copy, if it has one, is
+ * rounded to DL16 and the host computes in fp32 (docs/runtime.md, "Host
+ * fallback"). */
 static int fetch(rt_fallback *fb, int v, uint64_t *bytes, char *err, size_t errlen)
 {
     const gr_value *val = &fb->g->values[v];
+    if (fb->held[v])
+        return 0;
     int i = isa_program_find_tensor(fb->prog->p, val->name);
     if (i < 0)
         return isa_errf(err, errlen, "no tensor %s in the program", val->name);
     const isa_tensor *t = &fb->prog->p->tensors[i];
     int64_t n = gr_ttype_numel(&val->type);
-    if (!fb->values || fb->held[v]) { /* timing only, or held: the transfer, not the values */
+    if (!fb->values) { /* timing only: the transfer, not the values */
         *bytes += t->bytes;
         return 0;
     }
@@ -143,14 +145,16 @@ static int fetch_args(rt_fallback *fb, const gr_arg *a, uint64_t *bytes, char *e
     return 0;
 }
 
-/* The result into its tensor, as the device holds it.  Integers must be
- * exact on the device (fp32 up to 2^24, DL16 up to 2^11). */
+/* The result into its tensor, as the device holds it; a result only host
+ * ops read has no tensor and stays on the host.  Integers must be exact
+ * on the device (fp32 up to 2^24, DL16 up to 2^11). */
 static int store(rt_fallback *fb, int v, uint64_t *bytes, char *err, size_t errlen)
 {
     const gr_value *val = &fb->g->values[v];
     int i = isa_program_find_tensor(fb->prog->p, val->name);
+    fb->held[v] = 1;
     if (i < 0)
-        return isa_errf(err, errlen, "no tensor %s in the program for the result", val->name);
+        return 0;
     const isa_tensor *t = &fb->prog->p->tensors[i];
     if (!fb->values) {
         *bytes += t->bytes;
@@ -167,13 +171,12 @@ static int store(rt_fallback *fb, int v, uint64_t *bytes, char *err, size_t errl
                 return isa_errf(err, errlen, "%%%s: the integer %g is not exact on the device", val->name, x[k]);
     }
     *bytes += t->bytes;
-    fb->held[v] = 1;
     return rt_write_f32(fb->prog, i, x, err, errlen);
 }
 
 /* The results of node n into their tensors: its value, or for a tuple
  * each element the graph takes with getitem (run here too; an element
- * nothing takes has no tensor). */
+ * nothing takes, or only host ops, has no tensor). */
 static int store_results(rt_fallback *fb, int node, uint64_t *bytes, char *err, size_t errlen)
 {
     const gr_graph *g = fb->g;
@@ -183,8 +186,7 @@ static int store_results(rt_fallback *fb, int node, uint64_t *bytes, char *err, 
     for (int k = node + 1; k < g->nnodes; k++) {
         const gr_node *x = &g->nodes[k];
         const gr_arg *a = x->nargs ? &x->args[0] : NULL;
-        if (strcmp(x->op, "getitem") || !a || a->kind != GR_ARG_VALUE || a->value != tuple ||
-            isa_program_find_tensor(fb->prog->p, g->values[x->out].name) < 0)
+        if (strcmp(x->op, "getitem") || !a || a->kind != GR_ARG_VALUE || a->value != tuple)
             continue;
         if ((fb->values && rt_ref_run_node(fb->ref, k, err, errlen)) || store(fb, x->out, bytes, err, errlen))
             return -1;

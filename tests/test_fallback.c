@@ -1157,9 +1157,9 @@ static void test_a_cast_to_int_the_device_cannot_hold_exactly_runs_on_the_host(v
     }
 }
 
-/* Consecutive host ops pass their values in fp32, as the host computes
- * them (runtime/fallback.c); a device kernel reading one of them reads it
- * rounded to DL16 once.  The input (0.5) is exact in DL16, so the host
+/* Consecutive host ops pass their values in fp32 on the host, as the host
+ * computes them (runtime/fallback.c); a device kernel reading one of them
+ * reads it rounded to DL16 once.  The input (0.5) is exact in DL16, so the host
  * chain's only error is the host's fp32 arithmetic: a few ulps (1e-5 is
  * about 80 of fp32's, for libm's differences between machines), where
  * DL16 between the host ops gave 5.9e-04. */
@@ -1181,6 +1181,11 @@ static void test_a_chain_of_host_ops_passes_fp32_values(void)
         /* d, on the device, reads a in DL16: about DL16's half ulp (2^-10) */
         double d = check_err(out, "d", 1);
         CU_ASSERT(d > 0 && d < 2e-3);
+        /* a goes to the device once, for d; b, which only the host reads, has no device copy;
+         * neither comes back to the host */
+        TU_ASSERT_CONTAINS(out, "(graph line 3): bytes_to_host=1024 bytes_to_device=1024 ");
+        TU_ASSERT_CONTAINS(out, "(graph line 4): bytes_to_host=0 bytes_to_device=0 ");
+        TU_ASSERT_CONTAINS(out, "(graph line 5): bytes_to_host=0 bytes_to_device=2048 ");
     }
 }
 

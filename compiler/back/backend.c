@@ -114,6 +114,24 @@ static int dev_f32(ir_prog *p, int b)
     return from_host && B->type.dtype == GR_F32 && B->output && B->last_use < 0;
 }
 
+/* A host op's result that only host ops read and no output is: it needs
+ * no device copy, the runtime hands it from one host op to the next in
+ * fp32 (runtime/fallback.c). */
+static int host_only(const ir_prog *p, int b)
+{
+    const ir_buf *B = &p->bufs[b];
+    if (B->kind != IR_BUF_COMPUTED || B->output || B->node < 0 || p->nodes[B->node].kind != IR_HOST ||
+        p->opts.write_values)
+        return 0;
+    for (int n = 0; n < p->nnodes; n++) {
+        const ir_node *N = &p->nodes[n];
+        for (int r = 0; !N->dead && N->kind != IR_HOST && r < N->nreads; r++)
+            if (N->reads[r].buf == b)
+                return 0;
+    }
+    return 1;
+}
+
 /* A scratch buffer [.., h, d] that a matmul kernel writes and whose only
  * readers are matmuls of at least a PT pass of rows whose A walk runs
  * over d past its end into h (attention's output read by the output
@@ -446,7 +464,8 @@ int be_layout_pass(ir_prog *p, const chip_config *cfg)
         L->want_dim = -1;
         /* an empty output has no live node (dce) but is a tensor of the program */
         L->dram = !B->dead && (B->kind != IR_BUF_COMPUTED ||
-                               (!B->internal && B->node >= 0 && (!p->nodes[B->node].dead || !ir_buf_bytes(B))));
+                               (!B->internal && B->node >= 0 && (!p->nodes[B->node].dead || !ir_buf_bytes(B)) &&
+                                !host_only(p, b)));
         L->stick_dim = B->type.rank ? B->type.rank - 1 : 0;
         L->f32 = L->dram && dev_f32(p, b);
     }
