@@ -60,6 +60,52 @@ static int has_host_ops(const isa_program *p)
     return 0;
 }
 
+/* Did a host op of pg compute value v (itself, or the tuple v is taken from)? */
+static int host_made(const gr_graph *pg, const char *host, int v)
+{
+    const gr_value *val = &pg->values[v];
+    if (val->kind != GR_VAL_NODE)
+        return 0;
+    const gr_node *n = &pg->nodes[val->node];
+    if (!strcmp(n->op, "getitem") && n->nargs && n->args[0].kind == GR_ARG_VALUE)
+        return host_made(pg, host, n->args[0].value);
+    return host[val->node];
+}
+
+static void mark_host_read(const gr_graph *pg, const char *host, const gr_graph *g, const gr_arg *a, char *mark)
+{
+    int v = a->kind == GR_ARG_VALUE && host_made(pg, host, a->value) ? gr_graph_find(g, pg->values[a->value].name) : -1;
+    if (v >= 0)
+        mark[v] = 1;
+    for (int i = 0; i < a->nitems; i++)
+        mark_host_read(pg, host, g, &a->items[i], mark);
+}
+
+int rt_host_passed(const isa_program *p, const gr_graph *g, char *mark)
+{
+    if (!p->graph || !has_host_ops(p))
+        return 0;
+    char err[256];
+    gr_graph *pg = gr_graph_parse(p->graph, "graph", err, sizeof err);
+    char *host = pg ? calloc((size_t)pg->nnodes + 1, 1) : NULL;
+    if (!host) {
+        gr_graph_free(pg);
+        return -1;
+    }
+    for (int c = 0; c < p->ncores; c++)
+        for (size_t i = 0; i < p->cores[c].n; i++) {
+            const isa_insn *in = &p->cores[c].insns[i];
+            if (in->op == ISA_OP_HOST && in->val >= 0 && in->val < pg->nnodes)
+                host[in->val] = 1;
+        }
+    for (int n = 0; n < pg->nnodes; n++)
+        for (int i = 0; host[n] && i < pg->nodes[n].nargs; i++)
+            mark_host_read(pg, host, g, &pg->nodes[n].args[i], mark);
+    free(host);
+    gr_graph_free(pg);
+    return 0;
+}
+
 rt_fallback *rt_fallback_begin(rt_program *prog, rt_run_result *res, char *err, size_t errlen)
 {
     if (errlen)

@@ -1186,6 +1186,10 @@ static void test_a_chain_of_host_ops_passes_fp32_values(void)
         TU_ASSERT_CONTAINS(out, "(graph line 3): bytes_to_host=1024 bytes_to_device=1024 ");
         TU_ASSERT_CONTAINS(out, "(graph line 4): bytes_to_host=0 bytes_to_device=0 ");
         TU_ASSERT_CONTAINS(out, "(graph line 5): bytes_to_host=0 bytes_to_device=2048 ");
+        /* stepwise, a and b are no cuts (the host passes them in fp32, not as their DL16 copies):
+         * x alone is */
+        CU_ASSERT_EQUAL(run_checked(text, " --stepwise"), 0);
+        CU_ASSERT(check_err(out, "c stepwise (cuts=1)", 1) >= 0 && check_err(out, "c stepwise (cuts=1)", 1) < 1e-5);
     }
 }
 
