@@ -1191,6 +1191,18 @@ static void test_a_chain_of_host_ops_passes_fp32_values(void)
         CU_ASSERT_EQUAL(run_checked(text, " --stepwise"), 0);
         CU_ASSERT(check_err(out, "c stepwise (cuts=1)", 1) >= 0 && check_err(out, "c stepwise (cuts=1)", 1) < 1e-5);
     }
+    /* an output only host ops read besides stays fp32 on the device too (2048 bytes back):
+     * 6.4e-04 through DL16 */
+    const char *out_b = "graph host_chain_out\n"
+                        "%x: f32[8, 64] = aten.full.default([8, 64], 0.5)\n"
+                        "%a: f32[8, 64] = aten.logcumsumexp.default(%x, 1)\n"
+                        "%b: f32[8, 64] = aten.logcumsumexp.default(%a, 1)\n"
+                        "%c: f32[8, 64] = aten.special_erfcx.default(%b)\n"
+                        "output %b, %c\n";
+    CU_ASSERT_EQUAL(run_checked(out_b, ""), 0);
+    TU_ASSERT_CONTAINS(out, "(graph line 4): bytes_to_host=0 bytes_to_device=2048 ");
+    CU_ASSERT(check_err(out, "b", 1) >= 0 && check_err(out, "b", 1) < 1e-5);
+    CU_ASSERT(check_err(out, "c", 1) >= 0 && check_err(out, "c", 1) < 1e-5);
 }
 
 int main(void)
