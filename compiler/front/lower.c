@@ -407,8 +407,36 @@ static void set_computed(lctx *c, int v, const gr_ttype *t, int body, const uint
 }
 
 /* Value w a view of v: v's coordinate d is coords[d] over w's. */
+static void note_gather(void *ctx, const ir_expr *x)
+{
+    *(int *)ctx |= x->kind == IR_E_ILOAD;
+}
+
+/* Does expression e gather (hold an IR_E_ILOAD)? */
+static int gathers(lctx *c, int e)
+{
+    int any = 0;
+    ir_expr_walk(&c->p->A, e, note_gather, &any);
+    return any;
+}
+
+/* A gather reads whole table rows along its kernel's columns: a view of
+ * an unrealized one whose last dim is not the gather's last (Swin's bias
+ * rows [N, heads] permuted to [heads, N]) is read from its own buffer. */
+static void realize_turned_gather(lctx *c, int v, const ir_index *coords, int rank)
+{
+    const lval *V = val(c, v);
+    const lbase *B = &c->bases[V->base];
+    if (B->buf >= 0 || !rank || !gathers(c, B->body))
+        return;
+    ir_index last = ir_idx_compose(&V->map[B->type.rank - 1], V->type.rank, coords);
+    if (last.coef[rank - 1] != 1)
+        realize_for_reuse(c, v);
+}
+
 static void set_view(lctx *c, int w, int v, const gr_ttype *t, const ir_index *coords)
 {
+    realize_turned_gather(c, v, coords, t->rank);
     const lval *V = val(c, v);
     lval *W = val(c, w);
     int rank = c->bases[V->base].type.rank;
@@ -752,19 +780,6 @@ static void l_tri(lctx *c, int out, int upper)
     int x = operand_expr(c, &o, &t, t.dtype, ops);
     set_computed(c, out, &t, ir_where(A, cond, x, ir_const(A, 0, t.dtype)), ops);
     free(ops);
-}
-
-static void note_gather(void *ctx, const ir_expr *x)
-{
-    *(int *)ctx |= x->kind == IR_E_ILOAD;
-}
-
-/* Does expression e gather (hold an IR_E_ILOAD)? */
-static int gathers(lctx *c, int e)
-{
-    int any = 0;
-    ir_expr_walk(&c->p->A, e, note_gather, &any);
-    return any;
 }
 
 /* cat: a chain of where(i_dim < end of piece, piece at i_dim - its start, ...);
