@@ -1712,18 +1712,43 @@ static int conv_rows_first(lctx *c, int x, const convshape *s, const ir_index *c
     return ir_load(&c->p->A, buf, t.dtype, &idx);
 }
 
-/* Would the channels-last copy of an NCHW x read across its sticks miss
- * the target's LX?  A row of the copy (one pixel, every channel) stages
- * the sticks its channels span, (C - 1) H of x's rows, in two slots: on
- * the 4-core chip 64 channels at 56 x 56 need 904,704 bytes (ResNet-18's
- * first 3x3 after its max pool).  The rows-first copy stages C sticks. */
-static int conv_span_unfit(const lctx *c, const convshape *s)
+/* The sticks between one channel's and the next's in the loads of a
+ * copy's body that walk their buffer across rows along the channel
+ * (variable 3), each buffer's rows a stick or more: at most. */
+typedef struct {
+    const lctx *c;
+    int64_t lanes, step;
+} chan_step;
+
+static void note_chan_step(void *ctx, const ir_expr *x)
+{
+    chan_step *q = ctx;
+    if (x->kind != IR_E_LOAD || x->idx.coef[3] == 0 || x->idx.coef[3] == 1)
+        return;
+    const gr_ttype *bt = &q->c->p->bufs[x->buf].type;
+    const int64_t row = bt->rank ? bt->shape[bt->rank - 1] : 1, coef = x->idx.coef[3] < 0 ? -x->idx.coef[3] : x->idx.coef[3];
+    const int64_t step = (coef + row - 1) / (row ? row : 1) * ((row + q->lanes - 1) / q->lanes);
+    q->step = step > q->step ? step : q->step;
+}
+
+/* Would the channels-last copy of an NCHW x (its expression body) read
+ * across its sticks miss the target's LX?  A row of the copy (one pixel,
+ * every channel) stages the sticks its channels span, (C - 1) H of x's
+ * rows, in two slots: on the 4-core chip 64 channels at 56 x 56 need
+ * 904,704 bytes (ResNet-18's first 3x3 after its max pool); more when a
+ * buffer body reads has shorter rows than x (MobileViT's fold, 32
+ * channels of 8 x 8 from rows of 2: 254,464).  The rows-first copy stages
+ * C sticks. */
+static int conv_span_unfit(const lctx *c, const convshape *s, int body)
 {
     const chip_config *cfg = c->p->opts.target;
     if (!cfg)
         return 0;
-    int64_t lanes = cfg->stick_bytes / 2, rows = (s->w + lanes - 1) / lanes;
-    int64_t span = ((s->cin - 1) * s->h * rows + 1) * (int64_t)cfg->stick_bytes;
+    chan_step q = {c, cfg->stick_bytes / 2, 0};
+    ir_expr_walk(&c->p->A, body, note_chan_step, &q);
+    int64_t step = s->h * ((s->w + q.lanes - 1) / q.lanes);
+    step = q.step > step ? q.step : step;
+    int64_t span = ((s->cin - 1) * step + 1) * (int64_t)cfg->stick_bytes;
     return 2 * span > (int64_t)cfg->lx_usable_bytes;
 }
 
@@ -1746,7 +1771,7 @@ static int conv_padded(lctx *c, int x, const convshape *s)
     int body = read_at(c, x, co), cond = -1, strided = 0;
     ir_expr_walk(A, body, strided_lane, &strided);
     if (strided && s->cin > 1 &&
-        ((s->cin < CONV_ROWS_FIRST_MAX_C && s->w >= CONV_ROWS_FIRST_MIN_W) || conv_span_unfit(c, s)))
+        ((s->cin < CONV_ROWS_FIRST_MAX_C && s->w >= CONV_ROWS_FIRST_MIN_W) || conv_span_unfit(c, s, body)))
         body = conv_rows_first(c, x, s, co);
     for (int i = 0; i < 2; i++) {
         if (!s->p[i])
