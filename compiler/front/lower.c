@@ -1535,6 +1535,7 @@ typedef struct {
     int chan;                 /* that K is (ci, kh, kw) instead, each channel's taps padded to whole sticks */
     int64_t s[2], p[2], d[2]; /* H then W */
     int nsp;                  /* spatial dims of the op: 1 or 2 */
+    int64_t c0;               /* the first input channel of this K block (cin of them) */
 } convshape;
 
 /* One of stride, padding, dilation: a list of nsp ints (or one for all). */
@@ -1704,10 +1705,12 @@ static int conv_rows_first(lctx *c, int x, const convshape *s, const ir_index *c
     const int64_t shape[4] = {s->n, s->h, s->cin, s->w};
     gr_ttype t = ttype(vtype(c, x)->dtype, 4, shape);
     ir_index xc[4] = {ir_idx_var(0), ir_idx_var(2), ir_idx_var(1), ir_idx_var(3)};
+    xc[1].offset = s->c0;
     if (s->nsp == 1)
         xc[2] = ir_idx_var(3);
     int buf = conv_copy(c, &t, read_at(c, x, xc), "conv_rows", NULL, x);
     ir_index row = contiguous(&t), at[4] = {co[0], s->nsp == 2 ? co[2] : ir_idx_const(0), co[1], co[3]};
+    at[2].offset -= s->c0;
     ir_index idx = ir_idx_compose(&row, 4, at);
     return ir_load(&c->p->A, buf, t.dtype, &idx);
 }
@@ -1762,6 +1765,7 @@ static int conv_padded(lctx *c, int x, const convshape *s)
     ir_index co[4], hv = ir_idx_var(1), wv = ir_idx_var(2);
     co[0] = ir_idx_var(0);
     co[1] = ir_idx_var(3);
+    co[1].offset = s->c0;
     hv.coef[1] = s->cs[0];
     wv.coef[2] = s->cs[1];
     hv.offset = -s->p[0];
@@ -1943,6 +1947,7 @@ static int conv_tap(lctx *c, int xp, int w, int wr, const convshape *s, int64_t 
     wc[0] = ir_idx_var(VNN);
     wc[0].coef[VG] = cog;
     wc[1] = ir_idx_var(VK);
+    wc[1].offset = s->c0;
     wc[2] = ir_idx_const(s->nsp == 2 ? kh : kw);
     wc[3] = ir_idx_const(kw);
     if (wr >= 0) { /* wr[kh, (kw, ci), co] */
@@ -2157,6 +2162,68 @@ static int conv_weight_walks_no_stick(lctx *c, int w, const convshape *s)
     return flat.coef[1] && flat.coef[1] == flat.coef[0] * s->cout;
 }
 
+/* Every tap's product of xp (and w or wr) added to sum (-1: none) in
+ * y[n, oh, ow, co], the bias (-1: none) with the last; y's buffer. */
+static int conv_taps(lctx *c, int xp, int w, int wr, const convshape *s, int bias, int sum, uint64_t *ops)
+{
+    const int64_t shape[4] = {s->n, s->oh, s->yw, s->cout};
+    gr_ttype yt = ttype(c->p->bufs[xp].type.dtype, 4, shape);
+    ir_index yi = contiguous(&yt);
+    ir_arena *A = &c->p->A;
+    for (int64_t kh = 0; kh < (s->kc ? 1 : s->kh); kh++)
+        for (int64_t kw = 0; kw < s->kw; kw += s->kwf) {
+            int tap = conv_tap(c, xp, w, wr, s, kh, kw, ops);
+            int body = ir_load(A, tap, yt.dtype, &yi);
+            if (sum >= 0)
+                body = ir_op2(A, IR_ADD, body, ir_load(A, sum, yt.dtype, &yi));
+            if (bias >= 0 && (s->kc || kh == s->kh - 1) && kw + s->kwf == s->kw)
+                body = ir_op2(A, IR_ADD, body, conv_bias(c, bias, yt.dtype, ops));
+            if (body == ir_load(A, tap, yt.dtype, &yi)) {
+                sum = tap;
+                continue;
+            }
+            sum = conv_copy(c, &yt, body, "conv_sum", ops, -1);
+        }
+    return sum;
+}
+
+/* Input channels per K block of a conv whose channels-last copy reads x
+ * across its sticks and whose rows-first copy (conv_rows_first: a row of
+ * the copy stages a stick per channel, in two slots) still misses the
+ * target's LX, or 0 (one block).  DeepLab's ASPP projection, 1,280
+ * channels (332,800 bytes of LX a row on spyre-4core), runs as 5 blocks
+ * of 256, each a copy and a product of K = 256 summed. */
+static int64_t conv_kblock(lctx *c, int x, const convshape *s)
+{
+    const chip_config *cfg = c->p->opts.target;
+    if (!cfg || s->g != 1 || s->chan || s->kc || s->kwf != 1 ||
+        2 * s->cin * (int64_t)cfg->stick_bytes <= (int64_t)cfg->lx_usable_bytes)
+        return 0;
+    ir_index co[4] = {ir_idx_var(0), ir_idx_var(3), ir_idx_var(1), ir_idx_var(2)};
+    if (s->nsp == 1)
+        co[2] = ir_idx_var(2);
+    int strided = 0;
+    ir_expr_walk(&c->p->A, read_at(c, x, co), strided_lane, &strided);
+    const int64_t lanes = cfg->stick_bytes / 2, blk = (int64_t)cfg->lx_usable_bytes / (4 * cfg->stick_bytes) / lanes * lanes;
+    return strided ? (blk > lanes ? blk : lanes) : 0;
+}
+
+/* The conv as K blocks of blk input channels (conv_kblock): each block's
+ * channels-last copy of x and its taps, added to the blocks' before. */
+static int conv_kblocks(lctx *c, int x, int w, int bias, const convshape *s, int64_t blk, uint64_t *ops)
+{
+    as_buffer_view(c, w);
+    ops_of(c, ops, w);
+    int sum = -1;
+    for (int64_t c0 = 0; c0 < s->cin; c0 += blk) {
+        convshape b = *s;
+        b.c0 = c0;
+        b.cin = (blk < s->cin - c0 ? blk : s->cin - c0);
+        sum = conv_taps(c, conv_padded(c, x, &b), w, -1, &b, c0 + blk >= s->cin ? bias : -1, sum, ops);
+    }
+    return sum;
+}
+
 static void l_convolution(lctx *c, int out, int opi)
 {
     (void)opi;
@@ -2180,14 +2247,20 @@ static void l_convolution(lctx *c, int out, int opi)
         free(ops);
         return;
     }
-    /* the stem's weight copy first: it needs nothing the input's copies make */
-    int wq = s.chan ? conv_weight_rows(c, w, &s) : -1;
-    int xp = s.chan ? conv_padded_rows(c, x, &s) : conv_padded(c, x, &s), wr = -1;
     gr_ttype t = xt;
     t.shape[1] = s.cout;
     if (s.nsp == 2)
         t.shape[2] = s.oh;
     t.shape[t.rank - 1] = s.ow;
+    const int64_t blk = conv_kblock(c, x, &s);
+    if (blk) {
+        conv_result(c, out, conv_kblocks(c, x, w, bias, &s, blk, ops), &t);
+        free(ops);
+        return;
+    }
+    /* the stem's weight copy first: it needs nothing the input's copies make */
+    int wq = s.chan ? conv_weight_rows(c, w, &s) : -1;
+    int xp = s.chan ? conv_padded_rows(c, x, &s) : conv_padded(c, x, &s), wr = -1;
     if (s.g == s.cin && s.cout == s.cin && s.g > 1) {
         conv_result(c, out, conv_depthwise(c, xp, w, bias, &s, ops), &t);
         free(ops);
@@ -2198,10 +2271,6 @@ static void l_convolution(lctx *c, int out, int opi)
     else
         as_buffer_view(c, w);
     ops_of(c, ops, w);
-    const int64_t shape[4] = {s.n, s.oh, s.yw, s.cout};
-    gr_ttype yt = ttype(xt.dtype, 4, shape);
-    ir_index yi = contiguous(&yt);
-    ir_arena *A = &c->p->A;
     int sum = -1;
     if (s.chan) {
         s.kc = conv_kc_chan(&s);
@@ -2212,21 +2281,7 @@ static void l_convolution(lctx *c, int out, int opi)
         if (s.kc != s.kh * s.kw * s.cin) /* rows padded */
             wr = conv_im2col_weight(c, wr, &s, ops);
     }
-    for (int64_t kh = 0; kh < (s.kc ? 1 : s.kh); kh++)
-        for (int64_t kw = 0; kw < s.kw; kw += s.kwf) {
-            int tap = conv_tap(c, xp, w, wr, &s, kh, kw, ops);
-            int body = ir_load(A, tap, yt.dtype, &yi);
-            if (sum >= 0)
-                body = ir_op2(A, IR_ADD, body, ir_load(A, sum, yt.dtype, &yi));
-            if (bias >= 0 && (s.kc || kh == s.kh - 1) && kw + s.kwf == s.kw)
-                body = ir_op2(A, IR_ADD, body, conv_bias(c, bias, yt.dtype, ops));
-            if (body == ir_load(A, tap, yt.dtype, &yi)) {
-                sum = tap;
-                continue;
-            }
-            sum = conv_copy(c, &yt, body, "conv_sum", ops, -1);
-        }
-    conv_result(c, out, sum, &t);
+    conv_result(c, out, conv_taps(c, xp, w, wr, &s, bias, sum, ops), &t);
     free(ops);
 }
 
