@@ -1536,6 +1536,7 @@ typedef struct {
     int64_t s[2], p[2], d[2]; /* H then W */
     int nsp;                  /* spatial dims of the op: 1 or 2 */
     int64_t c0;               /* the first input channel of this K block (cin of them) */
+    int kblocks;              /* the conv runs as K blocks (conv_kblock) */
 } convshape;
 
 /* One of stride, padding, dilation: a list of nsp ints (or one for all). */
@@ -1695,6 +1696,61 @@ static int conv_copy(lctx *c, const gr_ttype *t, int body, const char *name, con
     return c->bases[b].buf;
 }
 
+/* A comparison of variable v's affine index with a constant decided over
+ * v in [0, n) (every other variable's coefficient 0): 1 or 0; else -1. */
+static int chan_cmp_known(const ir_arena *A, const ir_expr *x, int v, int64_t n)
+{
+    if (x->kind != IR_E_OP || x->b < 0 || A->e[x->a].kind != IR_E_INDEX || A->e[x->b].kind != IR_E_CONST)
+        return -1;
+    const ir_index *i = &A->e[x->a].idx;
+    for (int d = 0; d < IR_MAX_VARS; d++)
+        if (d != v && i->coef[d])
+            return -1;
+    const int64_t a = i->offset, b = i->offset + i->coef[v] * (n - 1);
+    const int64_t lo = a < b ? a : b, hi = a < b ? b : a;
+    const double k = A->e[x->b].value;
+    switch (x->op) {
+    case IR_LT: return hi < k ? 1 : lo >= k ? 0 : -1;
+    case IR_GE: return lo >= k ? 1 : hi < k ? 0 : -1;
+    default: return -1;
+    }
+}
+
+static int prune_chan_rec(ir_arena *A, int e, int v, int64_t n, int *memo)
+{
+    if (memo[e] >= 0)
+        return memo[e];
+    const ir_expr x = A->e[e]; /* a copy: interning may move the arena */
+    int r = e;
+    if (x.kind == IR_E_WHERE) {
+        const int known = chan_cmp_known(A, &A->e[x.a], v, n);
+        if (known >= 0)
+            r = prune_chan_rec(A, known ? x.b : x.c, v, n, memo);
+        else
+            r = ir_where(A, x.a, prune_chan_rec(A, x.b, v, n, memo), prune_chan_rec(A, x.c, v, n, memo));
+    } else if (x.kind == IR_E_OP) {
+        const int a = prune_chan_rec(A, x.a, v, n, memo);
+        r = x.b < 0 ? ir_op1(A, x.op, a) : ir_op2(A, x.op, a, prune_chan_rec(A, x.b, v, n, memo));
+    } else if (x.kind == IR_E_CAST) {
+        r = ir_cast(A, prune_chan_rec(A, x.a, v, n, memo), x.dtype);
+    }
+    return memo[e] = r;
+}
+
+/* Body e of a K block's copy without the cat pieces (where-chains on the
+ * channel, variable v in [0, n)) the block's channels lie outside: a block
+ * reads only its own pieces. */
+static int prune_chan(lctx *c, int e, int v, int64_t n)
+{
+    ir_arena *A = &c->p->A;
+    int *memo = ir_xalloc((size_t)(e + 1) * sizeof *memo);
+    for (int i = 0; i <= e; i++)
+        memo[i] = -1;
+    const int r = prune_chan_rec(A, e, v, n, memo);
+    free(memo);
+    return r;
+}
+
 /* x (N, C, H, W) copied into xt[n, h, c, w], its lanes still along w
  * (every row one stick of x), and read back at (n, c, h, w) = co: a
  * channels-last copy of an NCHW x stages only the sticks of a few rows of
@@ -1708,7 +1764,10 @@ static int conv_rows_first(lctx *c, int x, const convshape *s, const ir_index *c
     xc[1].offset = s->c0;
     if (s->nsp == 1)
         xc[2] = ir_idx_var(3);
-    int buf = conv_copy(c, &t, read_at(c, x, xc), "conv_rows", NULL, x);
+    int body = read_at(c, x, xc);
+    if (s->kblocks)
+        body = prune_chan(c, body, 2, s->cin);
+    int buf = conv_copy(c, &t, body, "conv_rows", NULL, x);
     ir_index row = contiguous(&t), at[4] = {co[0], s->nsp == 2 ? co[2] : ir_idx_const(0), co[1], co[3]};
     at[2].offset -= s->c0;
     ir_index idx = ir_idx_compose(&row, 4, at);
@@ -1773,6 +1832,8 @@ static int conv_padded(lctx *c, int x, const convshape *s)
     co[2] = s->nsp == 2 ? hv : wv;
     co[3] = wv;
     int body = read_at(c, x, co), cond = -1, strided = 0;
+    if (s->kblocks)
+        body = prune_chan(c, body, 3, s->cin);
     ir_expr_walk(A, body, strided_lane, &strided);
     if (strided && s->cin > 1 &&
         ((s->cin < CONV_ROWS_FIRST_MAX_C && s->w >= CONV_ROWS_FIRST_MIN_W) || conv_span_unfit(c, s, body)))
@@ -2218,6 +2279,7 @@ static int conv_kblocks(lctx *c, int x, int w, int bias, const convshape *s, int
     for (int64_t c0 = 0; c0 < s->cin; c0 += blk) {
         convshape b = *s;
         b.c0 = c0;
+        b.kblocks = 1;
         b.cin = (blk < s->cin - c0 ? blk : s->cin - c0);
         sum = conv_taps(c, conv_padded(c, x, &b), w, -1, &b, c0 + blk >= s->cin ? bias : -1, sum, ops);
     }
