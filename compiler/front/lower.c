@@ -406,7 +406,6 @@ static void set_computed(lctx *c, int v, const gr_ttype *t, int body, const uint
     set_whole(c, v, b);
 }
 
-/* Value w a view of v: v's coordinate d is coords[d] over w's. */
 static void note_gather(void *ctx, const ir_expr *x)
 {
     *(int *)ctx |= x->kind == IR_E_ILOAD;
@@ -434,6 +433,7 @@ static void realize_turned_gather(lctx *c, int v, const ir_index *coords, int ra
         realize_for_reuse(c, v);
 }
 
+/* Value w a view of v: v's coordinate d is coords[d] over w's. */
 static void set_view(lctx *c, int w, int v, const gr_ttype *t, const ir_index *coords)
 {
     realize_turned_gather(c, v, coords, t->rank);
