@@ -374,14 +374,20 @@ static void realize_for_reuse(lctx *c, int v)
         realize_copy(c, v, c->d->values[v].name);
 }
 
-/* Count the loads walking (n, c, [d,] h, w) channels-last (lanes along c,
- * w strided: a conv's y) and NCHW (lanes along w); cnt[2] is w's variable. */
+/* The loads walking (n, c, [d,] h, w) channels-last (lanes along c, w
+ * strided: a conv's y, a buffer of rank 4 or 5; not Swin's bias gathered
+ * as [N, heads]) and NCHW (lanes along w), w being variable wv. */
+typedef struct {
+    const lctx *c;
+    int cl, nchw, wv;
+} layout_count;
+
 static void count_layouts(void *ctx, const ir_expr *x)
 {
-    int *cnt = ctx;
+    layout_count *q = ctx;
     if (x->kind == IR_E_LOAD) {
-        cnt[0] += x->idx.coef[1] == 1 && x->idx.coef[cnt[2]] > 1;
-        cnt[1] += x->idx.coef[cnt[2]] == 1;
+        q->cl += x->idx.coef[1] == 1 && x->idx.coef[q->wv] > 1 && q->c->p->bufs[x->buf].type.rank >= 4;
+        q->nchw += x->idx.coef[q->wv] == 1;
     }
 }
 
@@ -396,10 +402,11 @@ static int is_graph_output(lctx *c, int v);
  * another to read back). */
 static void set_computed(lctx *c, int v, const gr_ttype *t, int body, const uint64_t *ops)
 {
-    int b = new_base(c, t, body, c->d->values[v].name), cnt[3] = {0, 0, t->rank - 1};
+    int b = new_base(c, t, body, c->d->values[v].name);
     if ((t->rank == 4 || t->rank == 5) && !is_graph_output(c, v)) {
-        ir_expr_walk(&c->p->A, body, count_layouts, cnt);
-        c->bases[b].cl = cnt[0] > 0 && cnt[0] >= cnt[1];
+        layout_count q = {c, 0, 0, t->rank - 1};
+        ir_expr_walk(&c->p->A, body, count_layouts, &q);
+        c->bases[b].cl = q.cl > 0 && q.cl >= q.nchw;
     }
     ops_or(c, c->bases[b].ops, ops);
     ops_add_cur(c, c->bases[b].ops);
