@@ -4412,6 +4412,14 @@ static void test_a_conv_whose_channel_row_misses_lx_runs_in_k_blocks(void)
     TU_ASSERT_CONTAINS(report, "matmul [16, 32 | 256]");
     free(report);
     expect_text_runs_natively_and_validates_on_both_chips(text);
+    /* a padded, dilated 3x3 (a tap a product): every block's taps */
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph kblocks_taps\n"
+        "input %a: f32[1, 700, 6, 5]\n"
+        "input %w: f32[16, 700, 3, 3]\n"
+        "input %bias: f32[16]\n"
+        "%y: f32[1, 16, 6, 5] = aten.convolution.default(%a, %w, %bias, [1, 1], [2, 2], [2, 2], False, [0, 0], 1)\n"
+        "output %y\n");
 }
 
 /* Swin's bias table and index are parameters (a weight and a buffer): the
