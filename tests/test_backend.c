@@ -4411,6 +4411,78 @@ static void test_a_swin_attention_with_a_gathered_bias_compiles_and_validates(vo
     expect_text_runs_natively_and_validates_on_both_chips(text);
 }
 
+/* A 1x1 conv over 768 channels read across their sticks (a cat of NCHW
+ * values) needs 199,680 bytes of LX a row of its channels-last copy on
+ * spyre-4core, more than a core has: it runs as K blocks of 256 channels
+ * (the middle block straddling the cat's pieces), each a copy and a
+ * product, summed (DeepLab's ASPP projection, 1,280 channels, ran on the
+ * host). */
+static void test_a_conv_whose_channel_row_misses_lx_runs_in_k_blocks(void)
+{
+    const char *text = "graph kblocks\n"
+                       "input %a: f32[1, 384, 4, 4]\n"
+                       "input %b: f32[1, 384, 4, 4]\n"
+                       "input %w: f32[32, 768, 1, 1]\n"
+                       "input %bias: f32[32]\n"
+                       "%r: f32[1, 384, 4, 4] = aten.relu.default(%a)\n"
+                       "%x: f32[1, 768, 4, 4] = aten.cat.default([%r, %b], 1)\n"
+                       "%y: f32[1, 32, 4, 4] = aten.convolution.default(%x, %w, %bias, [1, 1], [0, 0], [1, 1], False, "
+                       "[0, 0], 1)\n"
+                       "output %y\n";
+    char *report = NULL;
+    isa_program_free(compile_reroll(text, "spyre-4core", 0, &report));
+    TU_ASSERT_CONTAINS(report, "matmul [16, 32 | 256]");
+    free(report);
+    expect_text_runs_natively_and_validates_on_both_chips(text);
+    /* a padded, dilated 3x3 (a tap a product): every block's taps */
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph kblocks_taps\n"
+        "input %a: f32[1, 700, 6, 5]\n"
+        "input %w: f32[16, 700, 3, 3]\n"
+        "input %bias: f32[16]\n"
+        "%y: f32[1, 16, 6, 5] = aten.convolution.default(%a, %w, %bias, [1, 1], [2, 2], [2, 2], False, [0, 0], 1)\n"
+        "output %y\n");
+}
+
+/* Swin's bias table and index are parameters (a weight and a buffer): the
+ * rows the index picks are the row gather (one DMA a row, not one-hot over
+ * the table's 49 rows per element: swin 33,880 -> 18,166 cycles on spyre),
+ * its [N, heads] result read permuted from its own buffer. */
+static void test_a_table_indexed_by_a_parameter_is_a_row_gather_and_validates(void)
+{
+    float tab[50];
+    int64_t rel[81];
+    for (int k = 0; k < 50; k++)
+        tab[k] = (float)((k * 37) % 50) / 25.0f - 1.0f;
+    for (int k = 0; k < 81; k++)
+        rel[k] = (k / 9 - k % 9 + 8) * 3 % 25;
+    rt_st_entry e[2] = {{.name = "tab", .dtype = RT_ST_F32, .rank = 2, .shape = {25, 2}, .data = tab},
+                        {.name = "rel", .dtype = RT_ST_I64, .rank = 2, .shape = {9, 9}, .data = rel}};
+    char path[1024], err[256], text[2048];
+    tu_tmpfile(".safetensors", path, sizeof path);
+    CU_ASSERT_EQUAL_FATAL(rt_st_write(path, e, 2, err, sizeof err), 0);
+    snprintf(text, sizeof text,
+             "graph swin_rows\n"
+             "weights \"%s\"\n"
+             "input %%s: f32[4, 2, 9, 9]\n"
+             "param %%tab: f32[25, 2] = \"tab\"\n"
+             "param %%rel: i64[9, 9] = \"rel\"\n"
+             "%%flat: i64[81] = aten.view.default(%%rel, [-1])\n"
+             "%%index: f32[81, 2] = aten.index.Tensor(%%tab, [%%flat])\n"
+             "%%view: f32[9, 9, 2] = aten.view.default(%%index, [9, 9, -1])\n"
+             "%%permute: f32[2, 9, 9] = aten.permute.default(%%view, [2, 0, 1])\n"
+             "%%unsqueeze: f32[1, 2, 9, 9] = aten.unsqueeze.default(%%permute, 0)\n"
+             "%%add: f32[4, 2, 9, 9] = aten.add.Tensor(%%s, %%unsqueeze)\n"
+             "output %%add\n",
+             path);
+    char *report = NULL;
+    isa_program_free(compile_reroll(text, "spyre", 0, &report));
+    TU_ASSERT_CONTAINS(report, "_index: pointwise [81, 2]"); /* one-hot would reduce over the rows */
+    free(report);
+    expect_text_runs_natively_and_validates_on_both_chips(text);
+    remove(path);
+}
+
 /* Issue 14: an uneven adaptive max pool refused its indices.  Each is the
  * first maximum of its window in row-major order (window i of an axis:
  * [floor(i in / out), ceil((i + 1) in / out))), which the test finds
@@ -6573,6 +6645,9 @@ int main(void)
          test_gpt2_block_with_a_minus_inf_causal_mask_validates_on_both_chips},
         {"an embedding gathers rows by dma.gather and validates on both chips",
          test_embedding_gathers_rows_by_dma_gather_and_validates_on_both_chips},
+        {"a conv whose channel row misses LX runs in K blocks", test_a_conv_whose_channel_row_misses_lx_runs_in_k_blocks},
+        {"a table indexed by a parameter is a row gather and validates",
+         test_a_table_indexed_by_a_parameter_is_a_row_gather_and_validates},
         {"a gather the back half cannot emit is a clear error", test_a_gather_the_back_half_cannot_emit_is_a_clear_error},
         {"a gather concatenated along its rows runs on the device and validates",
          test_a_gather_concatenated_along_its_rows_runs_on_the_device_and_validates},

@@ -561,23 +561,29 @@ static int reads_data(dctx *c, int v)
     return r;
 }
 
-/* Whether value v is an arange seen through views (the lowering reads the
- * table's rows at those positions by a plain load). */
-static int is_positions(dctx *c, int v)
+/* The value v is a view of: the first value along its views' sources
+ * that is not a view node. */
+static int viewed_value(dctx *c, int v)
 {
     static const char *const views[] = {"unsqueeze", "slice", "expand", "view", "_reshape_alias", "reshape", "squeeze"};
     while (c->d->values[v].kind == GR_VAL_NODE) {
         const gr_node *n = &c->d->nodes[c->d->values[v].node];
-        if (!strcmp(n->base, "arange"))
-            return 1;
         int view = 0;
         for (size_t i = 0; i < sizeof views / sizeof *views; i++)
             view |= !strcmp(n->base, views[i]);
         if (!view || !n->nargs || n->args[0].kind != GR_ARG_VALUE)
-            return 0;
+            return v;
         v = n->args[0].value;
     }
-    return 0;
+    return v;
+}
+
+/* Whether value v is an arange seen through views (the lowering reads the
+ * table's rows at those positions by a plain load). */
+static int is_positions(dctx *c, int v)
+{
+    const gr_value *r = &c->d->values[viewed_value(c, v)];
+    return r->kind == GR_VAL_NODE && !strcmp(c->d->nodes[r->node].base, "arange");
 }
 
 int dc_r_embedding(dctx *c, const gr_node *n, int *out)
@@ -690,6 +696,16 @@ static int several_indices(dctx *c, const gr_node *n, int x)
     return dc_reshape(c, r, to.rank, to.shape);
 }
 
+/* A 2-D table's rows picked by a parameter (a buffer of the model, seen
+ * through views: Swin's relative-position index) are the back half's row
+ * gather, one DMA per row where one-hot costs the table's rows per
+ * element.  Only a parameter's: an input's negative position wraps in
+ * PyTorch, where the gather's DMA faults on it. */
+static int param_rows(dctx *c, int x, int d, int idx)
+{
+    return dc_T(c, x).rank == 2 && d == 0 && c->d->values[viewed_value(c, idx)].kind == GR_VAL_PARAM;
+}
+
 /* index.Tensor(self, indices) with one integer index tensor (the others
  * None): x with that dim replaced by the index's shape; several: as
  * several_indices.  Bool masks (a data-dependent shape) stay for the host. */
@@ -703,9 +719,6 @@ int dc_r_index(dctx *c, const gr_node *n, int *out)
     if (ix < 0 || d >= t.rank || dc_T(c, ix).dtype == GR_BOOL || dc_is_float(dc_T(c, ix).dtype) || !t.shape[d])
         return 0;
     gr_ttype ti = dc_T(c, ix), to;
-    int64_t m = dc_numel(&ti);
-    int flat = ti.rank == 1 ? ix : dc_reshape(c, ix, 1, &m);
-    int r = select_one_hot(c, x, d, flat, 1); /* one-hot: a negative position wraps, as Python's */
     to.dtype = t.dtype;
     to.rank = 0;
     for (int i = 0; i < t.rank; i++)
@@ -716,6 +729,13 @@ int dc_r_index(dctx *c, const gr_node *n, int *out)
                 to.shape[to.rank++] = ti.shape[j];
     if (to.rank > GR_MAX_RANK)
         return 0;
+    if (param_rows(c, x, d, ix)) {
+        out[0] = DC_EMIT(c, "aten.embedding.default", to, da_val(x), da_val(ix));
+        return 1;
+    }
+    int64_t m = dc_numel(&ti);
+    int flat = ti.rank == 1 ? ix : dc_reshape(c, ix, 1, &m);
+    int r = select_one_hot(c, x, d, flat, 1); /* one-hot: a negative position wraps, as Python's */
     out[0] = dc_reshape(c, r, to.rank, to.shape);
     return 1;
 }

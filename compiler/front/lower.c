@@ -374,14 +374,20 @@ static void realize_for_reuse(lctx *c, int v)
         realize_copy(c, v, c->d->values[v].name);
 }
 
-/* Count the loads walking (n, c, [d,] h, w) channels-last (lanes along c,
- * w strided: a conv's y) and NCHW (lanes along w); cnt[2] is w's variable. */
+/* The loads walking (n, c, [d,] h, w) channels-last (lanes along c, w
+ * strided: a conv's y, a buffer of rank 4 or 5; not Swin's bias gathered
+ * as [N, heads]) and NCHW (lanes along w), w being variable wv. */
+typedef struct {
+    const lctx *c;
+    int cl, nchw, wv;
+} layout_count;
+
 static void count_layouts(void *ctx, const ir_expr *x)
 {
-    int *cnt = ctx;
+    layout_count *q = ctx;
     if (x->kind == IR_E_LOAD) {
-        cnt[0] += x->idx.coef[1] == 1 && x->idx.coef[cnt[2]] > 1;
-        cnt[1] += x->idx.coef[cnt[2]] == 1;
+        q->cl += x->idx.coef[1] == 1 && x->idx.coef[q->wv] > 1 && q->c->p->bufs[x->buf].type.rank >= 4;
+        q->nchw += x->idx.coef[q->wv] == 1;
     }
 }
 
@@ -396,19 +402,48 @@ static int is_graph_output(lctx *c, int v);
  * another to read back). */
 static void set_computed(lctx *c, int v, const gr_ttype *t, int body, const uint64_t *ops)
 {
-    int b = new_base(c, t, body, c->d->values[v].name), cnt[3] = {0, 0, t->rank - 1};
+    int b = new_base(c, t, body, c->d->values[v].name);
     if ((t->rank == 4 || t->rank == 5) && !is_graph_output(c, v)) {
-        ir_expr_walk(&c->p->A, body, count_layouts, cnt);
-        c->bases[b].cl = cnt[0] > 0 && cnt[0] >= cnt[1];
+        layout_count q = {c, 0, 0, t->rank - 1};
+        ir_expr_walk(&c->p->A, body, count_layouts, &q);
+        c->bases[b].cl = q.cl > 0 && q.cl >= q.nchw;
     }
     ops_or(c, c->bases[b].ops, ops);
     ops_add_cur(c, c->bases[b].ops);
     set_whole(c, v, b);
 }
 
+static void note_gather(void *ctx, const ir_expr *x)
+{
+    *(int *)ctx |= x->kind == IR_E_ILOAD;
+}
+
+/* Does expression e gather (hold an IR_E_ILOAD)? */
+static int gathers(lctx *c, int e)
+{
+    int any = 0;
+    ir_expr_walk(&c->p->A, e, note_gather, &any);
+    return any;
+}
+
+/* A gather reads whole table rows along its kernel's columns: a view of
+ * an unrealized one whose last dim is not the gather's last (Swin's bias
+ * rows [N, heads] permuted to [heads, N]) is read from its own buffer. */
+static void realize_turned_gather(lctx *c, int v, const ir_index *coords, int rank)
+{
+    const lval *V = val(c, v);
+    const lbase *B = &c->bases[V->base];
+    if (B->buf >= 0 || !rank || !gathers(c, B->body))
+        return;
+    ir_index last = ir_idx_compose(&V->map[B->type.rank - 1], V->type.rank, coords);
+    if (last.coef[rank - 1] != 1)
+        realize_for_reuse(c, v);
+}
+
 /* Value w a view of v: v's coordinate d is coords[d] over w's. */
 static void set_view(lctx *c, int w, int v, const gr_ttype *t, const ir_index *coords)
 {
+    realize_turned_gather(c, v, coords, t->rank);
     const lval *V = val(c, v);
     lval *W = val(c, w);
     int rank = c->bases[V->base].type.rank;
@@ -752,19 +787,6 @@ static void l_tri(lctx *c, int out, int upper)
     int x = operand_expr(c, &o, &t, t.dtype, ops);
     set_computed(c, out, &t, ir_where(A, cond, x, ir_const(A, 0, t.dtype)), ops);
     free(ops);
-}
-
-static void note_gather(void *ctx, const ir_expr *x)
-{
-    *(int *)ctx |= x->kind == IR_E_ILOAD;
-}
-
-/* Does expression e gather (hold an IR_E_ILOAD)? */
-static int gathers(lctx *c, int e)
-{
-    int any = 0;
-    ir_expr_walk(&c->p->A, e, note_gather, &any);
-    return any;
 }
 
 /* cat: a chain of where(i_dim < end of piece, piece at i_dim - its start, ...);
@@ -1520,6 +1542,8 @@ typedef struct {
     int chan;                 /* that K is (ci, kh, kw) instead, each channel's taps padded to whole sticks */
     int64_t s[2], p[2], d[2]; /* H then W */
     int nsp;                  /* spatial dims of the op: 1 or 2 */
+    int64_t c0;               /* the first input channel of this K block (cin of them) */
+    int kblocks;              /* the conv runs as K blocks (conv_kblock) */
 } convshape;
 
 /* One of stride, padding, dilation: a list of nsp ints (or one for all). */
@@ -1679,6 +1703,61 @@ static int conv_copy(lctx *c, const gr_ttype *t, int body, const char *name, con
     return c->bases[b].buf;
 }
 
+/* A comparison of variable v's affine index with a constant decided over
+ * v in [0, n) (every other variable's coefficient 0): 1 or 0; else -1. */
+static int chan_cmp_known(const ir_arena *A, const ir_expr *x, int v, int64_t n)
+{
+    if (x->kind != IR_E_OP || x->b < 0 || A->e[x->a].kind != IR_E_INDEX || A->e[x->b].kind != IR_E_CONST)
+        return -1;
+    const ir_index *i = &A->e[x->a].idx;
+    for (int d = 0; d < IR_MAX_VARS; d++)
+        if (d != v && i->coef[d])
+            return -1;
+    const int64_t a = i->offset, b = i->offset + i->coef[v] * (n - 1);
+    const int64_t lo = a < b ? a : b, hi = a < b ? b : a;
+    const double k = A->e[x->b].value;
+    switch (x->op) {
+    case IR_LT: return hi < k ? 1 : lo >= k ? 0 : -1;
+    case IR_GE: return lo >= k ? 1 : hi < k ? 0 : -1;
+    default: return -1;
+    }
+}
+
+static int prune_chan_rec(ir_arena *A, int e, int v, int64_t n, int *memo)
+{
+    if (memo[e] >= 0)
+        return memo[e];
+    const ir_expr x = A->e[e]; /* a copy: interning may move the arena */
+    int r = e;
+    if (x.kind == IR_E_WHERE) {
+        const int known = chan_cmp_known(A, &A->e[x.a], v, n);
+        if (known >= 0)
+            r = prune_chan_rec(A, known ? x.b : x.c, v, n, memo);
+        else
+            r = ir_where(A, x.a, prune_chan_rec(A, x.b, v, n, memo), prune_chan_rec(A, x.c, v, n, memo));
+    } else if (x.kind == IR_E_OP) {
+        const int a = prune_chan_rec(A, x.a, v, n, memo);
+        r = x.b < 0 ? ir_op1(A, x.op, a) : ir_op2(A, x.op, a, prune_chan_rec(A, x.b, v, n, memo));
+    } else if (x.kind == IR_E_CAST) {
+        r = ir_cast(A, prune_chan_rec(A, x.a, v, n, memo), x.dtype);
+    }
+    return memo[e] = r;
+}
+
+/* Body e of a K block's copy without the cat pieces (where-chains on the
+ * channel, variable v in [0, n)) the block's channels lie outside: a block
+ * reads only its own pieces. */
+static int prune_chan(lctx *c, int e, int v, int64_t n)
+{
+    ir_arena *A = &c->p->A;
+    int *memo = ir_xalloc((size_t)(e + 1) * sizeof *memo);
+    for (int i = 0; i <= e; i++)
+        memo[i] = -1;
+    const int r = prune_chan_rec(A, e, v, n, memo);
+    free(memo);
+    return r;
+}
+
 /* x (N, C, H, W) copied into xt[n, h, c, w], its lanes still along w
  * (every row one stick of x), and read back at (n, c, h, w) = co: a
  * channels-last copy of an NCHW x stages only the sticks of a few rows of
@@ -1689,26 +1768,56 @@ static int conv_rows_first(lctx *c, int x, const convshape *s, const ir_index *c
     const int64_t shape[4] = {s->n, s->h, s->cin, s->w};
     gr_ttype t = ttype(vtype(c, x)->dtype, 4, shape);
     ir_index xc[4] = {ir_idx_var(0), ir_idx_var(2), ir_idx_var(1), ir_idx_var(3)};
+    xc[1].offset = s->c0;
     if (s->nsp == 1)
         xc[2] = ir_idx_var(3);
-    int buf = conv_copy(c, &t, read_at(c, x, xc), "conv_rows", NULL, x);
+    int body = read_at(c, x, xc);
+    if (s->kblocks)
+        body = prune_chan(c, body, 2, s->cin);
+    int buf = conv_copy(c, &t, body, "conv_rows", NULL, x);
     ir_index row = contiguous(&t), at[4] = {co[0], s->nsp == 2 ? co[2] : ir_idx_const(0), co[1], co[3]};
+    at[2].offset -= s->c0;
     ir_index idx = ir_idx_compose(&row, 4, at);
     return ir_load(&c->p->A, buf, t.dtype, &idx);
 }
 
-/* Would the channels-last copy of an NCHW x read across its sticks miss
- * the target's LX?  A row of the copy (one pixel, every channel) stages
- * the sticks its channels span, (C - 1) H of x's rows, in two slots: on
- * the 4-core chip 64 channels at 56 x 56 need 904,704 bytes (ResNet-18's
- * first 3x3 after its max pool).  The rows-first copy stages C sticks. */
-static int conv_span_unfit(const lctx *c, const convshape *s)
+/* The sticks between one channel's and the next's in the loads of a
+ * copy's body that walk their buffer across rows along the channel
+ * (variable 3), each buffer's rows a stick or more: at most. */
+typedef struct {
+    const lctx *c;
+    int64_t lanes, step;
+} chan_step;
+
+static void note_chan_step(void *ctx, const ir_expr *x)
+{
+    chan_step *q = ctx;
+    if (x->kind != IR_E_LOAD || x->idx.coef[3] == 0 || x->idx.coef[3] == 1)
+        return;
+    const gr_ttype *bt = &q->c->p->bufs[x->buf].type;
+    const int64_t row = bt->rank ? bt->shape[bt->rank - 1] : 1, coef = x->idx.coef[3] < 0 ? -x->idx.coef[3] : x->idx.coef[3];
+    const int64_t step = (coef + row - 1) / (row ? row : 1) * ((row + q->lanes - 1) / q->lanes);
+    q->step = step > q->step ? step : q->step;
+}
+
+/* Would the channels-last copy of an NCHW x (its expression body) read
+ * across its sticks miss the target's LX?  A row of the copy (one pixel,
+ * every channel) stages the sticks its channels span, (C - 1) H of x's
+ * rows, in two slots: on the 4-core chip 64 channels at 56 x 56 need
+ * 904,704 bytes (ResNet-18's first 3x3 after its max pool); more when a
+ * buffer body reads has shorter rows than x (MobileViT's fold, 32
+ * channels of 8 x 8 from rows of 2: 254,464).  The rows-first copy stages
+ * C sticks. */
+static int conv_span_unfit(const lctx *c, const convshape *s, int body)
 {
     const chip_config *cfg = c->p->opts.target;
     if (!cfg)
         return 0;
-    int64_t lanes = cfg->stick_bytes / 2, rows = (s->w + lanes - 1) / lanes;
-    int64_t span = ((s->cin - 1) * s->h * rows + 1) * (int64_t)cfg->stick_bytes;
+    chan_step q = {c, cfg->stick_bytes / 2, 0};
+    ir_expr_walk(&c->p->A, body, note_chan_step, &q);
+    int64_t step = s->h * ((s->w + q.lanes - 1) / q.lanes);
+    step = q.step > step ? q.step : step;
+    int64_t span = ((s->cin - 1) * step + 1) * (int64_t)cfg->stick_bytes;
     return 2 * span > (int64_t)cfg->lx_usable_bytes;
 }
 
@@ -1726,6 +1835,7 @@ static int conv_padded(lctx *c, int x, const convshape *s)
     ir_index co[4], hv = ir_idx_var(1), wv = ir_idx_var(vw);
     co[0] = ir_idx_var(0);
     co[1] = ir_idx_var(5 - vw);
+    co[1].offset = s->c0;
     hv.coef[1] = s->cs[0];
     wv.coef[vw] = s->cs[1];
     hv.offset = -s->p[0];
@@ -1733,9 +1843,11 @@ static int conv_padded(lctx *c, int x, const convshape *s)
     co[2] = s->nsp == 2 ? hv : wv;
     co[3] = wv;
     int body = read_at(c, x, co), cond = -1, strided = 0;
+    if (s->kblocks)
+        body = prune_chan(c, body, 5 - vw, s->cin);
     ir_expr_walk(A, body, strided_lane, &strided);
     if (strided && s->cin > 1 &&
-        ((s->cin < CONV_ROWS_FIRST_MAX_C && s->w >= CONV_ROWS_FIRST_MIN_W) || conv_span_unfit(c, s)))
+        ((s->cin < CONV_ROWS_FIRST_MAX_C && s->w >= CONV_ROWS_FIRST_MIN_W) || conv_span_unfit(c, s, body)))
         body = conv_rows_first(c, x, s, co);
     for (int i = 0; i < 2; i++) {
         if (!s->p[i])
@@ -1908,6 +2020,7 @@ static int conv_tap(lctx *c, int xp, int w, int wr, const convshape *s, int64_t 
     wc[0] = ir_idx_var(VNN);
     wc[0].coef[VG] = cog;
     wc[1] = ir_idx_var(VK);
+    wc[1].offset = s->c0;
     wc[2] = ir_idx_const(s->nsp == 2 ? kh : kw);
     wc[3] = ir_idx_const(kw);
     if (wr >= 0) { /* wr[kh, (kw, ci), co] */
@@ -2159,6 +2272,69 @@ static int conv_weight_walks_no_stick(lctx *c, int w, const convshape *s)
     return flat.coef[1] && flat.coef[1] == flat.coef[0] * s->cout;
 }
 
+/* Every tap's product of xp (and w or wr) added to sum (-1: none) in
+ * y[n, oh, ow, co], the bias (-1: none) with the last; y's buffer. */
+static int conv_taps(lctx *c, int xp, int w, int wr, const convshape *s, int bias, int sum, uint64_t *ops)
+{
+    const int64_t shape[4] = {s->n, s->oh, s->yw, s->cout};
+    gr_ttype yt = ttype(c->p->bufs[xp].type.dtype, 4, shape);
+    ir_index yi = contiguous(&yt);
+    ir_arena *A = &c->p->A;
+    for (int64_t kh = 0; kh < (s->kc ? 1 : s->kh); kh++)
+        for (int64_t kw = 0; kw < s->kw; kw += s->kwf) {
+            int tap = conv_tap(c, xp, w, wr, s, kh, kw, ops);
+            int body = ir_load(A, tap, yt.dtype, &yi);
+            if (sum >= 0)
+                body = ir_op2(A, IR_ADD, body, ir_load(A, sum, yt.dtype, &yi));
+            if (bias >= 0 && (s->kc || kh == s->kh - 1) && kw + s->kwf == s->kw)
+                body = ir_op2(A, IR_ADD, body, conv_bias(c, bias, yt.dtype, ops));
+            if (body == ir_load(A, tap, yt.dtype, &yi)) {
+                sum = tap;
+                continue;
+            }
+            sum = conv_copy(c, &yt, body, "conv_sum", ops, -1);
+        }
+    return sum;
+}
+
+/* Input channels per K block of a conv whose channels-last copy reads x
+ * across its sticks and whose rows-first copy (conv_rows_first: a row of
+ * the copy stages a stick per channel, in two slots) still misses the
+ * target's LX, or 0 (one block).  DeepLab's ASPP projection, 1,280
+ * channels (332,800 bytes of LX a row on spyre-4core), runs as 5 blocks
+ * of 256, each a copy and a product of K = 256 summed. */
+static int64_t conv_kblock(lctx *c, int x, const convshape *s)
+{
+    const chip_config *cfg = c->p->opts.target;
+    if (!cfg || s->g != 1 || s->chan || s->kc || s->kwf != 1 ||
+        2 * s->cin * (int64_t)cfg->stick_bytes <= (int64_t)cfg->lx_usable_bytes)
+        return 0;
+    ir_index co[4] = {ir_idx_var(0), ir_idx_var(3), ir_idx_var(1), ir_idx_var(2)};
+    if (s->nsp == 1)
+        co[2] = ir_idx_var(2);
+    int strided = 0;
+    ir_expr_walk(&c->p->A, read_at(c, x, co), strided_lane, &strided);
+    const int64_t lanes = cfg->stick_bytes / 2, blk = (int64_t)cfg->lx_usable_bytes / (4 * cfg->stick_bytes) / lanes * lanes;
+    return strided ? (blk > lanes ? blk : lanes) : 0;
+}
+
+/* The conv as K blocks of blk input channels (conv_kblock): each block's
+ * channels-last copy of x and its taps, added to the blocks' before. */
+static int conv_kblocks(lctx *c, int x, int w, int bias, const convshape *s, int64_t blk, uint64_t *ops)
+{
+    as_buffer_view(c, w);
+    ops_of(c, ops, w);
+    int sum = -1;
+    for (int64_t c0 = 0; c0 < s->cin; c0 += blk) {
+        convshape b = *s;
+        b.c0 = c0;
+        b.kblocks = 1;
+        b.cin = (blk < s->cin - c0 ? blk : s->cin - c0);
+        sum = conv_taps(c, conv_padded(c, x, &b), w, -1, &b, c0 + blk >= s->cin ? bias : -1, sum, ops);
+    }
+    return sum;
+}
+
 static void l_convolution(lctx *c, int out, int opi)
 {
     (void)opi;
@@ -2182,14 +2358,20 @@ static void l_convolution(lctx *c, int out, int opi)
         free(ops);
         return;
     }
-    /* the stem's weight copy first: it needs nothing the input's copies make */
-    int wq = s.chan ? conv_weight_rows(c, w, &s) : -1;
-    int xp = s.chan ? conv_padded_rows(c, x, &s) : conv_padded(c, x, &s), wr = -1;
     gr_ttype t = xt;
     t.shape[1] = s.cout;
     if (s.nsp == 2)
         t.shape[2] = s.oh;
     t.shape[t.rank - 1] = s.ow;
+    const int64_t blk = conv_kblock(c, x, &s);
+    if (blk) {
+        conv_result(c, out, conv_kblocks(c, x, w, bias, &s, blk, ops), &t);
+        free(ops);
+        return;
+    }
+    /* the stem's weight copy first: it needs nothing the input's copies make */
+    int wq = s.chan ? conv_weight_rows(c, w, &s) : -1;
+    int xp = s.chan ? conv_padded_rows(c, x, &s) : conv_padded(c, x, &s), wr = -1;
     if (s.g == s.cin && s.cout == s.cin && s.g > 1) {
         conv_result(c, out, conv_depthwise(c, xp, w, bias, &s, ops), &t);
         free(ops);
@@ -2200,10 +2382,6 @@ static void l_convolution(lctx *c, int out, int opi)
     else
         as_buffer_view(c, w);
     ops_of(c, ops, w);
-    const int64_t shape[4] = {s.n, s.oh, s.yw, s.cout};
-    gr_ttype yt = ttype(xt.dtype, 4, shape);
-    ir_index yi = contiguous(&yt);
-    ir_arena *A = &c->p->A;
     int sum = -1;
     if (s.chan) {
         s.kc = conv_kc_chan(&s);
@@ -2214,21 +2392,7 @@ static void l_convolution(lctx *c, int out, int opi)
         if (s.kc != s.kh * s.kw * s.cin) /* rows padded */
             wr = conv_im2col_weight(c, wr, &s, ops);
     }
-    for (int64_t kh = 0; kh < (s.kc ? 1 : s.kh); kh++)
-        for (int64_t kw = 0; kw < s.kw; kw += s.kwf) {
-            int tap = conv_tap(c, xp, w, wr, &s, kh, kw, ops);
-            int body = ir_load(A, tap, yt.dtype, &yi);
-            if (sum >= 0)
-                body = ir_op2(A, IR_ADD, body, ir_load(A, sum, yt.dtype, &yi));
-            if (bias >= 0 && (s.kc || kh == s.kh - 1) && kw + s.kwf == s.kw)
-                body = ir_op2(A, IR_ADD, body, conv_bias(c, bias, yt.dtype, ops));
-            if (body == ir_load(A, tap, yt.dtype, &yi)) {
-                sum = tap;
-                continue;
-            }
-            sum = conv_copy(c, &yt, body, "conv_sum", ops, -1);
-        }
-    conv_result(c, out, sum, &t);
+    conv_result(c, out, conv_taps(c, xp, w, wr, &s, bias, sum, ops), &t);
     free(ops);
 }
 
