@@ -3986,6 +3986,30 @@ static void test_3d_pools_run_natively_and_validate(void)
         "output %mv, %mi, %ap, %ai, %aa, %au, %am, %ami\n");
 }
 
+/* A NaN reaching a max or a min is NaN, as PyTorch's maximum, minimum, amax,
+ * clamp and max pooling (sfp.max, sfp.min and sfp.rmax; fmaxf dropped it, so
+ * a pooled NaN pixel came out as its window's largest other value).  sqrt of
+ * a negative makes the NaNs; the reference executor has them NaN too. */
+static void test_a_nan_in_a_max_or_a_min_is_nan_as_pytorch(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph nanmax\n"
+        "%i: i64[24] = aten.arange.default(24)\n"
+        "%f: f32[24] = aten.sub.Tensor(%i, 2.0)\n"
+        "%s: f32[24] = aten.sqrt.default(%f)\n"
+        "%g: f32[24] = aten.sub.Tensor(%i, 10.0)\n"
+        "%mx: f32[24] = aten.maximum.default(%g, %s)\n"
+        "%mn: f32[24] = aten.minimum.default(%s, %g)\n"
+        "%cl: f32[24] = aten.clamp.default(%s, 0.5, 3.0)\n"
+        "%am: f32[] = aten.amax.default(%s, [0])\n"
+        "%x: f32[1, 1, 4, 6] = aten.view.default(%s, [1, 1, 4, 6])\n"
+        "%mp: (f32[1, 1, 2, 3], i64[1, 1, 2, 3]) = aten.max_pool2d_with_indices.default(%x, [2, 2], [2, 2])\n"
+        "%mv: f32[1, 1, 2, 3] = getitem(%mp, 0)\n"
+        "%ap: (f32[1, 1, 2, 2], i64[1, 1, 2, 2]) = aten.adaptive_max_pool2d.default(%x, [2, 2])\n"
+        "%av: f32[1, 1, 2, 2] = getitem(%ap, 0)\n"
+        "output %mx, %mn, %cl, %am, %mv, %av\n");
+}
+
 /* A global max pool whose indices are not read (AdaptiveMaxPool3d(1) over
  * 6x8x10, AdaptiveMaxPool2d(1) over 20x24) builds no index chain: one of
  * 480 taps took minutes to compile, then was dropped. */
@@ -6383,6 +6407,7 @@ int main(void)
         {"long 1-D convolutions run natively and validate", test_long_1d_convolutions_run_natively_and_validate},
         {"3-D convolutions run natively and validate", test_3d_convolutions_run_natively_and_validate},
         {"3-D pools run natively and validate", test_3d_pools_run_natively_and_validate},
+        {"a NaN in a max or a min is NaN as PyTorch", test_a_nan_in_a_max_or_a_min_is_nan_as_pytorch},
         {"a transposed conv with a block of rows without spans validates",
          test_a_transposed_conv_with_a_block_of_rows_without_spans_validates},
         {"a transposed conv kernel a multiple of its stride runs as sums",
