@@ -4010,6 +4010,23 @@ static void test_a_nan_in_a_max_or_a_min_is_nan_as_pytorch(void)
         "output %mx, %mn, %cl, %am, %mv, %av\n");
 }
 
+/* F.interpolate(mode="nearest-exact") (_upsample_nearest_exact1d/2d/3d)
+ * faulted: neither the compiler nor the host had it.  It is nearest's
+ * slices from the pixel centre's source, floor((i + 0.5) * scale). */
+static void test_nearest_exact_upsampling_runs_natively_and_validates(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph nex\n"
+        "input %x: f32[2, 3, 7, 9]\n"
+        "input %s: f32[2, 4, 10]\n"
+        "input %v: f32[1, 2, 3, 4, 5]\n"
+        "%a: f32[2, 3, 13, 11] = aten._upsample_nearest_exact2d.vec(%x, [13, 11], None)\n"
+        "%b: f32[2, 3, 14, 18] = aten._upsample_nearest_exact2d.vec(%x, None, [2.0, 2.0])\n"
+        "%c: f32[2, 4, 4] = aten._upsample_nearest_exact1d.vec(%s, [4], None)\n"
+        "%d: f32[1, 2, 5, 3, 7] = aten._upsample_nearest_exact3d.vec(%v, [5, 3, 7], None)\n"
+        "output %a, %b, %c, %d\n");
+}
+
 /* A global max pool whose indices are not read (AdaptiveMaxPool3d(1) over
  * 6x8x10, AdaptiveMaxPool2d(1) over 20x24) builds no index chain: one of
  * 480 taps took minutes to compile, then was dropped. */
@@ -6408,6 +6425,7 @@ int main(void)
         {"3-D convolutions run natively and validate", test_3d_convolutions_run_natively_and_validate},
         {"3-D pools run natively and validate", test_3d_pools_run_natively_and_validate},
         {"a NaN in a max or a min is NaN as PyTorch", test_a_nan_in_a_max_or_a_min_is_nan_as_pytorch},
+        {"nearest-exact upsampling runs natively and validates", test_nearest_exact_upsampling_runs_natively_and_validates},
         {"a transposed conv with a block of rows without spans validates",
          test_a_transposed_conv_with_a_block_of_rows_without_spans_validates},
         {"a transposed conv kernel a multiple of its stride runs as sums",
