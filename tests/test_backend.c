@@ -4027,6 +4027,24 @@ static void test_nearest_exact_upsampling_runs_natively_and_validates(void)
         "output %a, %b, %c, %d\n");
 }
 
+/* A graph returning a reshaped copy and a value computed from it (F.unfold's
+ * patches and F.fold of them): the fused chain's buffer took the output's
+ * name, the output's own buffer then clashed with it and the compile failed
+ * ("two values of the graph would be this one tensor"). */
+static void test_an_output_reshaped_from_a_fused_buffer_runs_and_validates(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph twin\n"
+        "input %x: f32[2, 4, 3]\n"
+        "%permute: f32[2, 3, 4] = aten.permute.default(%x, [0, 2, 1])\n"
+        "%clone: f32[2, 3, 4] = aten.clone.default(%permute, memory_format=\"contiguous_format\")\n"
+        "%view: f32[2, 12] = aten.view.default(%clone, [2, 12])\n"
+        "%view_1: f32[2, 3, 4] = aten.view.default(%view, [2, 3, 4])\n"
+        "%permute_1: f32[2, 4, 3] = aten.permute.default(%view_1, [0, 2, 1])\n"
+        "%mul: f32[2, 4, 3] = aten.mul.Tensor(%permute_1, 2)\n"
+        "output %view, %mul\n");
+}
+
 /* A global max pool whose indices are not read (AdaptiveMaxPool3d(1) over
  * 6x8x10, AdaptiveMaxPool2d(1) over 20x24) builds no index chain: one of
  * 480 taps took minutes to compile, then was dropped. */
@@ -6426,6 +6444,8 @@ int main(void)
         {"3-D pools run natively and validate", test_3d_pools_run_natively_and_validate},
         {"a NaN in a max or a min is NaN as PyTorch", test_a_nan_in_a_max_or_a_min_is_nan_as_pytorch},
         {"nearest-exact upsampling runs natively and validates", test_nearest_exact_upsampling_runs_natively_and_validates},
+        {"an output reshaped from a fused buffer runs and validates",
+         test_an_output_reshaped_from_a_fused_buffer_runs_and_validates},
         {"a transposed conv with a block of rows without spans validates",
          test_a_transposed_conv_with_a_block_of_rows_without_spans_validates},
         {"a transposed conv kernel a multiple of its stride runs as sums",
