@@ -18,6 +18,7 @@ struct rt_fallback {
     gr_graph *g;
     rt_ref *ref;
     int values; /* the run computes values (else only timing: the host op moves and computes nothing) */
+    char *held; /* per graph value: a host op computed it this run, so the executor holds it in fp32 */
     int failed; /* a host op failed: the run stops, the op refused */
 };
 
@@ -59,6 +60,52 @@ static int has_host_ops(const isa_program *p)
     return 0;
 }
 
+/* Did a host op of pg compute value v (itself, or the tuple v is taken from)? */
+static int host_made(const gr_graph *pg, const char *host, int v)
+{
+    const gr_value *val = &pg->values[v];
+    if (val->kind != GR_VAL_NODE)
+        return 0;
+    const gr_node *n = &pg->nodes[val->node];
+    if (!strcmp(n->op, "getitem") && n->nargs && n->args[0].kind == GR_ARG_VALUE)
+        return host_made(pg, host, n->args[0].value);
+    return host[val->node];
+}
+
+static void mark_host_read(const gr_graph *pg, const char *host, const gr_graph *g, const gr_arg *a, char *mark)
+{
+    int v = a->kind == GR_ARG_VALUE && host_made(pg, host, a->value) ? gr_graph_find(g, pg->values[a->value].name) : -1;
+    if (v >= 0)
+        mark[v] = 1;
+    for (int i = 0; i < a->nitems; i++)
+        mark_host_read(pg, host, g, &a->items[i], mark);
+}
+
+int rt_host_passed(const isa_program *p, const gr_graph *g, char *mark)
+{
+    if (!p->graph || !has_host_ops(p))
+        return 0;
+    char err[256];
+    gr_graph *pg = gr_graph_parse(p->graph, "graph", err, sizeof err);
+    char *host = pg ? calloc((size_t)pg->nnodes + 1, 1) : NULL;
+    if (!host) {
+        gr_graph_free(pg);
+        return -1;
+    }
+    for (int c = 0; c < p->ncores; c++)
+        for (size_t i = 0; i < p->cores[c].n; i++) {
+            const isa_insn *in = &p->cores[c].insns[i];
+            if (in->op == ISA_OP_HOST && in->val >= 0 && in->val < pg->nnodes)
+                host[in->val] = 1;
+        }
+    for (int n = 0; n < pg->nnodes; n++)
+        for (int i = 0; host[n] && i < pg->nodes[n].nargs; i++)
+            mark_host_read(pg, host, g, &pg->nodes[n].args[i], mark);
+    free(host);
+    gr_graph_free(pg);
+    return 0;
+}
+
 rt_fallback *rt_fallback_begin(rt_program *prog, rt_run_result *res, char *err, size_t errlen)
 {
     if (errlen)
@@ -80,6 +127,11 @@ rt_fallback *rt_fallback_begin(rt_program *prog, rt_run_result *res, char *err, 
     fb->prog = prog;
     fb->res = res;
     fb->g = gr_graph_parse(p->graph, "graph", err, errlen);
+    if (fb->g && !(fb->held = calloc((size_t)fb->g->nvalues + 1, 1))) {
+        isa_errf(err, errlen, "out of host memory");
+        rt_fallback_end(fb);
+        return NULL;
+    }
     if (!fb->g || check_host_ops(p, fb->g, prog->dev->link != NULL, err, errlen) || !(fb->ref = rt_ref_new_partial(fb->g, err, errlen))) {
         rt_fallback_end(fb);
         return NULL;
@@ -94,13 +146,20 @@ void rt_fallback_end(rt_fallback *fb)
         return;
     rt_ref_free(fb->ref);
     gr_graph_free(fb->g);
+    free(fb->held);
     free(fb);
 }
 
-/* Value v from its tensor in device DRAM into the executor; *bytes += its device bytes. */
+/* Value v from its tensor in device DRAM into the executor; *bytes += its
+ * device bytes.  A value a host op computed is taken as the executor holds
+ * it, in fp32, with no transfer: the device's copy, if it has one, is
+ * rounded to DL16 and the host computes in fp32 (docs/runtime.md, "Host
+ * fallback"). */
 static int fetch(rt_fallback *fb, int v, uint64_t *bytes, char *err, size_t errlen)
 {
     const gr_value *val = &fb->g->values[v];
+    if (fb->held[v])
+        return 0;
     int i = isa_program_find_tensor(fb->prog->p, val->name);
     if (i < 0)
         return isa_errf(err, errlen, "no tensor %s in the program", val->name);
@@ -132,14 +191,16 @@ static int fetch_args(rt_fallback *fb, const gr_arg *a, uint64_t *bytes, char *e
     return 0;
 }
 
-/* The result into its tensor, as the device holds it.  Integers must be
- * exact on the device (fp32 up to 2^24, DL16 up to 2^11). */
+/* The result into its tensor, as the device holds it; a result only host
+ * ops read has no tensor and stays on the host.  Integers must be exact
+ * on the device (fp32 up to 2^24, DL16 up to 2^11). */
 static int store(rt_fallback *fb, int v, uint64_t *bytes, char *err, size_t errlen)
 {
     const gr_value *val = &fb->g->values[v];
     int i = isa_program_find_tensor(fb->prog->p, val->name);
+    fb->held[v] = 1;
     if (i < 0)
-        return isa_errf(err, errlen, "no tensor %s in the program for the result", val->name);
+        return 0;
     const isa_tensor *t = &fb->prog->p->tensors[i];
     if (!fb->values) {
         *bytes += t->bytes;
@@ -161,7 +222,7 @@ static int store(rt_fallback *fb, int v, uint64_t *bytes, char *err, size_t errl
 
 /* The results of node n into their tensors: its value, or for a tuple
  * each element the graph takes with getitem (run here too; an element
- * nothing takes has no tensor). */
+ * nothing takes, or only host ops, has no tensor). */
 static int store_results(rt_fallback *fb, int node, uint64_t *bytes, char *err, size_t errlen)
 {
     const gr_graph *g = fb->g;
@@ -171,8 +232,7 @@ static int store_results(rt_fallback *fb, int node, uint64_t *bytes, char *err, 
     for (int k = node + 1; k < g->nnodes; k++) {
         const gr_node *x = &g->nodes[k];
         const gr_arg *a = x->nargs ? &x->args[0] : NULL;
-        if (strcmp(x->op, "getitem") || !a || a->kind != GR_ARG_VALUE || a->value != tuple ||
-            isa_program_find_tensor(fb->prog->p, g->values[x->out].name) < 0)
+        if (strcmp(x->op, "getitem") || !a || a->kind != GR_ARG_VALUE || a->value != tuple)
             continue;
         if ((fb->values && rt_ref_run_node(fb->ref, k, err, errlen)) || store(fb, x->out, bytes, err, errlen))
             return -1;

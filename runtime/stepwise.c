@@ -66,11 +66,20 @@ rt_stepper *rt_stepper_new(rt_program *prog, const gr_graph *g)
     }
     s->prog = prog;
     s->g = g;
+    /* a value host ops pass to each other in fp32 is no cut: the reference
+     * cannot go on from the device's DL16 copy of it (fallback.c) */
+    char *passed = calloc((size_t)g->nvalues + 1, 1);
+    if (!passed || rt_host_passed(prog->p, g, passed)) {
+        free(passed);
+        rt_stepper_free(s);
+        return NULL;
+    }
     for (int v = 0; v < g->nvalues; v++) {
         const gr_value *val = &g->values[v];
-        s->tensor_of[v] = val->kind == GR_VAL_NODE && !val->ntuple ? kept_tensor(prog, val) : -1;
+        s->tensor_of[v] = val->kind == GR_VAL_NODE && !val->ntuple && !passed[v] ? kept_tensor(prog, val) : -1;
         s->candidates += s->tensor_of[v] >= 0;
     }
+    free(passed);
     return s;
 }
 

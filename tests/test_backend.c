@@ -3964,6 +3964,28 @@ static void test_3d_convolutions_run_natively_and_validate(void)
         "output %a, %s, %d, %g, %dw, %p, %f, %res\n");
 }
 
+/* A one-channel Conv3d's depth taps were summed on one core, slower than
+ * the host: taps whose channels fill one stick are now one product of K =
+ * C KD KH KW (dec_convt.c, conv3d_depth_taps), its output permuted to
+ * NCDHW through a rows-first copy.  One-channel 2-D convs (dilated, 1x1)
+ * and a stride-1 one-channel Conv1d ran on the host on the 4-core chip:
+ * their padded input was a stick per pixel, staged whole.  Every output
+ * runs natively and validates on both chips. */
+static void test_one_channel_convs_run_natively_and_validate(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph onech\n"
+        "input %x: f32[2, 1, 32, 32]\ninput %w: f32[8, 1, 3, 3]\ninput %b: f32[8]\ninput %w1: f32[8, 1, 1, 1]\n"
+        "input %s: f32[2, 1, 1000]\ninput %ws: f32[16, 1, 9]\ninput %b16: f32[16]\n"
+        "input %v: f32[1, 1, 6, 10, 12]\ninput %wv: f32[4, 1, 3, 3, 3]\ninput %bv: f32[4]\n"
+        "%d: f32[2, 8, 32, 32] = aten.convolution.default(%x, %w, %b, [1, 1], [2, 2], [2, 2], False, [0, 0], 1)\n"
+        "%p: f32[2, 8, 32, 32] = aten.convolution.default(%x, %w1, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1)\n"
+        "%a: f32[2, 16, 1000] = aten.convolution.default(%s, %ws, %b16, [1], [4], [1], False, [0], 1)\n"
+        "%c: f32[1, 4, 6, 10, 12] = aten.convolution.default(%v, %wv, %bv, [1, 1, 1], [1, 1, 1], [1, 1, 1], False, "
+        "[0, 0, 0], 1)\n"
+        "output %d, %p, %a, %c\n");
+}
+
 /* 3-D pools (max with indices, average with and without the padding
  * counted, adaptive average and max, even and uneven) are the 2-D ones'
  * strided slices with one more axis (decompose.c, pool_win): every output
@@ -5876,6 +5898,63 @@ static void test_a_per_row_operand_inside_its_sticks_stays_out_of_the_reduction_
                                         "output %o, %s\n");
 }
 
+/* scatter_reduce (a GNN's max or mean over an edge list) ran on the host:
+ * one-hot over the index positions, each reduction with and without self;
+ * positions no entry reaches (row 6, and columns 4 and 5: the index is
+ * narrower than self in dim 1) keep self's.  Index values of duplicates
+ * given (computed ones would make the check vacuous). */
+static void test_scatter_reduce_by_one_hot_runs_natively_on_both_chips(void)
+{
+    const char *text = "graph sr\n"
+                       "input %x: f32[7, 6]\n"
+                       "input %s: f32[30, 4]\n"
+                       "input %i: i64[30, 4]\n"
+                       "%a: f32[7, 6] = aten.scatter_reduce.two(%x, 0, %i, %s, \"amax\", include_self=False)\n"
+                       "%b: f32[7, 6] = aten.scatter_reduce.two(%x, 0, %i, %s, \"amin\")\n"
+                       "%m: f32[7, 6] = aten.scatter_reduce.two(%x, 0, %i, %s, \"mean\")\n"
+                       "%n: f32[7, 6] = aten.scatter_reduce.two(%x, 0, %i, %s, \"mean\", include_self=False)\n"
+                       "%p: f32[7, 6] = aten.scatter_reduce.two(%x, 0, %i, %s, \"prod\", include_self=False)\n"
+                       "%u: f32[7, 6] = aten.scatter_reduce.two(%x, 0, %i, %s, \"sum\")\n"
+                       "output %a, %b, %m, %n, %p, %u\n";
+    float x[42], src[120];
+    int64_t idx[120];
+    for (int k = 0; k < 42; k++)
+        x[k] = (float)((k * 5) % 9) * 0.25f - 1.0f;
+    for (int k = 0; k < 120; k++) {
+        src[k] = (float)((k * 7) % 13) * 0.125f - 0.75f;
+        idx[k] = (k * 3 + k / 4) % 6;
+    }
+    rt_st_entry e[3] = {{.name = "x", .dtype = RT_ST_F32, .rank = 2, .shape = {7, 6}, .data = x},
+                        {.name = "s", .dtype = RT_ST_F32, .rank = 2, .shape = {30, 4}, .data = src},
+                        {.name = "i", .dtype = RT_ST_I64, .rank = 2, .shape = {30, 4}, .data = idx}};
+    char path[1024], err[256];
+    tu_tmpfile(".safetensors", path, sizeof path);
+    CU_ASSERT_EQUAL_FATAL(rt_st_write(path, e, 3, err, sizeof err), 0);
+    gr_graph *g = gr_graph_parse(text, "sr.txt", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    for (int c = 0; c < 2; c++) {
+        compile_error(text, both_chips[c], err, sizeof err);
+        CU_ASSERT_STRING_EQUAL(err, "");
+        CU_ASSERT_EQUAL(run_graph(g, both_chips[c], path, NULL, NULL), 0);
+    }
+    gr_graph_free(g);
+    remove(path);
+}
+
+/* eye minus a product (a Kalman filter's I - K H): eye's index comparison
+ * fused into the product's epilogue was refused by the back half, and the
+ * whole kernel ran on the host; it is kept out of the epilogue instead. */
+static void test_eye_after_a_product_runs_natively_on_both_chips(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips("graph eyemm\n"
+                                                          "input %k: f32[4, 2]\n"
+                                                          "input %h: f32[2, 4]\n"
+                                                          "%eye: f32[4, 4] = aten.eye.default(4)\n"
+                                                          "%mm: f32[4, 4] = aten.mm.default(%k, %h)\n"
+                                                          "%s: f32[4, 4] = aten.sub.Tensor(%eye, %mm)\n"
+                                                          "output %s\n");
+}
+
 static void test_sort_topk_and_gather_by_ranks_and_one_hot_validate_on_both_chips(void)
 {
     expect_text_validates_on_both_chips(
@@ -6441,6 +6520,7 @@ int main(void)
         {"transposed convolutions run natively and validate", test_transposed_convolutions_run_natively_and_validate},
         {"long 1-D convolutions run natively and validate", test_long_1d_convolutions_run_natively_and_validate},
         {"3-D convolutions run natively and validate", test_3d_convolutions_run_natively_and_validate},
+        {"one-channel convs run natively and validate", test_one_channel_convs_run_natively_and_validate},
         {"3-D pools run natively and validate", test_3d_pools_run_natively_and_validate},
         {"a NaN in a max or a min is NaN as PyTorch", test_a_nan_in_a_max_or_a_min_is_nan_as_pytorch},
         {"nearest-exact upsampling runs natively and validates", test_nearest_exact_upsampling_runs_natively_and_validates},
@@ -6622,6 +6702,8 @@ int main(void)
          test_a_per_row_operand_inside_its_sticks_stays_out_of_the_reduction_and_validates},
         {"sort, topk and gather by ranks and one-hot validate on both chips",
          test_sort_topk_and_gather_by_ranks_and_one_hot_validate_on_both_chips},
+        {"scatter_reduce by one-hot runs natively on both chips", test_scatter_reduce_by_one_hot_runs_natively_on_both_chips},
+        {"eye after a product runs natively on both chips", test_eye_after_a_product_runs_natively_on_both_chips},
         {"nll_loss by a one-hot selection validates on both chips",
          test_nll_loss_by_a_one_hot_selection_validates_on_both_chips},
         {"index, take, index_add and repeat positions validate on both chips",

@@ -109,6 +109,26 @@ static int gather_index(ir_prog *p, int b)
     return g.found;
 }
 
+/* Does a device kernel read buffer b (not only host ops)? */
+static int device_reads(const ir_prog *p, int b)
+{
+    for (int n = 0; n < p->nnodes; n++) {
+        const ir_node *N = &p->nodes[n];
+        for (int r = 0; !N->dead && N->kind != IR_HOST && r < N->nreads; r++)
+            if (N->reads[r].buf == b)
+                return 1;
+    }
+    return 0;
+}
+
+/* A host op's result that only host ops read and no output is: it needs
+ * no device copy, the runtime hands it from one host op to the next in
+ * fp32 (runtime/fallback.c). */
+static int host_only(const ir_prog *p, int b)
+{
+    return be_host_result(p, b) && !p->bufs[b].output && !p->opts.write_values && !device_reads(p, b);
+}
+
 /* Buffer b holds fp32 values on the device, else DL16.  Integer inputs
  * that are row numbers (token ids, a state update's positions) are fp32,
  * exact up to 2^24: dma.gather and dma.scatter read them; so are a host op's integer results (the host writes them,
@@ -118,13 +138,13 @@ static int gather_index(ir_prog *p, int b)
 static int dev_f32(ir_prog *p, int b)
 {
     const ir_buf *B = &p->bufs[b];
-    int from_host = B->kind == IR_BUF_COMPUTED && B->node >= 0 && p->nodes[B->node].kind == IR_HOST;
+    int from_host = be_host_result(p, b);
     if (B->type.dtype == GR_I64 || B->type.dtype == GR_I32)
         return from_host || (B->kind != IR_BUF_COMPUTED && (gather_index(p, b) || be_update_index(p, b)));
     /* a host op's float result that only goes back to the host (an output
-     * no kernel reads) stays fp32: DL16 would round it and turn what lies
-     * beyond its range into NaN on the way */
-    return from_host && B->type.dtype == GR_F32 && B->output && B->last_use < 0;
+     * no device kernel reads) stays fp32: DL16 would round it and turn what
+     * lies beyond its range into NaN on the way */
+    return from_host && B->type.dtype == GR_F32 && B->output && !device_reads(p, b);
 }
 
 /* A scratch buffer [.., h, d] that a matmul kernel writes and whose only
@@ -459,7 +479,8 @@ int be_layout_pass(ir_prog *p, const chip_config *cfg)
         L->want_dim = -1;
         /* an empty output has no live node (dce) but is a tensor of the program */
         L->dram = !B->dead && (B->kind != IR_BUF_COMPUTED ||
-                               (!B->internal && B->node >= 0 && (!p->nodes[B->node].dead || !ir_buf_bytes(B))));
+                               (!B->internal && B->node >= 0 && (!p->nodes[B->node].dead || !ir_buf_bytes(B)) &&
+                                !host_only(p, b)));
         L->stick_dim = B->type.rank ? B->type.rank - 1 : 0;
         L->f32 = L->dram && dev_f32(p, b);
     }

@@ -1004,6 +1004,8 @@ int be_matmul_prefetch(be_ctx *c, int pos, int64_t above);
 int be_matmul_prefetch_far(be_ctx *c, int pos, int from, int64_t above);
 /* The host fallback's kernels (be_host.c). */
 int be_host_plan(be_ctx *c, int pos);
+/* Is buffer b a host op's result? */
+int be_host_result(const ir_prog *p, int b);
 int be_host_access(be_ctx *c, int pos, be_access **out, int *n);
 double be_host_estimate(be_ctx *c, int pos);
 int64_t be_host_need(be_ctx *c, int pos);

@@ -36,13 +36,20 @@ static int64_t dev_bytes(const be_ctx *c, int b)
     return c->lay[b].groups * c->lay[b].rows * c->t.stick;
 }
 
-/* Bytes a host op moves each way: its inputs' and its results'. */
+int be_host_result(const ir_prog *p, int b)
+{
+    const ir_buf *B = &p->bufs[b];
+    return B->kind == IR_BUF_COMPUTED && B->node >= 0 && p->nodes[B->node].kind == IR_HOST;
+}
+
+/* Bytes a host op moves each way: its inputs' and its results'.  An
+ * input another host op wrote is on the host already (runtime/fallback.c). */
 static void host_bytes(const be_ctx *c, int pos, int64_t *in, int64_t *out)
 {
     const ir_node *N = host_node(c, pos);
     *in = 0;
     for (int i = 0; i < N->nhin; i++)
-        *in += dev_bytes(c, N->hin[i]);
+        *in += be_host_result(c->p, N->hin[i]) ? 0 : dev_bytes(c, N->hin[i]);
     *out = dev_bytes(c, N->out);
     for (int i = 0; i < N->nhout; i++)
         *out += dev_bytes(c, N->hout[i]);

@@ -255,6 +255,21 @@ static int epi_unloadable(const rk_plan *k, int nl0, int failed)
     return failed;
 }
 
+static void note_index(void *ctx, const ir_expr *x)
+{
+    *(int *)ctx |= x->kind == IR_E_INDEX;
+}
+
+/* Does expression e use an index value (eye's arange comparison)?  The
+ * product's tiles do not track their rows' indices, so such a node is kept
+ * out of the epilogue on the next attempt (compile.c), a row kernel of its own. */
+static int computes_index(ir_prog *p, int e)
+{
+    int found = 0;
+    ir_expr_walk(&p->A, e, note_index, &found);
+    return found;
+}
+
 /* The epilogue as a row structure: node 0 stores acc, each later node
  * its epi value; results whose stick layout the store cannot take
  * directly go through a staged copy. */
@@ -290,6 +305,12 @@ static int mm_epilogue(be_ctx *c, int pos, mm_plan *m)
             free(w.produced);
             free(seen);
             return be_error(c, K, "internal: node %s of a matmul kernel is not an epilogue", p->bufs[N->out].name);
+        }
+        if (j && computes_index(p, rn->expr)) {
+            p->fail_epilogue = ir_node_op(N);
+            free(w.produced);
+            free(seen);
+            return be_error(c, K, "index values in a matmul epilogue are not supported by the back half yet");
         }
         const int nl0 = k->nl;
         ir_expr_walk(&p->A, rn->expr, be_collect_load, &w);

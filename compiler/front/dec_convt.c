@@ -513,44 +513,112 @@ static void conv3d_arg(dctx *c, const gr_node *n, int k, int64_t *v)
     v[2] = v[cnt == 1 ? 0 : 2];
 }
 
-/* A 3-D convolution as the sum over its kernel's depth taps kd of 2-D
- * convolutions: x [N, C, D, H, W] padded along D, seen as [N, Dp, C, H, W],
- * the OD depths tap kd reads (from kd dd, stepping sd) as a batch of N OD
- * images, times w[:, :, kd]; the sum [N OD, Co, OH, OW] seen as [N, Co, OD,
- * OH, OW].  Each tap is the 2-D path's implicit GEMM (its input copy reads
- * the depth slice in place), the bias added by the first. */
+/* Depth taps stacked into one product's K (conv3d_depth_taps) while their
+ * channels fill one stick channels-last (a stick's lanes: the stacked
+ * input is as many sticks as one tap's) and K stays within the 2-D path's
+ * bound on an im2col product's (lower.c's CONV_IM2COL_MAX_K). */
+#define C3_STACK_LANES 64
+#define C3_STACK_MAX_K 256
+
+/* A 3-D convolution's operands and arguments (conv3d_depth_taps). */
+typedef struct {
+    int xd, w, bias;                 /* xd: x padded along D, [N, Dp, C, H, W] */
+    gr_ttype xt, wt, ot;
+    int64_t g, kd, od, s[GR_MAX_RANK], p[GR_MAX_RANK], d[GR_MAX_RANK];
+} c3_op;
+
+/* The OD depths tap k reads, [N, OD, C, H, W] seen as `rank` dims. */
+static int c3_tap_input(dctx *c, const c3_op *o, int64_t k, int rank, const int64_t *shape)
+{
+    const int64_t at = k * o->d[0];
+    return dc_reshape(c, dc_slice(c, o->xd, 1, at, at + (o->od - 1) * o->s[0] + 1, o->s[0]), rank, shape);
+}
+
+/* The 2-D convolution of images x [N OD, K, H, W] by w [Co, K/G, KH, KW]
+ * with o's H and W arguments, [N OD, Co, OH, OW]. */
+static int c3_conv2d(dctx *c, const c3_op *o, int x, int w, int bias)
+{
+    const int64_t zero[2] = {0, 0};
+    const gr_ttype yt = {.dtype = o->ot.dtype, .rank = 4,
+                         .shape = {o->xt.shape[0] * o->od, o->wt.shape[0], o->ot.shape[3], o->ot.shape[4]}};
+    const gr_arg b = bias < 0 ? (gr_arg){.kind = GR_ARG_NONE} : da_val(bias);
+    return DC_EMIT(c, "aten.convolution.default", yt, da_val(x), da_val(w), b, da_ints(2, o->s + 1),
+                   da_ints(2, o->p + 1), da_ints(2, o->d + 1), da_bool(0), da_ints(2, zero), da_int(o->g));
+}
+
+/* The depth taps summed: one 2-D convolution per tap, by w[:, :, k]. */
+static int c3_taps_summed(dctx *c, const c3_op *o)
+{
+    const int64_t batch[4] = {o->xt.shape[0] * o->od, o->xt.shape[1], o->xt.shape[3], o->xt.shape[4]};
+    int sum = -1;
+    for (int64_t k = 0; k < o->kd; k++) {
+        const int y = c3_tap_input(c, o, k, 4, batch);
+        const int t = c3_conv2d(c, o, y, dc_select(c, o->w, 2, k), k ? -1 : o->bias);
+        sum = sum < 0 ? t : dc_bin(c, "aten.add.Tensor", sum, t);
+    }
+    return sum;
+}
+
+/* The depth taps stacked into the product's K: the taps' inputs side by
+ * side per group, [N OD, G KD C/G, H, W], by w seen as [Co, KD C/G, KH,
+ * KW]: one 2-D convolution. */
+static int c3_taps_stacked(dctx *c, const c3_op *o)
+{
+    const int64_t cg = o->wt.shape[1];
+    const int64_t tap[6] = {o->xt.shape[0], o->od, o->g, 1, cg, o->xt.shape[3] * o->xt.shape[4]};
+    int v[C3_STACK_MAX_K];
+    for (int64_t k = 0; k < o->kd; k++)
+        v[k] = c3_tap_input(c, o, k, 6, tap);
+    gr_ttype t = dc_T(c, v[0]);
+    t.shape[3] = o->kd;
+    const int x = o->kd == 1 ? v[0] : DC_EMIT(c, "aten.cat.default", t, da_vals((int)o->kd, v), da_int(3));
+    const int64_t batch[4] = {o->xt.shape[0] * o->od, o->xt.shape[1] * o->kd, o->xt.shape[3], o->xt.shape[4]};
+    const int64_t perm[5] = {0, 2, 1, 3, 4}, wk[4] = {o->wt.shape[0], o->kd * cg, o->wt.shape[3], o->wt.shape[4]};
+    const int w = dc_reshape(c, dc_permute(c, o->w, perm), 4, wk);
+    return c3_conv2d(c, o, dc_reshape(c, x, 4, batch), w, o->bias);
+}
+
+/* A 3-D convolution as 2-D convolutions over its kernel's depth taps kd:
+ * x [N, C, D, H, W] padded along D, seen as [N, Dp, C, H, W], the OD
+ * depths tap kd reads (from kd dd, stepping sd) as a batch of N OD
+ * images, times w[:, :, kd]; [N OD, Co, OH, OW] seen as [N, Co, OD, OH,
+ * OW].  With the taps' channels within a stick and their K within the
+ * im2col bound (C/G KD <= 64, C/G KD KH KW <= 256) the depth taps are one
+ * product, divided over the cores as a 2-D convolution's (one input
+ * channel, 16x32x32 by 8: 1,211,086 cycles summed, their sum on one core;
+ * usermodels' r3d 106,198 -> 75,976).  Else each tap is its own product,
+ * the 2-D path's implicit GEMM reading the depth slice in place, summed:
+ * stacked, a 7x7 stem's taps grow its im2col (mc3_18's stem went to the
+ * host on spyre-4core), r2plus1d_18's 45-channel 3x1x1 taps its 1x1
+ * input (spyre-4core 2,572,115 -> 5,295,846 cycles, three ops to the
+ * host). */
 static int conv3d_depth_taps(dctx *c, const gr_node *n)
 {
-    const int x = dc_val(c, n, 0, "input"), w = dc_val(c, n, 1, "weight"), bias = dc_opt_val(c, n, 2, "bias");
-    const gr_ttype xt = dc_T(c, x), wt = dc_T(c, w), ot = c->g->values[n->out].type;
-    const int64_t g = (int64_t)dc_num(c, n, 8, "groups", 1);
-    if (wt.rank != 5 || ot.rank != 5 || g < 1 || xt.shape[1] % g || wt.shape[1] * g != xt.shape[1])
-        dc_fail(c, "weight and groups do not match the input's %lld channels", (long long)xt.shape[1]);
-    int64_t s[GR_MAX_RANK], p[GR_MAX_RANK], d[GR_MAX_RANK];
-    conv3d_arg(c, n, 0, s);
-    conv3d_arg(c, n, 1, p);
-    conv3d_arg(c, n, 2, d);
+    c3_op o = {.w = dc_val(c, n, 1, "weight"), .bias = dc_opt_val(c, n, 2, "bias")};
+    const int x = dc_val(c, n, 0, "input");
+    o.xt = dc_T(c, x);
+    o.wt = dc_T(c, o.w);
+    o.ot = c->g->values[n->out].type;
+    o.g = (int64_t)dc_num(c, n, 8, "groups", 1);
+    if (o.wt.rank != 5 || o.ot.rank != 5 || o.g < 1 || o.xt.shape[1] % o.g || o.wt.shape[1] * o.g != o.xt.shape[1])
+        dc_fail(c, "weight and groups do not match the input's %lld channels", (long long)o.xt.shape[1]);
+    conv3d_arg(c, n, 0, o.s);
+    conv3d_arg(c, n, 1, o.p);
+    conv3d_arg(c, n, 2, o.d);
     for (int i = 0; i < 3; i++)
-        if (s[i] < 1 || p[i] < 0 || d[i] < 1 || p[i] > INT32_MAX || d[i] > INT32_MAX)
+        if (o.s[i] < 1 || o.p[i] < 0 || o.d[i] < 1 || o.p[i] > INT32_MAX || o.d[i] > INT32_MAX)
             dc_fail(c, "lowers positive strides and dilations below 2^31, padding not negative");
-    const int64_t kd = wt.shape[2], od = (xt.shape[2] + 2 * p[0] - d[0] * (kd - 1) - 1) / s[0] + 1;
-    if (xt.shape[2] + 2 * p[0] < d[0] * (kd - 1) + 1) /* as PyTorch and the host's (ref_conv.c) */
+    o.kd = o.wt.shape[2];
+    o.od = (o.xt.shape[2] + 2 * o.p[0] - o.d[0] * (o.kd - 1) - 1) / o.s[0] + 1;
+    if (o.xt.shape[2] + 2 * o.p[0] < o.d[0] * (o.kd - 1) + 1) /* as PyTorch and the host's (ref_conv.c) */
         dc_fail(c, "the kernel does not fit the padded input");
-    const int64_t dpad[6] = {0, 0, 0, 0, p[0], p[0]}, perm[5] = {0, 2, 1, 3, 4}, zero[2] = {0, 0};
-    const int xd = dc_permute(c, p[0] ? dc_pad(c, x, 3, dpad, 0) : x, perm);
-    gr_ttype yt = {.dtype = ot.dtype, .rank = 4, .shape = {xt.shape[0] * od, wt.shape[0], ot.shape[3], ot.shape[4]}};
-    const int64_t batch[4] = {xt.shape[0] * od, xt.shape[1], xt.shape[3], xt.shape[4]};
-    int sum = -1;
-    for (int64_t k = 0; k < kd; k++) {
-        const int xs = dc_reshape(c, dc_slice(c, xd, 1, k * d[0], k * d[0] + (od - 1) * s[0] + 1, s[0]), 4, batch);
-        const gr_arg b = k || bias < 0 ? (gr_arg){.kind = GR_ARG_NONE} : da_val(bias);
-        const int y = DC_EMIT(c, "aten.convolution.default", yt, da_val(xs), da_val(dc_select(c, w, 2, k)), b,
-                              da_ints(2, s + 1), da_ints(2, p + 1), da_ints(2, d + 1), da_bool(0), da_ints(2, zero),
-                              da_int(g));
-        sum = sum < 0 ? y : dc_bin(c, "aten.add.Tensor", sum, y);
-    }
-    const int64_t split[5] = {xt.shape[0], od, wt.shape[0], ot.shape[3], ot.shape[4]};
-    return dc_permute(c, dc_reshape(c, sum, 5, split), perm);
+    const int64_t dpad[6] = {0, 0, 0, 0, o.p[0], o.p[0]}, perm[5] = {0, 2, 1, 3, 4};
+    o.xd = dc_permute(c, o.p[0] ? dc_pad(c, x, 3, dpad, 0) : x, perm);
+    const int64_t ck = o.wt.shape[1] * o.kd, k = ck * o.wt.shape[3] * o.wt.shape[4];
+    const int y = o.kd > 1 && ck <= C3_STACK_LANES && k <= C3_STACK_MAX_K ? c3_taps_stacked(c, &o)
+                                                                         : c3_taps_summed(c, &o);
+    const int64_t split[5] = {o.xt.shape[0], o.od, o.wt.shape[0], o.ot.shape[3], o.ot.shape[4]};
+    return dc_permute(c, dc_reshape(c, y, 5, split), perm);
 }
 
 /* convolution(x, w, bias, stride, padding, dilation, transposed,

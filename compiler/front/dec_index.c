@@ -944,6 +944,90 @@ static int scatter_reduce(dctx *c, const gr_node *n, int x, int ix, int mul, int
     return 1;
 }
 
+/* src's entries sent to each position of self's dim d, reduced over index's
+ * positions (one-hot: hit is index == the position): sum, prod, mean (the
+ * sum), amax, amin; *cnt: how many entries each position gets (f32).  Both
+ * padded with zeros to self's extents in the other dims. */
+static int scatter_gathered(dctx *c, int x, int ix, int src, int d, const char *reduce, int *cnt)
+{
+    gr_ttype tx = dc_T(c, x), ti = dc_T(c, ix);
+    const int r = tx.rank;
+    int64_t ld = d;
+    for (int i = 0; i < r; i++)
+        if (dc_T(c, src).shape[i] > ti.shape[i])
+            src = dc_slice(c, src, i, 0, ti.shape[i], 1);
+    int sm = dc_unsqueeze(c, dc_cast(c, src, tx.dtype), d + 1);
+    int hit = dc_cmpv(c, "aten.eq.Tensor", dc_unsqueeze(c, ix, d + 1), iota(c, tx.shape[d], r + 1, d + 1));
+    int red;
+    if (!strcmp(reduce, "prod"))
+        red = prod_dim(c, dc_where_s(c, hit, sm, 1, 0), d);
+    else if (!strcmp(reduce, "amax") || !strcmp(reduce, "amin"))
+        red = dc_red(c, !strcmp(reduce, "amax") ? "aten.amax.default" : "aten.amin.default",
+                     dc_where_s(c, hit, sm, !strcmp(reduce, "amax") ? -INFINITY : INFINITY, 0), 1, &ld, 0);
+    else
+        red = dc_red(c, "aten.sum.dim_IntList", dc_where_s(c, hit, sm, 0, 0), 1, &ld, 0);
+    *cnt = dc_red(c, "aten.sum.dim_IntList", dc_cast(c, hit, GR_F32), 1, &ld, 0);
+    for (int i = 0; i < r; i++)
+        if (i != d) {
+            red = pad_dim(c, red, i, tx.shape[i]);
+            *cnt = pad_dim(c, *cnt, i, tx.shape[i]);
+        }
+    return red;
+}
+
+/* self combined with red, the reduction of the cnt entries each position
+ * gets (scatter_gathered), as scatter_reduce's reduction rd does; self
+ * where a position gets none. */
+static int scatter_combined(dctx *c, int x, int red, int cnt, const char *rd, int incl)
+{
+    const int mean = !strcmp(rd, "mean");
+    int v = red;
+    if (incl && (mean || !strcmp(rd, "sum")))
+        v = dc_bin(c, "aten.add.Tensor", x, red);
+    else if (incl && !strcmp(rd, "prod"))
+        v = dc_bin(c, "aten.mul.Tensor", x, red);
+    else if (incl)
+        v = dc_bin(c, !strcmp(rd, "amax") ? "aten.maximum.default" : "aten.minimum.default", x, red);
+    if (mean)
+        v = dc_bin(c, "aten.div.Tensor", v, incl ? dc_bins(c, "aten.add.Tensor", cnt, 1) : cnt);
+    return dc_where(c, dc_cmps(c, "aten.gt.Scalar", cnt, 0), v, x);
+}
+
+/* scatter_reduce(self, dim, index, src, reduce, include_self): where a
+ * position gets entries, their reduction (with self's when include_self;
+ * mean divides by the count, + 1 with self); elsewhere self.  0-d tensors
+ * as one element.  Integer mean (a floor division) stays for the host. */
+int dc_r_scatter_reduce(dctx *c, const gr_node *n, int *out)
+{
+    static const char *const known[] = {"sum", "prod", "mean", "amax", "amin"};
+    int x = dc_val(c, n, 0, "self"), ix = dc_val(c, n, 2, "index"), src = dc_val(c, n, 3, "src");
+    const gr_arg *ra = gr_node_arg(n, 4, "reduce");
+    const int scalar = dc_T(c, x).rank == 0;
+    if (scalar && (dc_T(c, ix).rank != 0 || dc_T(c, src).rank != 0))
+        return 0;
+    int64_t one = 1;
+    if (scalar) {
+        x = dc_reshape(c, x, 1, &one);
+        ix = dc_reshape(c, ix, 1, &one);
+        src = dc_reshape(c, src, 1, &one);
+    }
+    gr_ttype tx = dc_T(c, x), ti = dc_T(c, ix);
+    int k = 0;
+    while (ra && ra->kind == GR_ARG_STR && k < 5 && strcmp(ra->s, known[k]))
+        k++;
+    if (!ra || ra->kind != GR_ARG_STR || k == 5 || ti.rank != tx.rank || !dc_numel(&ti) ||
+        (k == 2 && !dc_is_float(tx.dtype)))
+        return 0;
+    int d = dc_normdim(c, (int64_t)dc_num(c, n, 1, "dim", 0), tx.rank);
+    for (int i = 0; i < tx.rank; i++)
+        if (ti.shape[i] > dc_T(c, src).shape[i] || (i != d && ti.shape[i] > tx.shape[i]))
+            dc_fail(c, "index is larger than src or self in dim %d", i);
+    int cnt, red = scatter_gathered(c, x, ix, src, d, ra->s, &cnt);
+    int v = scatter_combined(c, x, red, cnt, ra->s, dc_num(c, n, 5, "include_self", 1) != 0);
+    out[0] = scalar ? dc_reshape(c, v, 0, &one) : v;
+    return 1;
+}
+
 /* scatter(self, dim, index, src | value): each position along dim gets
  * the src element (or value) of the last index entry equal to it (a serial
  * write's result), others keep self's.  scatter.reduce stays for the host. */

@@ -2908,6 +2908,8 @@ static const struct {
     {"scatter", dc_r_scatter, "src or value: each position gets the last equal index entry's (one-hot: amax of "
                               "the matching positions, then a selection), else self; .reduce stays for the host"},
     {"scatter_add", dc_r_scatter_add, "self + sum_j where(index_j == k, src_j, 0) along dim (one-hot)"},
+    {"scatter_reduce", dc_r_scatter_reduce, "sum, prod, mean, amax, amin of where(index_j == k, src_j, ..) along dim "
+                                            "(one-hot), with self's (include_self), where a position gets any; else self"},
     {"index_fill", dc_r_index_fill, "where(any(arange == index) along dim, value, self)"},
     {"nll_loss_forward", dc_r_nll_loss, "picked = one-hot select of target; w = weight[target] * (target != ignore); "
                                         "-picked*w, reduced (mean: / sum w), total_weight = sum w"},

@@ -102,6 +102,7 @@ int dc_r_sort(dctx *c, const gr_node *n, int *out);
 int dc_r_topk(dctx *c, const gr_node *n, int *out);
 int dc_r_gather(dctx *c, const gr_node *n, int *out);
 int dc_r_scatter_add(dctx *c, const gr_node *n, int *out);
+int dc_r_scatter_reduce(dctx *c, const gr_node *n, int *out);
 int dc_r_index_fill(dctx *c, const gr_node *n, int *out);
 int dc_r_nll_loss(dctx *c, const gr_node *n, int *out);
 int dc_r_index_select(dctx *c, const gr_node *n, int *out);

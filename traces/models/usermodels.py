@@ -1,9 +1,10 @@
 """Small models written the way a new user writes them: recurrent and convolutional
 classifiers, a transformer encoder, generative blocks (UNet, diffusion ResBlock, DCGAN,
 PixelCNN), recommendation and retrieval heads (DLRM, EmbeddingBag, CLIP), routing and
-graph layers (mixture of experts, GNN), a TCN, T5's relative-position bias, a 3-D conv
-block, reduced-precision models (bf16, fp16, mixed), and vision layers of session 38 (max
-pooling over NaN pixels, InstanceNorm with running statistics, nn.Unfold patches).  Seeded weights, eval mode, small
+graph layers (mixture of experts, GNN, GNN pooling by scatter_reduce), a TCN, T5's
+relative-position bias, a 3-D conv block, reduced-precision models (bf16, fp16, mixed),
+sequence blocks (a Conformer block, Mamba's selective scan), and vision layers (max pooling
+over NaN pixels, InstanceNorm with running statistics, nn.Unfold patches).  Seeded weights, eval mode, small
 inputs: each exports and runs in seconds.  `bench/run usermodels` runs them all with
 `spyre run DIR --check` (bench/bench_usermodels.py); the results are in
 docs/conformance.md ("Whole models a user brings").  Export one with
@@ -399,6 +400,105 @@ def half_cnn():
     m = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
                       nn.Flatten(), nn.Linear(8, 4), nn.Softmax(-1))
     return _perturb(m).half(), (torch.randn(1, 3, 16, 16).half(),)
+
+
+class GraphPool(nn.Module):
+    """Message passing over an edge list (2, E) with edge weights: messages from the
+    (src, dst) features, their sum by scatter_add, the in-degree by index_add_, their
+    max by scatter_reduce("amax", include_self=False); mean + max to a Linear, ReLU."""
+
+    def __init__(self):
+        super().__init__()
+        self.msg = nn.Linear(32, 16)
+        self.upd = nn.Linear(32, 16)
+
+    def forward(self, x, edge_index, edge_w):
+        src, dst = edge_index[0], edge_index[1]
+        m = self.msg(torch.cat([x[src], x[dst]], -1)) * edge_w[:, None]
+        at = dst[:, None].expand(-1, 16)
+        agg = torch.zeros(x.shape[0], 16).scatter_add(0, at, m)
+        deg = torch.zeros(x.shape[0]).index_add_(0, dst, torch.ones_like(edge_w))
+        mx = torch.zeros(x.shape[0], 16).scatter_reduce(0, at, m, "amax", include_self=False)
+        return F.relu(self.upd(torch.cat([x, agg / deg.clamp(min=1)[:, None] + mx], -1)))
+
+
+def gnn_pool():
+    torch.manual_seed(0)
+    return GraphPool().eval(), (torch.randn(10, 16), torch.randint(0, 10, (2, 30)), torch.rand(30))
+
+
+class ConformerBlock(nn.Module):
+    """Conformer: half-step feed-forwards (SiLU), self-attention with a learned
+    relative-position bias (table indexed by i - j), a conv module (pointwise Conv1d,
+    GLU, depthwise Conv1d, BatchNorm1d, Swish, pointwise), final LayerNorm."""
+
+    def __init__(self, d=32, heads=4, k=7, t=16):
+        super().__init__()
+        self.ff1 = nn.Sequential(nn.LayerNorm(d), nn.Linear(d, 4 * d), nn.SiLU(), nn.Dropout(0.1), nn.Linear(4 * d, d))
+        self.ln_att, self.heads = nn.LayerNorm(d), heads
+        self.qkv, self.out = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.pos = nn.Parameter(torch.randn(2 * t - 1, heads) * 0.1)
+        self.ln_conv = nn.LayerNorm(d)
+        self.pw1, self.pw2 = nn.Conv1d(d, 2 * d, 1), nn.Conv1d(d, d, 1)
+        self.dw = nn.Conv1d(d, d, k, padding=k // 2, groups=d)
+        self.bn = nn.BatchNorm1d(d)
+        self.ff2 = nn.Sequential(nn.LayerNorm(d), nn.Linear(d, 4 * d), nn.SiLU(), nn.Linear(4 * d, d))
+        self.ln = nn.LayerNorm(d)
+
+    def attn(self, x):
+        b, t, d = x.shape
+        q, k, v = (z.view(b, t, self.heads, -1).transpose(1, 2) for z in self.qkv(x).chunk(3, -1))
+        idx = torch.arange(t)
+        s = q @ k.transpose(-1, -2) / math.sqrt(d // self.heads)
+        s = s + self.pos[idx[None, :] - idx[:, None] + t - 1].permute(2, 0, 1)
+        return self.out((s.softmax(-1) @ v).transpose(1, 2).reshape(b, t, d))
+
+    def forward(self, x):
+        x = x + 0.5 * self.ff1(x)
+        x = x + self.attn(self.ln_att(x))
+        c = F.glu(self.pw1(self.ln_conv(x).transpose(1, 2)), dim=1)
+        c = self.bn(self.dw(c))
+        x = x + self.pw2(c * torch.sigmoid(c)).transpose(1, 2)
+        return self.ln(x + 0.5 * self.ff2(x))
+
+
+def conformer():
+    torch.manual_seed(0)
+    return _perturb(ConformerBlock()), (torch.randn(2, 16, 32),)
+
+
+class SelectiveScan(nn.Module):
+    """Mamba's selective SSM: in-projection, causal depthwise Conv1d, SiLU, input-dependent
+    (dt, B, C) by split, softplus, A = -exp(A_log), discretized by einsum and exp, a
+    Python loop over time for the scan, the skip D, gated by SiLU(z)."""
+
+    def __init__(self, d=16, n=8):
+        super().__init__()
+        self.inp, self.outp = nn.Linear(d, 2 * d), nn.Linear(d, d)
+        self.conv = nn.Conv1d(d, d, 4, padding=3, groups=d)
+        self.xproj, self.dtproj = nn.Linear(d, 1 + 2 * n), nn.Linear(1, d)
+        self.A_log = nn.Parameter(torch.log(torch.arange(1, n + 1).float()).repeat(d, 1))
+        self.D = nn.Parameter(torch.ones(d))
+        self.n = n
+
+    def forward(self, x):
+        b, l, d = x.shape
+        x, z = self.inp(x).chunk(2, -1)
+        x = F.silu(self.conv(x.transpose(1, 2))[..., :l].transpose(1, 2))
+        dt, B, C = torch.split(self.xproj(x), [1, self.n, self.n], dim=-1)
+        dt = F.softplus(self.dtproj(dt))
+        dA = torch.exp(torch.einsum("bld,dn->bldn", dt, -torch.exp(self.A_log)))
+        dBx = torch.einsum("bld,bln,bld->bldn", dt, B, x)
+        h, ys = torch.zeros(b, d, self.n), []
+        for i in range(l):
+            h = dA[:, i] * h + dBx[:, i]
+            ys.append(torch.einsum("bdn,bn->bd", h, C[:, i]))
+        return self.outp((torch.stack(ys, 1) + x * self.D) * F.silu(z))
+
+
+def mamba():
+    torch.manual_seed(0)
+    return SelectiveScan().eval(), (torch.randn(2, 8, 16),)
 
 
 class NanPool(nn.Module):
