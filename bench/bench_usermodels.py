@@ -3,7 +3,8 @@ bidirectional GRU, a Conv1d audio net, a pre-norm TransformerEncoder, a UNet, a 
 ResBlock with a timestep embedding, a DCGAN generator, DLRM, an EmbeddingBag classifier, a
 mixture of experts, a GNN layer, a TCN, PixelCNN's masked conv, a CLIP head, T5's
 relative-position bias, an r3d-style 3-D block, bf16, mixed-precision and fp16 models, a GNN
-pooling by scatter_reduce, a Conformer block and Mamba's selective scan; and
+pooling by scatter_reduce, a Conformer block and Mamba's selective scan, max pooling over NaN
+pixels, nn.Unfold patches; and
 traces/models/popular.py: Whisper's encoder block, a Stable-Diffusion mid block, MobileViT,
 Swin's shifted windows, ConvNeXt, Inception, squeeze-excitation, PointNet, a VAE, a Bahdanau
 decoder step, a patch-8 ViT), each exported afresh into $SPYRE_BUILD/models/NAME and run with `spyre run DIR --check` on spyre.  Prints
@@ -20,7 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_models  # noqa: E402
 
 MODELS = ("lstm,bigru,audio,tenc,unet,diffusion_block,dcgan,dlrm,embbag,moe,gnn,tcn,pixelcnn,clip,"
-          "relpos,r3d,bf16_cnn,mixed,half_mlp,half_cnn,gnn_pool,conformer,mamba")
+          "relpos,r3d,bf16_cnn,mixed,half_mlp,half_cnn,gnn_pool,conformer,mamba,nanpool,unfold_patches")
 # traces/models/popular.py: blocks of popular repositories; its torchvision models (deeplab, fcn,
 # mc3, r2plus1d, resnext, wide_resnet, regnet, efficientnet_v2, mobilenet_v3) take 10-60 s each
 # and run only when SPYRE_USERMODELS names them

@@ -328,8 +328,8 @@ static inline void isa_store8(isa_insn *in, uint8_t *field, int64_t v)
     X(SFP_SUB,   "sfp.sub",   0x41, SFP, ISA_C_SFP, SIMPLE, "d := a - b") \
     X(SFP_MUL,   "sfp.mul",   0x42, SFP, ISA_C_SFP, SIMPLE, "d := a * b") \
     X(SFP_DIV,   "sfp.div",   0x43, SFP, ISA_C_SFP, COMPLEX, "d := a / b") \
-    X(SFP_MAX,   "sfp.max",   0x44, SFP, ISA_C_SFP, SIMPLE, "d := max(a, b)") \
-    X(SFP_MIN,   "sfp.min",   0x45, SFP, ISA_C_SFP, SIMPLE, "d := min(a, b)") \
+    X(SFP_MAX,   "sfp.max",   0x44, SFP, ISA_C_SFP, SIMPLE, "d := max(a, b), NaN if either is") \
+    X(SFP_MIN,   "sfp.min",   0x45, SFP, ISA_C_SFP, SIMPLE, "d := min(a, b), NaN if either is") \
     X(SFP_POW,   "sfp.pow",   0x46, SFP, ISA_C_SFP, COMPLEX, "d := a ^ b") \
     X(SFP_EQ,    "sfp.eq",    0x47, SFP, ISA_C_SFP, SIMPLE, "d := a == b ? 1 : 0") \
     X(SFP_NE,    "sfp.ne",    0x48, SFP, ISA_C_SFP, SIMPLE, "d := a != b ? 1 : 0") \
@@ -339,7 +339,7 @@ static inline void isa_store8(isa_insn *in, uint8_t *field, int64_t v)
     X(SFP_GE,    "sfp.ge",    0x4c, SFP, ISA_C_SFP, SIMPLE, "d := a >= b ? 1 : 0") \
     X(SFP_SEL,   "sfp.sel",   0x4d, SFP, ISA_C_SFP, SIMPLE, "d := d != 0 ? a : b (d is read first: the condition)") \
     X(SFP_RSUM,  "sfp.rsum",  0x50, SFP, ISA_C_SFP, SIMPLE, "d := sum of a over i0 (and lanes with f=lanes), fp32 accumulation") \
-    X(SFP_RMAX,  "sfp.rmax",  0x51, SFP, ISA_C_SFP, SIMPLE, "d := max of a over i0 (and lanes with f=lanes)") \
+    X(SFP_RMAX,  "sfp.rmax",  0x51, SFP, ISA_C_SFP, SIMPLE, "d := max of a over i0 (and lanes with f=lanes), NaN if any is") \
     X(SFP_CVT,   "sfp.cvt",   0x58, SFP, ISA_C_SFP, SIMPLE, "d := a converted from type t to the other type (DL16 <-> fp32); strides are per operand") \
     X(SFP_RST,   "sfp.rst",   0x59, SFP, ISA_C_SFP, SIMPLE, "restickify: element d + i0*ds0 + i1*ds1 + l*bs1 := element a + i0*as0 + i1*as1 + l*bs0, l < vl (0: a stick's lanes); bits copied") \
     X(SFP_IOTA,  "sfp.iota",  0x5a, SFP, ISA_C_SFP, SIMPLE, "index values: lane e of stick d + i0*ds0 + i1*ds1 := imm + bs0*(i0*lanes + e) + bs1*i1, rounded to t; a, b unused") \

@@ -102,20 +102,23 @@ static int op_mode_pad(ex *E, int replicate)
     return 0;
 }
 
-/* PyTorch's nearest_idx: the scale and the product in float */
-static int64_t nearest_src(int64_t i, double scale)
+/* PyTorch's nearest_idx: the scale and the product in float; nearest-exact's
+ * (half 0.5) from the pixel centre, the product in double */
+static int64_t nearest_src(int64_t i, double scale, double half)
 {
+    if (half > 0)
+        return (int64_t)floorf((float)(((double)i + half) * (float)scale));
     return (int64_t)floorf((float)i * (float)scale);
 }
 
 /* Output k of a nearest resampling of the last 3 axes (leading axes of
  * in, out and sc padded with 1, 1 and 0): the source element's index. */
-static int64_t nearest_src_elem(int64_t k, const int64_t in[3], const int64_t out[3], const double sc[3])
+static int64_t nearest_src_elem(int64_t k, const int64_t in[3], const int64_t out[3], const double sc[3], double half)
 {
     int64_t src = 0, plane = k / (out[0] * out[1] * out[2]);
     int64_t at[3] = {k / (out[1] * out[2]) % out[0], k / out[2] % out[1], k % out[2]};
     for (int a = 0; a < 3; a++) {
-        int64_t s = nearest_src(at[a], sc[a]);
+        int64_t s = nearest_src(at[a], sc[a], half);
         src = src * in[a] + (s < in[a] - 1 ? s : in[a] - 1);
     }
     return plane * in[0] * in[1] * in[2] + src;
@@ -124,9 +127,11 @@ static int64_t nearest_src_elem(int64_t k, const int64_t in[3], const int64_t ou
 /* upsample_nearest1d/2d/3d(input, output_size, scales...) and their .vec
  * forms (input, output_size, scale_factors): the last 1 to 3 dims, output
  * index i reads min(floor(i * scale), in - 1), scale 1 / the given factor
- * or in / out (in float, as PyTorch's nearest_idx). */
+ * or in / out (in float, as PyTorch's nearest_idx); _upsample_nearest_exact1d/2d/3d
+ * (mode "nearest-exact") read min(floor((i + 0.5) * scale), in - 1). */
 static int op_upsample_nearest(ex *E, int nd)
 {
+    double half = strstr(E->node->base, "exact") ? 0.5 : 0;
     const tens *x = ref_arg_tensor(E, 0, "input");
     int64_t os[3] = {0}, shape[MAXR], in3[3] = {1, 1, 1}, out3[3] = {1, 1, 1};
     double sc[3] = {0};
@@ -160,7 +165,7 @@ static int op_upsample_nearest(ex *E, int nd)
     if (!o)
         return -1;
     for (int64_t k = 0; k < o->n; k++) {
-        int64_t src = nearest_src_elem(k, in3, out3, sc);
+        int64_t src = nearest_src_elem(k, in3, out3, sc, half);
         o->f[k] = (float)ldd(x, src);
         for (int t = 0; o->eb[0] && t < 2; t++)
             o->eb[t][k] = (float)ldb(x, t, src);
@@ -702,6 +707,9 @@ static const ref_op ops[] = {
     {"upsample_nearest1d", op_upsample_nearest, 1},
     {"upsample_nearest2d", op_upsample_nearest, 2},
     {"upsample_nearest3d", op_upsample_nearest, 3},
+    {"_upsample_nearest_exact1d", op_upsample_nearest, 1},
+    {"_upsample_nearest_exact2d", op_upsample_nearest, 2},
+    {"_upsample_nearest_exact3d", op_upsample_nearest, 3},
     {"native_batch_norm", op_batch_norm, 0}, /* (out, save_mean, save_invstd) */
     {"_native_batch_norm_legit_no_training", op_batch_norm, 1},
     {"native_group_norm", op_group_norm, 0}, /* (out, mean, rstd) */

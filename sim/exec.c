@@ -474,6 +474,11 @@ static void store_elem(uint8_t *p, int t, float v)
 #define SQRT1_2 0.70710678118654752440f
 #define SQRT_2_OVER_PI 0.79788456080286535588f
 
+/* max and min as PyTorch's maximum, minimum, amax and max pooling: a NaN
+ * (DL16's NINF) operand gives NaN, where fmaxf and fminf would drop it */
+static float max_nan(float a, float b) { return a != a || a > b ? a : b; }
+static float min_nan(float a, float b) { return a != a || a < b ? a : b; }
+
 /* One op over a stick's lanes: the switch runs once per stick. */
 static void sfp_lanes(int op, float *x, const float *y, int n)
 {
@@ -503,8 +508,8 @@ static void sfp_lanes(int op, float *x, const float *y, int n)
     case ISA_OP_SFP_SUB: for (i = 0; i < n; i++) x[i] -= y[i]; break;
     case ISA_OP_SFP_MUL: for (i = 0; i < n; i++) x[i] *= y[i]; break;
     case ISA_OP_SFP_DIV: for (i = 0; i < n; i++) x[i] /= y[i]; break;
-    case ISA_OP_SFP_MAX: for (i = 0; i < n; i++) x[i] = fmaxf(x[i], y[i]); break;
-    case ISA_OP_SFP_MIN: for (i = 0; i < n; i++) x[i] = fminf(x[i], y[i]); break;
+    case ISA_OP_SFP_MAX: for (i = 0; i < n; i++) x[i] = max_nan(x[i], y[i]); break;
+    case ISA_OP_SFP_MIN: for (i = 0; i < n; i++) x[i] = min_nan(x[i], y[i]); break;
     case ISA_OP_SFP_POW: for (i = 0; i < n; i++) x[i] = powf(x[i], y[i]); break;
     case ISA_OP_SFP_EQ: for (i = 0; i < n; i++) x[i] = x[i] == y[i] ? 1.0f : 0.0f; break;
     case ISA_OP_SFP_NE: for (i = 0; i < n; i++) x[i] = x[i] != y[i] ? 1.0f : 0.0f; break;
@@ -683,7 +688,7 @@ static int exec_sfp(sim *s, sim_core *c, const sim_slot *e, int u, sim_timing *t
                 }
                 if (is_max)
                     for (int l = 0; l < valid; l++)
-                        acc[l] = fmaxf(acc[l], x[l]);
+                        acc[l] = max_nan(acc[l], x[l]);
                 else
                     for (int l = 0; l < valid; l++)
                         acc[l] += x[l];
@@ -692,7 +697,7 @@ static int exec_sfp(sim *s, sim_core *c, const sim_slot *e, int u, sim_timing *t
             if (lane_reduce) {
                 float r = ident;
                 for (int l = 0; l < lanes; l++)
-                    r = is_max ? fmaxf(r, acc[l]) : r + acc[l];
+                    r = is_max ? max_nan(r, acc[l]) : r + acc[l];
                 store_elem(d, t, r);
             } else {
                 store_stick(d, t, acc, lanes);

@@ -4008,6 +4008,65 @@ static void test_3d_pools_run_natively_and_validate(void)
         "output %mv, %mi, %ap, %ai, %aa, %au, %am, %ami\n");
 }
 
+/* A NaN reaching a max or a min is NaN, as PyTorch's maximum, minimum, amax,
+ * clamp and max pooling (sfp.max, sfp.min and sfp.rmax; fmaxf dropped it, so
+ * a pooled NaN pixel came out as its window's largest other value).  sqrt of
+ * a negative makes the NaNs; the reference executor has them NaN too. */
+static void test_a_nan_in_a_max_or_a_min_is_nan_as_pytorch(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph nanmax\n"
+        "%i: i64[24] = aten.arange.default(24)\n"
+        "%f: f32[24] = aten.sub.Tensor(%i, 2.0)\n"
+        "%s: f32[24] = aten.sqrt.default(%f)\n"
+        "%g: f32[24] = aten.sub.Tensor(%i, 10.0)\n"
+        "%mx: f32[24] = aten.maximum.default(%g, %s)\n"
+        "%mn: f32[24] = aten.minimum.default(%s, %g)\n"
+        "%cl: f32[24] = aten.clamp.default(%s, 0.5, 3.0)\n"
+        "%am: f32[] = aten.amax.default(%s, [0])\n"
+        "%x: f32[1, 1, 4, 6] = aten.view.default(%s, [1, 1, 4, 6])\n"
+        "%mp: (f32[1, 1, 2, 3], i64[1, 1, 2, 3]) = aten.max_pool2d_with_indices.default(%x, [2, 2], [2, 2])\n"
+        "%mv: f32[1, 1, 2, 3] = getitem(%mp, 0)\n"
+        "%ap: (f32[1, 1, 2, 2], i64[1, 1, 2, 2]) = aten.adaptive_max_pool2d.default(%x, [2, 2])\n"
+        "%av: f32[1, 1, 2, 2] = getitem(%ap, 0)\n"
+        "output %mx, %mn, %cl, %am, %mv, %av\n");
+}
+
+/* F.interpolate(mode="nearest-exact") (_upsample_nearest_exact1d/2d/3d)
+ * faulted: neither the compiler nor the host had it.  It is nearest's
+ * slices from the pixel centre's source, floor((i + 0.5) * scale). */
+static void test_nearest_exact_upsampling_runs_natively_and_validates(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph nex\n"
+        "input %x: f32[2, 3, 7, 9]\n"
+        "input %s: f32[2, 4, 10]\n"
+        "input %v: f32[1, 2, 3, 4, 5]\n"
+        "%a: f32[2, 3, 13, 11] = aten._upsample_nearest_exact2d.vec(%x, [13, 11], None)\n"
+        "%b: f32[2, 3, 14, 18] = aten._upsample_nearest_exact2d.vec(%x, None, [2.0, 2.0])\n"
+        "%c: f32[2, 4, 4] = aten._upsample_nearest_exact1d.vec(%s, [4], None)\n"
+        "%d: f32[1, 2, 5, 3, 7] = aten._upsample_nearest_exact3d.vec(%v, [5, 3, 7], None)\n"
+        "output %a, %b, %c, %d\n");
+}
+
+/* A graph returning a reshaped copy and a value computed from it (F.unfold's
+ * patches and F.fold of them): the fused chain's buffer took the output's
+ * name, the output's own buffer then clashed with it and the compile failed
+ * ("two values of the graph would be this one tensor"). */
+static void test_an_output_reshaped_from_a_fused_buffer_runs_and_validates(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph twin\n"
+        "input %x: f32[2, 4, 3]\n"
+        "%permute: f32[2, 3, 4] = aten.permute.default(%x, [0, 2, 1])\n"
+        "%clone: f32[2, 3, 4] = aten.clone.default(%permute, memory_format=\"contiguous_format\")\n"
+        "%view: f32[2, 12] = aten.view.default(%clone, [2, 12])\n"
+        "%view_1: f32[2, 3, 4] = aten.view.default(%view, [2, 3, 4])\n"
+        "%permute_1: f32[2, 4, 3] = aten.permute.default(%view_1, [0, 2, 1])\n"
+        "%mul: f32[2, 4, 3] = aten.mul.Tensor(%permute_1, 2)\n"
+        "output %view, %mul\n");
+}
+
 /* A global max pool whose indices are not read (AdaptiveMaxPool3d(1) over
  * 6x8x10, AdaptiveMaxPool2d(1) over 20x24) builds no index chain: one of
  * 480 taps took minutes to compile, then was dropped. */
@@ -6535,6 +6594,10 @@ int main(void)
         {"3-D convolutions run natively and validate", test_3d_convolutions_run_natively_and_validate},
         {"one-channel convs run natively and validate", test_one_channel_convs_run_natively_and_validate},
         {"3-D pools run natively and validate", test_3d_pools_run_natively_and_validate},
+        {"a NaN in a max or a min is NaN as PyTorch", test_a_nan_in_a_max_or_a_min_is_nan_as_pytorch},
+        {"nearest-exact upsampling runs natively and validates", test_nearest_exact_upsampling_runs_natively_and_validates},
+        {"an output reshaped from a fused buffer runs and validates",
+         test_an_output_reshaped_from_a_fused_buffer_runs_and_validates},
         {"a transposed conv with a block of rows without spans validates",
          test_a_transposed_conv_with_a_block_of_rows_without_spans_validates},
         {"a transposed conv kernel a multiple of its stride runs as sums",

@@ -578,6 +578,84 @@ def check_recurrent_exports(tmp):
           f"status {r.returncode}: {(mism or r.stderr.strip().splitlines() or [''])[-1]}")
 
 
+VISION = """
+import torch
+from torch import nn
+import torch.nn.functional as F
+
+
+class Vision(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.InstanceNorm2d(2, affine=True, track_running_stats=True)
+        with torch.no_grad():
+            self.norm.running_mean.copy_(torch.tensor([0.3, -0.2]))
+            self.norm.running_var.copy_(torch.tensor([1.5, 0.7]))
+
+    def forward(self, x, theta, theta3):
+        grid = F.affine_grid(theta, x.size(), align_corners=False)
+        g5 = F.affine_grid(theta3, (1, 1, 2, 3, 4), align_corners=True)
+        p = F.unfold(x, 3, padding=1, stride=2)
+        return (F.grid_sample(x, grid, align_corners=False), g5, p,
+                F.fold(p, (6, 6), 3, padding=1, stride=2), self.norm(x))
+
+
+def vision():
+    torch.manual_seed(0)
+    return Vision().eval(), (torch.randn(2, 2, 6, 6), torch.randn(2, 2, 3), torch.randn(1, 3, 4))
+
+
+def nms():
+    import torchvision
+
+    class Nms(nn.Module):
+        def forward(self, boxes, scores):
+            return torchvision.ops.nms(boxes, scores, 0.5)
+
+    return Nms(), (torch.tensor([[0.0, 0, 2, 2], [0.1, 0, 2, 2], [3, 3, 4, 4]]), torch.tensor([0.9, 0.8, 0.7]))
+"""
+
+
+def check_vision_exports(tmp):
+    """F.affine_grid, F.unfold and F.fold (affine_grid_generator, im2col, col2im: neither the
+    compiler nor the host had them) export as the ATen ops they are made of, and an eval-mode
+    InstanceNorm with track_running_stats as batch norm (its in-place write-back of the
+    unchanged running statistics was refused); the graph reproduces PyTorch's outputs and
+    spyre run --check validates them.  A torchvision.ops op is refused in one line."""
+    src = os.path.join(tmp, "vision.py")
+    with open(src, "w") as f:
+        f.write(VISION)
+    out = os.path.join(tmp, "vision")
+    r = subprocess.run([sys.executable, EXPORT, f"{src}:vision", "-o", out], capture_output=True, text=True)
+    if not check("affine_grid, unfold, fold, InstanceNorm(track_running_stats): export exits 0",
+                 r.returncode == 0, r.stderr.strip()):
+        return
+    with open(os.path.join(out, "graph.txt")) as f:
+        g = read_graph(f.read())
+    ops = {n["op"] for n in g["nodes"]}
+    gone = ("affine_grid_generator", "im2col", "col2im", "copy_")
+    check("affine_grid, unfold, fold: decomposed, no write-back", not [o for o in ops if any(x in o for x in gone)],
+          " ".join(sorted(ops)))
+    weights = read_safetensors(os.path.join(out, "weights.safetensors"))
+    ins = read_safetensors(os.path.join(out, "inputs.safetensors"))
+    expected = read_safetensors(os.path.join(out, "expected.safetensors"))
+    errs = [tensor_err(o, e) for o, e in zip(run_graph(g, ins, weights)[0], expected.values())]
+    check("affine_grid, unfold, fold, InstanceNorm: graph.txt run with torch.ops.aten reproduces PyTorch",
+          len(errs) == 5 and all(e <= 1 for e in errs), f"err/tol {errs}")
+    spyre = os.path.join(ROOT, "build", "spyre")
+    if os.path.exists(spyre):
+        r = subprocess.run([spyre, "run", out, "--check"], capture_output=True, text=True)
+        mism = [ln for ln in r.stdout.splitlines() if "MISMATCH" in ln]
+        check("affine_grid, unfold, fold, InstanceNorm: spyre run --check matches PyTorch",
+              r.returncode == 0 and not mism and r.stdout.count("expected ") == 5,
+              f"status {r.returncode}: {(mism or r.stderr.strip().splitlines() or [''])[-1]}")
+    r = subprocess.run([sys.executable, EXPORT, f"{src}:nms", "-o", os.path.join(tmp, "nms")],
+                       capture_output=True, text=True)
+    check("torchvision.ops.nms: export exits 2 with one line naming the op",
+          r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "torchvision.nms" in r.stderr,
+          f"status {r.returncode}, stderr {r.stderr.strip()!r}")
+
+
 def check_state_exports(tmp):
     """The whole models' steps (decoder_gen.py): the caches are state lines
     with update lines, not inputs or outputs; the decode step reads the
@@ -700,6 +778,7 @@ def main():
         check_recorded_draws(tmp)
         check_state_exports(tmp)
         check_recurrent_exports(tmp)
+        check_vision_exports(tmp)
         fresh = {}
         for file, func in SMALL:
             out = os.path.join(tmp, func)

@@ -643,13 +643,18 @@ static void test_padding_modes_and_nearest_upsampling_give_pytorchs_values(void)
         "%rp: f32[1, 1, 3, 4] = aten.replication_pad2d.default(%x, [1, 0, 0, 1])\n"
         "%up: f32[1, 1, 4, 6] = aten.upsample_nearest2d.vec(%x, None, [2.0, 2.0])\n"
         "%odd: f32[1, 1, 2, 4] = aten.upsample_nearest2d.vec(%x, [2, 4], None)\n"
-        "output %rf, %rp, %up, %odd\n",
+        "%ex: f32[1, 1, 3, 5] = aten._upsample_nearest_exact2d.vec(%x, [3, 5], None)\n"
+        "%exd: f32[1, 1, 2, 2] = aten._upsample_nearest_exact2d.vec(%x, [2, 2], None)\n"
+        "output %rf, %rp, %up, %odd, %ex, %exd\n",
         iota24);
     EXPECT(&t, "rf", 2, 1, 0, 1, 2, 1, 5, 4, 3, 4, 5, 4);
     EXPECT(&t, "rp", 0, 0, 1, 2, 3, 3, 4, 5, 3, 3, 4, 5);
     EXPECT(&t, "up", 0, 0, 1, 1, 2, 2, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 3, 3, 4, 4, 5, 5);
     /* 3 to 4 columns: output j reads floor(j * 0.75): 0, 0, 1, 2 */
     EXPECT(&t, "odd", 0, 0, 1, 2, 3, 3, 4, 5);
+    /* nearest-exact reads floor((j + 0.5) * scale): 3 to 5 columns 0, 0, 1, 2, 2; 3 to 2: 0, 2 */
+    EXPECT(&t, "ex", 0, 0, 1, 2, 2, 3, 3, 4, 5, 5, 3, 3, 4, 5, 5);
+    EXPECT(&t, "exd", 0, 2, 3, 5);
     done(&t);
 }
 

@@ -26,8 +26,15 @@ Tracing (make_fx, PyTorch 1.13 and later) runs in two passes:
      _native_multi_head_attention): the trace holds the decomposed ops.
   2. make_fx again over that ATen graph, functionalized, so that in-place
      ops become their out-of-place forms (as AOTAutograd hands Inductor).
+Pass 1 decomposes the ops neither the compiler nor the host runs (DECOMPOSE:
+affine_grid_generator, im2col and col2im, i.e. F.affine_grid, F.unfold and
+F.fold) into the ATen ops they are made of, and an InstanceNorm with
+track_running_stats in eval mode is traced as the batch norm it is (PyTorch's
+instance_norm writes the unchanged running statistics back, an in-place
+copy a graph cannot hold).
 Then aten.detach, aten.lift_fresh_copy and aten.alias (identities here)
-are bypassed and dead nodes dropped.  With --tracer export (the default
+are bypassed and dead nodes dropped.  An op of another library
+(torchvision.ops' roi_align, nms, deform_conv2d) is refused, one line.  With --tracer export (the default
 where torch.export exists) torch.export.export + run_decompositions is used.
 
 An fp16 model PyTorch's CPU cannot run (torch 1.13 has no fp16 addmm or
@@ -244,6 +251,59 @@ def with_grad(call, inputs):
             return call(args), args
 
 
+def _neg_one_to_one(n, align_corners, dtype):
+    """PyTorch's linspace_from_neg_one: n points over [-1, 1] (pixel centres without align_corners)."""
+    if n <= 1:
+        return torch.zeros(1, dtype=dtype)
+    if align_corners:
+        return torch.arange(n, dtype=dtype) * (2.0 / (n - 1)) - 1.0
+    return torch.arange(n, dtype=dtype) * (2.0 / n) + (1.0 / n - 1.0)
+
+
+def affine_grid(theta, size, align_corners):
+    """aten.affine_grid_generator (4-D and 5-D sizes): each output pixel's (x, y[, z], 1) times theta^T."""
+    n, sp = size[0], list(size[2:])
+    k = len(sp)
+    cols = []
+    for a in range(k):  # x along the last dim, y the one before, ...
+        view = [1] * k
+        view[k - 1 - a] = sp[k - 1 - a]
+        cols.append(_neg_one_to_one(sp[k - 1 - a], align_corners, theta.dtype).view(view).expand(sp))
+    cols.append(torch.ones(sp, dtype=theta.dtype))
+    base = torch.stack(cols, -1).view(1, -1, k + 1)
+    return (base @ theta.transpose(1, 2)).view(n, *sp, k)
+
+
+def decompositions():
+    from torch._decomp import get_decompositions
+    aten = torch.ops.aten
+    table = get_decompositions([aten.im2col, aten.col2im])
+    table[aten.affine_grid_generator.default] = affine_grid
+    return table
+
+
+def _instance_norm_eval(self, x):
+    """An InstanceNorm's eval forward with running statistics: batch norm over them."""
+    unbatched = x.dim() == self._get_no_batch_dim()
+    y = torch.nn.functional.batch_norm(x.unsqueeze(0) if unbatched else x, self.running_mean, self.running_var,
+                                       self.weight, self.bias, False, 0.0, self.eps)
+    return y.squeeze(0) if unbatched else y
+
+
+@contextlib.contextmanager
+def instance_norms_as_batch_norm(model):
+    """Trace eval-mode InstanceNorms with track_running_stats as batch norm (see the top)."""
+    patched = [m for m in model.modules() if isinstance(m, torch.nn.modules.instancenorm._InstanceNorm)
+               and m.track_running_stats and not m.training]
+    for m in patched:
+        m.forward = _instance_norm_eval.__get__(m)
+    try:
+        yield
+    finally:
+        for m in patched:
+            del m.forward
+
+
 def trace_make_fx(model, inputs, fake=False):
     """fake: trace on fake tensors (shapes and dtypes), for ops PyTorch's
     CPU kernels do not have (fp16 matmuls on PyTorch 1.13)."""
@@ -264,7 +324,9 @@ def trace_make_fx(model, inputs, fake=False):
     values += [v.detach().clone() for _, v in model.named_buffers()]
     # pass 1: autograd on, so no fused fast path
     mode = "fake" if fake else "real"
-    first, args = with_grad(lambda a: make_fx(run, tracing_mode=mode)(values, a), inputs)
+    with instance_norms_as_batch_norm(model):
+        first, args = with_grad(lambda a: make_fx(run, tracing_mode=mode, decomposition_table=decompositions())(
+            values, a), inputs)
     values = [v.detach() for v in values]
     args = [x.detach() for x in args]
     with torch.no_grad():  # pass 2: in-place ops to out-of-place
@@ -432,6 +494,16 @@ def op_name(node):
     if isinstance(node.target, torch._ops.OpOverload):
         return str(node.target)  # "aten.addmm.default"
     raise UserError(f"node {node.name} calls {node.target}, which is not an ATen op")
+
+
+def refuse_foreign_ops(gm):
+    """An op of another library's namespace (torchvision.roi_align, nms, deform_conv2d) has no
+    lowering in the compiler and no host kernel in the reference executor: one line, at export."""
+    for node in gm.graph.nodes:
+        if isinstance(node.target, torch._ops.OpOverload) and node.target.namespace not in ("aten", "prims"):
+            raise UserError(f"node {node.name} calls {node.target}, an op of the {node.target.namespace} "
+                            f"library that neither the compiler nor the host (the reference executor) can "
+                            f"run; it is not exported")
 
 
 def format_arg(a, names, where):
@@ -659,6 +731,7 @@ def export(spec, out_dir, seed, tracer, graph_only=False, func=None, draws=False
                 return trace_and_type(model, inputs, fake=True)
             raise UserError(f"{spec}: tracing failed: {describe(e)}")
         clean(gm)
+        refuse_foreign_ops(gm)
         # Types of every value, from running the graph itself.
         flat = [r[2].detach() if r[0] == "param" else inputs[r[1]].detach() for r in roles]
         recorder = TypeRecorder(gm, upcast=fake)

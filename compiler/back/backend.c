@@ -16,9 +16,6 @@
 
 /* ---- layout ---- */
 
-/* The name a DRAM buffer's tensor gets (gr_tensor_name of): a graph
- * output's value name, else the buffer's (an input's or parameter's value
- * name). */
 /* The tensor role of a DRAM buffer in the program. */
 static isa_role buf_role(const ir_buf *B)
 {
@@ -43,6 +40,10 @@ static void bake_const(isa_program *prog, isa_tensor *T, const float *data)
     T->const_off = (int64_t)off;
 }
 
+/* The name a DRAM buffer's tensor gets (gr_tensor_name of): a graph
+ * output's value name, else the buffer's (an input's or parameter's value
+ * name), ".tmp" added to a scratch buffer's when an output has it (a fused
+ * view chain's buffer named as the output value that reshapes it). */
 static void tensor_name(const ir_prog *p, int b, const gr_ttype **type, char name[ISA_NAME_MAX])
 {
     _Static_assert(GR_TENSOR_NAME_MAX == ISA_NAME_MAX, "device tensor names are the ELF's");
@@ -53,7 +54,19 @@ static void tensor_name(const ir_prog *p, int b, const gr_ttype **type, char nam
             gr_tensor_name(p->outputs[o].name, name);
             return;
         }
-    gr_tensor_name(p->bufs[b].name, name);
+    const char *own = p->bufs[b].name;
+    for (int o = 0; buf_role(&p->bufs[b]) == ISA_ROLE_SCRATCH && o < p->noutputs; o++)
+        if (!strcmp(p->outputs[o].name, own)) { /* an output is named so (its buffer renamed): not this scratch */
+            size_t n = strlen(own) + sizeof ".tmp";
+            char *tmp = malloc(n);
+            if (!tmp)
+                abort();
+            snprintf(tmp, n, "%s.tmp", own);
+            gr_tensor_name(tmp, name);
+            free(tmp);
+            return;
+        }
+    gr_tensor_name(own, name);
 }
 
 /* Types a and b have the same dims (an output that is its buffer, not a

@@ -2593,10 +2593,11 @@ static int r_mode_pad(dctx *c, const gr_node *n, int *out)
 }
 
 /* Source index of output i of a nearest resampling (PyTorch's nearest_idx:
- * the scale and the product in float), clamped to the input. */
-static int64_t nearest_src(int64_t i, float scale, int64_t in)
+ * the scale and the product in float; nearest-exact's from the pixel
+ * centre, half = 0.5, its product in double), clamped to the input. */
+static int64_t nearest_src(int64_t i, float scale, int64_t in, double half)
 {
-    int64_t s = (int64_t)floorf((float)i * scale);
+    int64_t s = (int64_t)(half > 0 ? floorf((float)(((double)i + half) * scale)) : floorf((float)i * scale));
     return s < in - 1 ? s : in - 1;
 }
 
@@ -2631,12 +2632,12 @@ static int nearest_last_product(dctx *c, int x, int64_t up)
  * as many rows as elements a row a product, above); else the runs of
  * outputs whose sources step evenly, each a strided slice (or one element
  * expanded), joined by cat. */
-static int nearest_axis(dctx *c, int x, int d, int64_t to, float scale)
+static int nearest_axis(dctx *c, int x, int d, int64_t to, float scale, double half)
 {
     gr_ttype t = dc_T(c, x);
     int64_t in = t.shape[d], up = to / in, ok_up = up >= 1;
     for (int64_t i = 0; i < to; i++)
-        ok_up &= nearest_src(i, scale, in) == i / (up ? up : 1);
+        ok_up &= nearest_src(i, scale, in, half) == i / (up ? up : 1);
     if (ok_up && up == 1)
         return x;
     if (ok_up && nearest_last_pays(&t, d))
@@ -2651,8 +2652,8 @@ static int nearest_axis(dctx *c, int x, int d, int64_t to, float scale)
     }
     int v[256], nv = 0;
     for (int64_t i = 0; i < to;) {
-        int64_t s0 = nearest_src(i, scale, in), step = i + 1 < to ? nearest_src(i + 1, scale, in) - s0 : 1, len = 1;
-        while (i + len < to && nearest_src(i + len, scale, in) - nearest_src(i + len - 1, scale, in) == step)
+        int64_t s0 = nearest_src(i, scale, in, half), step = i + 1 < to ? nearest_src(i + 1, scale, in, half) - s0 : 1, len = 1;
+        while (i + len < to && nearest_src(i + len, scale, in, half) - nearest_src(i + len - 1, scale, in, half) == step)
             len++;
         if (nv == 256)
             dc_fail(c, "nearest resampling of %lld to %lld elements needs over 256 pieces", (long long)in, (long long)to);
@@ -2670,10 +2671,12 @@ static int nearest_axis(dctx *c, int x, int d, int64_t to, float scale)
 }
 
 /* upsample_nearest1d/2d/3d(input, output_size, scales...) and .vec(input,
- * output_size, scale_factors): each of the last 1 to 3 axes by nearest_axis */
+ * output_size, scale_factors), and _upsample_nearest_exact1d/2d/3d (mode
+ * "nearest-exact"): each of the last 1 to 3 axes by nearest_axis */
 static int r_upsample_nearest(dctx *c, const gr_node *n, int *out)
 {
     int x = dc_val(c, n, 0, "input"), nd = strstr(n->base, "3d") ? 3 : strstr(n->base, "2d") ? 2 : 1;
+    double half = strstr(n->base, "exact") ? 0.5 : 0;
     gr_ttype t = dc_T(c, x);
     int64_t os[GR_MAX_RANK] = {0};
     int cnt = dc_ints(c, n, 1, "output_size", os);
@@ -2686,7 +2689,7 @@ static int r_upsample_nearest(dctx *c, const gr_node *n, int *out)
         int64_t in = t.shape[d], to = cnt > 0 ? os[a] : (int64_t)floor((double)in * v);
         if (to <= 0 || !in)
             dc_fail(c, "an empty input or output");
-        x = nearest_axis(c, x, d, to, v > 0 ? (float)(1 / v) : (float)in / (float)to);
+        x = nearest_axis(c, x, d, to, v > 0 ? (float)(1 / v) : (float)in / (float)to, half);
     }
     out[0] = x;
     return 1;
@@ -2880,6 +2883,9 @@ static const struct {
                                                "stepping sources (strided slices, or an element expanded)"},
     {"upsample_nearest2d", r_upsample_nearest, "as upsample_nearest1d, per axis"},
     {"upsample_nearest3d", r_upsample_nearest, "as upsample_nearest1d, per axis"},
+    {"_upsample_nearest_exact1d", r_upsample_nearest, "as upsample_nearest1d, sources floor((i + 0.5) * scale)"},
+    {"_upsample_nearest_exact2d", r_upsample_nearest, "as _upsample_nearest_exact1d, per axis"},
+    {"_upsample_nearest_exact3d", r_upsample_nearest, "as _upsample_nearest_exact1d, per axis"},
     {"upsample_linear1d", dc_r_upsample_interp, "per spatial axis from the last, one product with a constant "
                                                 "(out x in) matrix of PyTorch's weights"},
     {"upsample_bilinear2d", dc_r_upsample_interp, "as upsample_linear1d"},

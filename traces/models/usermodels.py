@@ -2,8 +2,9 @@
 classifiers, a transformer encoder, generative blocks (UNet, diffusion ResBlock, DCGAN,
 PixelCNN), recommendation and retrieval heads (DLRM, EmbeddingBag, CLIP), routing and
 graph layers (mixture of experts, GNN, GNN pooling by scatter_reduce), a TCN, T5's
-relative-position bias, a 3-D conv block, reduced-precision models (bf16, fp16, mixed), and
-sequence blocks (a Conformer block, Mamba's selective scan).  Seeded weights, eval mode, small
+relative-position bias, a 3-D conv block, reduced-precision models (bf16, fp16, mixed),
+sequence blocks (a Conformer block, Mamba's selective scan), and vision layers (max pooling
+over NaN pixels, InstanceNorm with running statistics, nn.Unfold patches).  Seeded weights, eval mode, small
 inputs: each exports and runs in seconds.  `bench/run usermodels` runs them all with
 `spyre run DIR --check` (bench/bench_usermodels.py); the results are in
 docs/conformance.md ("Whole models a user brings").  Export one with
@@ -498,3 +499,47 @@ class SelectiveScan(nn.Module):
 def mamba():
     torch.manual_seed(0)
     return SelectiveScan().eval(), (torch.randn(2, 8, 16),)
+
+
+class NanPool(nn.Module):
+    """adaptive_max_pool2d and max_pool2d over an image with NaN pixels: PyTorch's max is NaN."""
+
+    def forward(self, x):
+        return F.adaptive_max_pool2d(x, (2, 2)), F.max_pool2d(x, 2)
+
+
+def nanpool():
+    torch.manual_seed(0)
+    x = torch.randn(1, 2, 6, 6)
+    x[0, 0, 1, 1] = float("nan")
+    x[0, 1, 4, 5] = float("nan")
+    return NanPool().eval(), (x,)
+
+
+def instnorm_stats():
+    """Conv2d, InstanceNorm2d(affine, track_running_stats) in eval mode (its running statistics), ReLU."""
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.InstanceNorm2d(8, affine=True, track_running_stats=True),
+                      nn.ReLU())
+    with torch.no_grad():
+        m[1].running_mean.copy_(0.1 * torch.randn(8))
+        m[1].running_var.copy_(1.0 + 0.2 * torch.rand(8))
+        m[1].weight.add_(0.1 * torch.randn(8))
+    return m.eval(), (torch.randn(2, 3, 8, 8),)
+
+
+class UnfoldPatches(nn.Module):
+    """nn.Unfold(4, stride 4) patches of a 16x16 image, a Linear per patch (a ViT stem written by hand)."""
+
+    def __init__(self):
+        super().__init__()
+        self.unfold = nn.Unfold(4, stride=4)
+        self.proj = nn.Linear(3 * 16, 32)
+
+    def forward(self, x):
+        return self.proj(self.unfold(x).transpose(1, 2))
+
+
+def unfold_patches():
+    torch.manual_seed(0)
+    return UnfoldPatches().eval(), (torch.randn(2, 3, 16, 16),)
