@@ -4,6 +4,8 @@
  * come back as 4104 for 4100, wrong with nothing to say so. After lowering,
  * an interval is propagated through every node's body, and an integer
  * result that may leave [-1024, 1024] stops the compile at its graph line.
+ * An integer input is any value up to 2^24 unless its line declares a
+ * range (which the runtime checks before each launch).
  * A cast to an integer of a float function of one small integer (the log
  * of a relative position in a T5 bucket) is tabulated here in fp32 as
  * PyTorch computes it, truncated, and becomes a chain of comparisons of
