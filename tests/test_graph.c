@@ -338,8 +338,10 @@ static void test_an_integer_inputs_range_parses_and_prints_back(void)
     expect_round_trip(p1);
     free(p1);
     gr_graph_free(g);
-    expect_error("input %x: f32[2] range=[0, 1]\n", "t.txt:1:18: expected end of line (a range is for an i64 or i32 input), found 'range'");
-    expect_error("input %x: bool[2] range=[0, 1]\n", "t.txt:1:19: expected end of line (a range is for an i64 or i32 input), found 'range'");
+    expect_error("input %x: f32[2] range=[0, 1]\n",
+                 "t.txt:1:18: expected end of line (a range is for an i64 or i32 input), found 'range'");
+    expect_error("input %x: bool[2] range=[0, 1]\n",
+                 "t.txt:1:19: expected end of line (a range is for an i64 or i32 input), found 'range'");
     expect_error("input %x: i64[2] range=[0]\n", "t.txt:1:26: expected ',', found ']'");
     expect_error("input %x: i64[2] range=[1, 0]\n", "t.txt:1: range=[1, 0] is empty");
 }
