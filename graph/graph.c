@@ -815,7 +815,39 @@ static int parse_op_line(parser *P)
     return expect_eol(P);
 }
 
-/* input %NAME: TYPE  /  param %NAME: TYPE = "KEY"  /  state %NAME: TYPE = "KEY" */
+/* ` range=[LO, HI]` after an integer input's type: the values it promises. */
+static int parse_range(parser *P, gr_value *v)
+{
+    lexer *L = &P->L;
+    if (v->type.dtype != GR_I64 && v->type.dtype != GR_I32) {
+        expected(L, "end of line (a range is for an i64 or i32 input)");
+        return -1;
+    }
+    next(L);
+    if (expect_punct(P, '=') || expect_punct(P, '['))
+        return -1;
+    int64_t b[2];
+    for (int i = 0; i < 2; i++) {
+        if (L->tok.k != T_INT) {
+            expected(L, i ? "the range's upper bound (an integer)" : "the range's lower bound (an integer)");
+            return -1;
+        }
+        b[i] = L->tok.i;
+        next(L);
+        if (expect_punct(P, i ? ']' : ','))
+            return -1;
+    }
+    if (b[0] > b[1]) {
+        errf(L, "%s:%d: range=[%lld, %lld] is empty", L->path, v->line, (long long)b[0], (long long)b[1]);
+        return -1;
+    }
+    v->ranged = 1;
+    v->lo = b[0];
+    v->hi = b[1];
+    return 0;
+}
+
+/* input %NAME: TYPE [range=[LO, HI]]  /  param %NAME: TYPE = "KEY"  /  state %NAME: TYPE = "KEY" */
 static int parse_decl(parser *P, gr_value_kind kind, int state)
 {
     lexer *L = &P->L;
@@ -853,6 +885,8 @@ static int parse_decl(parser *P, gr_value_kind kind, int state)
         g->params = np;
         g->params[g->nparams++] = v;
     } else {
+        if (is_ident(&L->tok, "range") && parse_range(P, &g->values[v]))
+            return -1;
         int *ni = grow(g->inputs, &P->capinputs, g->ninputs + 1, sizeof *ni);
         if (!ni) {
             oom(P);
@@ -1731,6 +1765,12 @@ char *gr_graph_text(const gr_graph *g)
         text_pad(&t, &at, v->line);
         text_strs(&t, 3, "input %", v->name, ": ");
         text_type(&t, v);
+        if (v->ranged) {
+            char lo[24], hi[24];
+            gr_int_text((long long)v->lo, lo);
+            gr_int_text((long long)v->hi, hi);
+            text_strs(&t, 5, " range=[", lo, ", ", hi, "]");
+        }
         isa_sb_chr(&t, '\n');
     }
     for (int i = 0; i < g->nparams; i++) {

@@ -57,6 +57,8 @@ typedef struct {
     int node;        /* defining node for GR_VAL_NODE, else -1 */
     char *param_key; /* GR_VAL_PARAM: its key in the weights file */
     int state;       /* a GR_VAL_PARAM declared by a `state` line: it persists across runs */
+    int ranged;      /* an integer input declared with `range=[lo, hi]`: every value is in it */
+    int64_t lo, hi;  /* (the compiler relies on it; the runtime checks it before a run) */
     int line;        /* where it is defined */
 } gr_value;
 

@@ -2,6 +2,7 @@
  * reproducible on every machine) and raw little-endian fp32 files. */
 #include "rt_internal.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +61,14 @@ static int set_input(rt_program *prog, int i, float *vals, char *err, size_t err
     return rt_write_f32(prog, i, prog->host[i], err, errlen);
 }
 
+/* Uniform values in [-1, 1) as integers spread over an input's declared range. */
+static void into_range(const rt_range *r, float *v, size_t n)
+{
+    const double count = (double)r->hi - (double)r->lo + 1;
+    for (size_t k = 0; k < n; k++)
+        v[k] = (float)fmin((double)r->lo + floor((v[k] + 1.0) * 0.5 * count), (double)r->hi);
+}
+
 int rt_fill_inputs(rt_program *prog, uint64_t seed, char *err, size_t errlen)
 {
     prog->seed = seed;
@@ -72,6 +81,8 @@ int rt_fill_inputs(rt_program *prog, uint64_t seed, char *err, size_t errlen)
         if (!v)
             return isa_errf(err, errlen, "tensor %s: out of host memory", t->name);
         rt_random_uniform(seed, t->name, v, n);
+        if (prog->range && prog->range[i].line)
+            into_range(&prog->range[i], v, n);
         int rc = set_input(prog, (int)i, v, err, errlen);
         free(v);
         if (rc)

@@ -24,7 +24,11 @@ int rt_launch(rt_program *prog, rt_run_result *res)
     /* Its weights back if they were evicted, then its activations. */
     /* a timing-only run reads no values: its inputs' transfer is counted, not made */
     const int values = sim_get_options(dev->sim)->values;
-    if (rt_place_weights(prog, from, 1, msg, sizeof msg) || rt_stage(prog, from, values, msg, sizeof msg) ||
+    if (rt_ranges_check(prog, msg, sizeof msg)) { /* the program relies on them: a user error */
+        snprintf(r->fault.msg, sizeof r->fault.msg, "%s", msg);
+        rc = -1;
+        unsupported = 1;
+    } else if (rt_place_weights(prog, from, 1, msg, sizeof msg) || rt_stage(prog, from, values, msg, sizeof msg) ||
         rt_place_lx(prog, msg, sizeof msg) || rt_poison_values(prog, msg, sizeof msg)) {
         snprintf(r->fault.msg, sizeof r->fault.msg, "%s", msg);
         rc = -1;

@@ -54,7 +54,8 @@ rt_program *rt_load_program(rt_device *dev, isa_program *p, char *err, size_t er
     prog->next = dev->programs;
     dev->programs = prog;
     size_t from = rt_sched_from(prog, 0);
-    if (decode_consts(prog, msg, sizeof msg) || rt_state_init(prog, msg, sizeof msg) || rt_place_weights(prog, from, 0, msg, sizeof msg) ||
+    if (decode_consts(prog, msg, sizeof msg) || rt_state_init(prog, msg, sizeof msg) ||
+        rt_ranges_init(prog, msg, sizeof msg) || rt_place_weights(prog, from, 0, msg, sizeof msg) ||
         rt_stage(prog, from, 1, msg, sizeof msg)) {
         isa_errf(err, errlen, "load: %s", msg);
         rt_unload(prog);
@@ -97,6 +98,7 @@ void rt_unload(rt_program *prog)
     free(prog->host);
     free(prog->packed);
     rt_state_free(prog);
+    free(prog->range);
     sim_decode_free(prog->decode);
     isa_program_free(prog->p);
     free(prog);

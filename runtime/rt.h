@@ -147,8 +147,9 @@ uint64_t rt_random_key(uint64_t seed, const char *name);
 uint64_t rt_random_word(uint64_t *state);
 /* Fill every input and weight tensor without constant data with random
  * values (rounded to fp16 first when its host dtype is fp16, as a host
- * fp16 tensor would be) and write it to the device.  The values are kept
- * as host copies. */
+ * fp16 tensor would be) and write it to the device; an input with a
+ * declared range gets integers spread over it.  The values are kept as
+ * host copies. */
 int rt_fill_inputs(rt_program *prog, uint64_t seed, char *err, size_t errlen);
 /* Set an input or weight tensor from fp32 values (rounded to the tensor's
  * host dtype), keep the host copy and write it to the device. */
@@ -277,7 +278,10 @@ int rt_launch_cards(rt_program *const *progs, int ncards, rt_run_result *res);
  * the host copies of its inputs), run, read every output back into its host
  * copy, free the activation region.  Returns 0 when it ran to completion,
  * -1 when it faulted (res->fault says where and why; core -1 when its
- * regions could not be placed in device DRAM).  res may be NULL. */
+ * regions could not be placed in device DRAM).  An input whose graph line
+ * declares range=[lo, hi] (docs/graph-format.md) holding a value outside it
+ * is refused before anything runs: -1, status RT_RUN_UNSUPPORTED, the
+ * message naming the input, its line and the value.  res may be NULL. */
 int rt_launch(rt_program *prog, rt_run_result *res);
 /* The means of launches at several phases of the DRAM's refresh. */
 typedef struct {

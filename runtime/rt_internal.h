@@ -41,6 +41,13 @@ typedef struct {
     uint64_t serial; /* sim_dram_serial just after it; 0: not uploaded */
 } rt_packed;
 
+/* An input declared `range=[lo, hi]` (docs/graph-format.md): the compiler
+ * relied on it, so a launch checks it; line 0: none declared. */
+typedef struct {
+    int line;
+    int64_t lo, hi;
+} rt_range;
+
 struct rt_program {
     rt_device *dev;
     isa_program *p;
@@ -62,6 +69,7 @@ struct rt_program {
     rt_run_result last;
     sim_decode *decode;  /* the engine's decode of p, kept for the next launch (sim_set_decode) */
     int host_ops;        /* p has `host` instructions: 1, 0, or -1 until the first launch looks */
+    rt_range *range;     /* per tensor: an integer input's declared range (tensor.c), or NULL: none declared */
     rt_update *upd;      /* the graph's state updates (state.c), nupd of them */
     int nupd;
     float **before;      /* per tensor: a state's host copy before the last launch updated it, or NULL */
@@ -81,6 +89,11 @@ void rt_dims_str(int rank, const int64_t *shape, char *buf, size_t len);
  * +-2^30 (docs/runtime.md, "Masks").  Every write of an input or a
  * weight, whoever makes it, comes here: one rule for all. */
 int rt_keep_host(rt_program *prog, int i, const float *values, char *err, size_t errlen);
+/* The declared ranges of the program graph's inputs into prog->range. */
+int rt_ranges_init(rt_program *prog, char *err, size_t errlen);
+/* Each ranged input's host copy within its range: 0, or -1 with a message
+ * naming the input, its graph line and the value outside. */
+int rt_ranges_check(const rt_program *prog, char *err, size_t errlen);
 /* Tensor i's host copy changed (or went): its packed bytes are stale. */
 void rt_host_changed(rt_program *prog, int i);
 /* Does tensor t live in p's weights region? */

@@ -112,6 +112,43 @@ int rt_keep_host(rt_program *prog, int i, const float *values, char *err, size_t
     return 0;
 }
 
+int rt_ranges_init(rt_program *prog, char *err, size_t errlen)
+{
+    const isa_program *p = prog->p;
+    if (!p->graph || !strstr(p->graph, " range=["))
+        return 0;
+    char msg[1024];
+    gr_graph *g = gr_graph_parse(p->graph, "<program graph>", msg, sizeof msg);
+    if (!g)
+        return isa_errf(err, errlen, "%s", msg);
+    prog->range = calloc(p->ntensors ? p->ntensors : 1, sizeof *prog->range);
+    for (int k = 0; prog->range && k < g->ninputs; k++) {
+        const gr_value *v = &g->values[g->inputs[k]];
+        char tn[GR_TENSOR_NAME_MAX];
+        gr_tensor_name(v->name, tn);
+        int i = isa_program_find_tensor(p, tn);
+        if (v->ranged && i >= 0)
+            prog->range[i] = (rt_range){v->line, v->lo, v->hi};
+    }
+    gr_graph_free(g);
+    return prog->range ? 0 : isa_errf(err, errlen, "out of host memory");
+}
+
+int rt_ranges_check(const rt_program *prog, char *err, size_t errlen)
+{
+    for (size_t i = 0; prog->range && i < prog->p->ntensors; i++) {
+        const rt_range *r = &prog->range[i];
+        const float *h = prog->host[i];
+        int64_t n = rt_tensor_elems(&prog->p->tensors[i]);
+        for (int64_t k = 0; r->line && h && k < n; k++)
+            if (!(h[k] >= (double)r->lo && h[k] <= (double)r->hi))
+                return isa_errf(err, errlen, "input %%%s (graph line %d): the value %g at element %lld is outside its "
+                                "range=[%lld, %lld]", prog->p->tensors[i].name, r->line, h[k], (long long)k,
+                                (long long)r->lo, (long long)r->hi);
+    }
+    return 0;
+}
+
 void rt_host_changed(rt_program *prog, int i)
 {
     free(prog->packed[i].bytes);

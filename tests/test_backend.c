@@ -4952,6 +4952,74 @@ static void test_integers_beyond_dl16s_exact_range_are_a_clear_error(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "test.txt:4: aten.sum.dim_IntList: integer values up to 3000 are not exact"));
 }
 
+/* An int64 0/1 mask's count of valid steps minus one (a time-series
+ * model's last valid step): refused as inexact while the mask may hold
+ * any integer, exact on the device once its line declares range=[0, 1],
+ * refused again when the range declared is too wide for the sum. */
+static void test_an_integer_inputs_declared_range_bounds_its_sum_on_both_chips(void)
+{
+    const char *fmt = "graph ts\ninput %%v: i64[3, 9]%s\n%%s: i64[3] = aten.sum.dim_IntList(%%v, [1])\n"
+                      "%%l: i64[3] = aten.sub.Tensor(%%s, 1)\noutput %%l\n";
+    char text[512], err[1024];
+    snprintf(text, sizeof text, fmt, "");
+    compile_error(text, "spyre", err, sizeof err);
+    TU_ASSERT_CONTAINS(err, "test.txt:3: aten.sum.dim_IntList: integer values up to");
+    snprintf(text, sizeof text, fmt, " range=[0, 5000]");
+    compile_error(text, "spyre", err, sizeof err);
+    TU_ASSERT_CONTAINS(err, "test.txt:3: aten.sum.dim_IntList: integer values up to 45000 are not exact");
+    snprintf(text, sizeof text, fmt, " range=[0, 1]");
+    for (int c = 0; c < 2; c++) {
+        const char *names[] = {"v", "l"};
+        float *v[2] = {0};
+        int64_t n[2] = {0};
+        CU_ASSERT_EQUAL_FATAL(run_and_read(text, "ts.txt", both_chips[c], 2, names, v, n), 0);
+        int ones = 0;
+        for (int r = 0; r < 3; r++) {
+            float count = 0;
+            for (int k = 0; k < 9; k++) {
+                CU_ASSERT(v[0][r * 9 + k] == 0 || v[0][r * 9 + k] == 1); /* random inputs within the range */
+                count += v[0][r * 9 + k];
+            }
+            ones += (int)count;
+            CU_ASSERT_EQUAL(v[1][r], count - 1);
+        }
+        CU_ASSERT(ones > 0 && ones < 27);
+        for (int i = 0; i < 2; i++)
+            free(v[i]);
+    }
+}
+
+/* The program relies on the range, so a launch whose input leaves it is
+ * refused with the input, its line and the value (never a wrong sum). */
+static void test_an_input_outside_its_declared_range_is_refused_at_launch(void)
+{
+    const char *text = "graph ts\ninput %v: i64[3, 9] range=[0, 1]\n%s: i64[3] = aten.sum.dim_IntList(%v, [1])\n"
+                       "output %s\n";
+    char err[1024];
+    gr_graph *g = gr_graph_parse(text, "ts.txt", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    chip_config cfg;
+    cc_result *r = compile_for(g, "spyre", &cfg, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    rt_device *dev;
+    rt_program *prog = load_on(&cfg, cc_result_take_program(r), &dev);
+    cc_result_free(r);
+    float v[27];
+    for (int k = 0; k < 27; k++)
+        v[k] = k == 4 ? 3.0f : 1.0f;
+    CU_ASSERT_EQUAL(rt_set_input(prog, "v", v, err, sizeof err), 0);
+    rt_run_result res;
+    CU_ASSERT_NOT_EQUAL(rt_launch(prog, &res), 0);
+    CU_ASSERT_EQUAL(res.status, RT_RUN_UNSUPPORTED);
+    TU_ASSERT_CONTAINS(res.fault.msg, "input %v (graph line 2): the value 3 at element 4 is outside its range=[0, 1]");
+    v[4] = 0;
+    CU_ASSERT_EQUAL(rt_set_input(prog, "v", v, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_launch(prog, &res), 0);
+    rt_unload(prog);
+    rt_close(dev);
+    gr_graph_free(g);
+}
+
 /* ---- 16-bit host dtypes ---- */
 
 /* Compile text, write each input from 16-bit host data of its host dtype,
@@ -6539,6 +6607,10 @@ int main(void)
         {"bool masks cast to integers and counted are exact on both chips",
          test_bool_masks_cast_to_integers_and_counted_are_exact_on_both_chips},
         {"integers beyond DL16's exact range are a clear error", test_integers_beyond_dl16s_exact_range_are_a_clear_error},
+        {"an integer input's declared range bounds its sum on both chips",
+         test_an_integer_inputs_declared_range_bounds_its_sum_on_both_chips},
+        {"an input outside its declared range is refused at launch",
+         test_an_input_outside_its_declared_range_is_refused_at_launch},
         {"bf16 and f16 outputs are narrowed toward zero like the chip",
          test_bf16_and_f16_outputs_are_narrowed_toward_zero_like_the_chip},
         {"statistics over no element are PyTorch's on both chips",

@@ -746,6 +746,29 @@ static void expect_both_refuse(const char *dir, const char *want)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, want));
 }
 
+/* An input outside the range its line declares: exit 2 with one line
+ * naming the input, its graph line and the value; inside it, the run's
+ * count of the mask checks ok against the reference. */
+static void test_an_input_outside_its_declared_range_exits_2_naming_it(void)
+{
+    char graph[512], bin[512];
+    tu_tmpfile(".txt", graph, sizeof graph);
+    tu_tmpfile(".f32", bin, sizeof bin);
+    write_file(graph, "graph ts\ninput %v: i64[3, 9] range=[0, 1]\n%s: i64[3] = aten.sum.dim_IntList(%v, [1])\n"
+                      "%l: i64[3] = aten.sub.Tensor(%s, 1)\noutput %l\n");
+    float v[27];
+    for (int k = 0; k < 27; k++)
+        v[k] = k == 4 ? 3.0f : 1.0f;
+    tu_write_file(bin, v, sizeof v);
+    expect_spyref("run %s --input v=%s", graph, bin, 2,
+                  "input %v (graph line 2): the value 3 at element 4 is outside its range=[0, 1]");
+    v[4] = 0;
+    tu_write_file(bin, v, sizeof v);
+    expect_spyref("run %s --check --input v=%s", graph, bin, 0, "fallback_ops=0");
+    remove(graph);
+    remove(bin);
+}
+
 static void test_run_and_ref_check_shape_and_dtype_of_every_tensor_they_load(void)
 {
     char dir[512], want[1024];
@@ -1340,6 +1363,8 @@ int main(void)
         {"timing_only_run_needs_no_weights_file", test_timing_only_run_needs_no_weights_file},
         {"run_and_ref_check_shape_and_dtype_of_every_tensor_they_load",
          test_run_and_ref_check_shape_and_dtype_of_every_tensor_they_load},
+        {"an input outside its declared range exits 2 naming it",
+         test_an_input_outside_its_declared_range_exits_2_naming_it},
         {"corrupt_expected_outputs_exit_2_in_run_and_ref", test_corrupt_expected_outputs_exit_2_in_run_and_ref},
         {"replaced_inputs_skip_the_comparison_with_pytorch", test_replaced_inputs_skip_the_comparison_with_pytorch},
         {"check_refuses_an_output_held_as_a_weight", test_check_refuses_an_output_held_as_a_weight},

@@ -771,10 +771,69 @@ def check_fp16_export(tmp):
           (r.stderr.strip().splitlines() or [""])[-1])
 
 
+TIMESERIES = """
+import torch
+from torch import nn
+
+
+class TimeSeries(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inp = nn.Linear(3, 16)
+        self.out = nn.Linear(16, 1)
+
+    def forward(self, x, valid):
+        h = torch.tanh(self.inp(x))
+        last = valid.sum(1) - 1
+        return self.out(h.gather(1, last[:, None, None].expand(-1, 1, 16)).squeeze(1))
+
+
+def timeseries():
+    valid = torch.ones(3, 9, dtype=torch.long)
+    valid[1, 6:] = 0
+    valid[2, 4:] = 0
+    return TimeSeries(), (torch.randn(3, 9, 3), valid)
+"""
+
+
+def check_int_range_export(tmp):
+    """--int-range valid=0:1 puts range=[0, 1] on the mask's input line, and
+    the mask's count (the last valid step's gather) runs on the device with
+    PyTorch's values; a range the example input leaves exits 2 with one line."""
+    model = os.path.join(tmp, "timeseries.py")
+    with open(model, "w") as f:
+        f.write(TIMESERIES)
+    out = os.path.join(tmp, "timeseries")
+    r = subprocess.run([sys.executable, EXPORT, f"{model}:timeseries", "-o", out, "--int-range", "valid=0:1"],
+                       capture_output=True, text=True)
+    check("--int-range: the export succeeds", r.returncode == 0, r.stderr.strip())
+    if r.returncode:
+        return
+    with open(os.path.join(out, "graph.txt")) as f:
+        text = f.read()
+    check("--int-range: the input line declares the range",
+          re.search(r"^input %valid: i64\[3, 9\] range=\[0, 1\]$", text, re.M) is not None)
+    r = subprocess.run([sys.executable, EXPORT, f"{model}:timeseries", "-o", os.path.join(tmp, "bad"),
+                        "--int-range", "valid=0:0"], capture_output=True, text=True)
+    check("--int-range an example input leaves exits 2 with one line",
+          r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "holds 1" in r.stderr,
+          f"status {r.returncode}, stderr {r.stderr.strip()!r}")
+    spyre = os.path.join(ROOT, "build", "spyre")
+    if not os.path.exists(spyre):
+        skip("--int-range: spyre run --check matches PyTorch", "no build/spyre")
+        return
+    for cfg in ("spyre", "spyre-4core"):
+        r = subprocess.run([spyre, "run", out, "--check", "--config", cfg], capture_output=True, text=True)
+        check(f"--int-range: the mask's count and gather run on {cfg} alone and match PyTorch",
+              r.returncode == 0 and "fallback_ops=0 " in r.stdout and re.search(r"^check .* ok$", r.stdout, re.M),
+              (r.stderr.strip().splitlines() or [""])[-1])
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         check_fp16_export(tmp)
         check_host_chain(tmp)
+        check_int_range_export(tmp)
         check_recorded_draws(tmp)
         check_state_exports(tmp)
         check_recurrent_exports(tmp)

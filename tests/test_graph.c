@@ -324,6 +324,28 @@ static void test_syntax_errors_name_file_line_and_column(void)
     expect_error("output %a,\n", "t.txt:1:11: expected a %name, found end of line");
 }
 
+/* `range=[LO, HI]` on an integer input: parsed, printed back; refused on
+ * another dtype or empty. */
+static void test_an_integer_inputs_range_parses_and_prints_back(void)
+{
+    const char *text = "graph r\ninput %v: i64[3, 9] range=[-2, 40]\ninput %b: bool[3]\noutput %v\n";
+    gr_graph *g = parse_ok(text);
+    const gr_value *v = &g->values[g->inputs[0]], *b = &g->values[g->inputs[1]];
+    CU_ASSERT(v->ranged && v->lo == -2 && v->hi == 40);
+    CU_ASSERT(!b->ranged);
+    char *p1 = print_to_string(g);
+    CU_ASSERT_STRING_EQUAL(p1, text);
+    expect_round_trip(p1);
+    free(p1);
+    gr_graph_free(g);
+    expect_error("input %x: f32[2] range=[0, 1]\n",
+                 "t.txt:1:18: expected end of line (a range is for an i64 or i32 input), found 'range'");
+    expect_error("input %x: bool[2] range=[0, 1]\n",
+                 "t.txt:1:19: expected end of line (a range is for an i64 or i32 input), found 'range'");
+    expect_error("input %x: i64[2] range=[0]\n", "t.txt:1:26: expected ',', found ']'");
+    expect_error("input %x: i64[2] range=[1, 0]\n", "t.txt:1: range=[1, 0] is empty");
+}
+
 static void test_semantic_errors_name_file_and_line(void)
 {
     expect_error("input %x: f32[2]\n\ninput %x: f32[3]\noutput %x\n", "t.txt:3: %x is defined twice (first at line 1)");
@@ -506,6 +528,7 @@ int main(void)
         {"ops in any order are sorted keeping text order", test_ops_in_any_order_are_sorted_keeping_text_order},
         {"syntax errors name file line and column", test_syntax_errors_name_file_line_and_column},
         {"semantic errors name file and line", test_semantic_errors_name_file_and_line},
+        {"an integer input's range parses and prints back", test_an_integer_inputs_range_parses_and_prints_back},
         {"load reads an export directory", test_load_reads_an_export_directory},
         {"dtype names and parse", test_dtype_names_and_parse},
         {"mutated text never crashes", test_mutated_text_never_crashes},

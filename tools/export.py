@@ -5,6 +5,7 @@ Usage (with the system interpreter, which has Debian's python3-torch):
 
     /usr/bin/python3 tools/export.py FILE.py:FUNC -o DIR [--seed N] [--tracer auto|make_fx|export]
                                      [--graph-only] [--record-draws] [--weights FILE]
+                                     [--int-range NAME=LO:HI ...]
 
 FILE.py is imported (its directory first on sys.path) and FUNC() is called.
 It returns (module, inputs) with inputs a tuple of tensors, or
@@ -60,6 +61,14 @@ and run with the device's own generator (docs/validation.md, "Random
 ops").  An output that depends on an op that stays random (bernoulli,
 rrelu in training) cannot reproduce PyTorch's draw: the export does not
 compare it, and spyre run --check checks it by the interval of every draw.
+
+Integer ranges (docs/graph-format.md, "Input ranges"): --int-range NAME=LO:HI
+(or options {"int_range": {"NAME": (LO, HI)}}) writes `range=[LO, HI]` on
+input NAME's line: a promise that every value lies there, which the
+compiler relies on (an int64 mask's sum is exact on the device only if the
+mask is known to be small) and the runtime checks before each run.  The
+example input must obey it.  There is no default from the example's
+observed values: one example does not bound the next input.
 
 State (docs/graph-format.md): options {"state": {"NAME": N}} makes input
 NAME a `state` line (its example value, the initial one, goes to the
@@ -530,12 +539,13 @@ def format_arg(a, names, where):
     raise UserError(f"{where}: cannot write argument {a!r} ({type(a).__name__})")
 
 
-def graph_text(name, comment, gm, roles, in_names, types, state=None, weights="weights.safetensors"):
+def graph_text(name, comment, gm, roles, in_names, types, state=None, weights="weights.safetensors", ranges=None):
     """The graph; also returns the params as a list of (key, tensor).
     state maps an input's name to the output that is its new value: the
     input becomes a `state` line (its key its name, its initial value in
-    the weights file) and that output an `update` line."""
-    state = state or {}
+    the weights file) and that output an `update` line.  ranges maps an
+    integer input's name to its declared (lo, hi): ` range=[lo, hi]`."""
+    state, ranges = state or {}, ranges or {}
     names, used = {}, set()
 
     def define(node, base):
@@ -575,6 +585,8 @@ def graph_text(name, comment, gm, roles, in_names, types, state=None, weights="w
     for _, node in inputs:
         kind = "state" if names[node] in state else "input"
         key = f" = {quote(names[node])}" if kind == "state" else ""
+        if names[node] in ranges:
+            key += " range=[%d, %d]" % ranges[names[node]]
         lines.append(f"{kind} %{names[node]}: {format_type(types[node], names[node])}{key}")
     for node, key, _ in params:
         lines.append(f"param %{names[node]}: {format_type(types[node], names[node])} = {quote(key)}")
@@ -599,12 +611,12 @@ def graph_text(name, comment, gm, roles, in_names, types, state=None, weights="w
 # --------------------------------------------------------------------------
 
 def write_graph(out_dir, how, spec, func_name, tracer, seed, gm, roles, in_names, types, state=None,
-                weights="weights.safetensors"):
+                weights="weights.safetensors", ranges=None):
     """Write out_dir/graph.txt, its comment saying where it came from (how: the
     options that matter); return the graph's parameters."""
     comment = (f"{func_name}: exported by tools/export.py{how} from {os.path.basename(spec)} "
                f"(torch {torch.__version__}, {tracer}, seed {seed})")
-    text, params = graph_text(sanitize(func_name), comment, gm, roles, in_names, types, state, weights)
+    text, params = graph_text(sanitize(func_name), comment, gm, roles, in_names, types, state, weights, ranges)
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, "graph.txt"), "w") as f:
         f.write(text)
@@ -695,13 +707,45 @@ def check_shared(path, params):
             raise UserError(f"{path}: {key} is not this module's (missing, or other values)")
 
 
-def export(spec, out_dir, seed, tracer, graph_only=False, func=None, draws=False, weights=None):
+def parse_ranges(specs):
+    """--int-range NAME=LO:HI options as {NAME: (LO, HI)}."""
+    ranges = {}
+    for spec in specs or []:
+        name, _, span = spec.partition("=")
+        lo, _, hi = span.partition(":")
+        try:
+            ranges[name] = (int(lo), int(hi))
+        except ValueError:
+            raise UserError(f"--int-range {spec}: not NAME=LO:HI with integers LO <= HI")
+        if ranges[name][0] > ranges[name][1]:
+            raise UserError(f"--int-range {spec}: not NAME=LO:HI with integers LO <= HI")
+    return ranges
+
+
+def check_ranges(ranges, in_names, inputs, graph_only):
+    """Each ranged input is an integer input whose example values obey it."""
+    for name, (lo, hi) in ranges.items():
+        if name not in in_names:
+            raise UserError(f"--int-range {name}: the module has no input {name} (its inputs: {', '.join(in_names)})")
+        x = inputs[in_names.index(name)]
+        if not isinstance(x, torch.Tensor) or x.dtype not in (torch.int64, torch.int32):
+            raise UserError(f"--int-range {name}: input {name} is not an int64 or int32 tensor (a bool is [0, 1] "
+                            f"by its type)")
+        if not graph_only and x.numel() and (int(x.min()) < lo or int(x.max()) > hi):
+            bad = int(x.min()) if int(x.min()) < lo else int(x.max())
+            raise UserError(f"--int-range {name}={lo}:{hi}: the example input {name} holds {bad}")
+
+
+def export(spec, out_dir, seed, tracer, graph_only=False, func=None, draws=False, weights=None, int_ranges=None):
     """Export FUNC() of the spec FILE.py:FUNC into out_dir; with func, that
     function instead (in-process callers such as tests/conformance/opinfo.py);
-    draws: --record-draws; weights: --weights."""
+    draws: --record-draws; weights: --weights; int_ranges: --int-range's
+    {NAME: (LO, HI)} (over the options' "int_range")."""
     torch.manual_seed(seed)
     model, inputs, options = load_workload(spec, func)
     state = options.get("state", {})
+    ranges = {k: tuple(v) for k, v in options.get("int_range", {}).items()}
+    ranges.update(int_ranges or {})
     wfile = weights or "weights.safetensors"
     if options.get("eval", True):
         model.eval()
@@ -715,6 +759,7 @@ def export(spec, out_dir, seed, tracer, graph_only=False, func=None, draws=False
     in_names = [sanitize(n) for n in input_names(model, len(inputs))]
     if len(set(in_names)) != len(in_names):
         in_names = [f"input{i}" for i in range(len(inputs))]
+    check_ranges(ranges, in_names, inputs, graph_only)
 
     if tracer == "auto":
         tracer = "export" if hasattr(torch, "export") and hasattr(torch.export, "export") else "make_fx"
@@ -754,7 +799,7 @@ def export(spec, out_dir, seed, tracer, graph_only=False, func=None, draws=False
 
     if graph_only:
         write_graph(out_dir, " --graph-only", spec, func_name, tracer, seed, gm, roles, in_names, recorder.types,
-                    state, wfile)
+                    state, wfile, ranges)
         return
 
     # PyTorch's own outputs, computed as traced (autograd on: no fast path);
@@ -799,7 +844,7 @@ def export(spec, out_dir, seed, tracer, graph_only=False, func=None, draws=False
                 raise RuntimeError(f"the traced graph does not reproduce output {i} of the module")
 
     params = write_graph(out_dir, "", spec, func_name, tracer, seed, gm, roles, in_names, recorder.types,
-                         state, wfile)
+                         state, wfile, ranges)
     params += [(n, x) for n, x in zip(in_names, graph_inputs) if n in state]  # a state's initial value
     if weights:
         check_shared(os.path.join(out_dir, weights), params)
@@ -832,10 +877,15 @@ def main():
                         "weights.safetensors is written")
     parser.add_argument("--tracer", choices=("auto", "make_fx", "export"), default="auto",
                         help="auto: torch.export where PyTorch has it, else make_fx")
+    parser.add_argument("--int-range", action="append", metavar="NAME=LO:HI",
+                        help="declare that every value of int64/int32 input NAME lies in [LO, HI] (a mask: 0:1; "
+                        "token ids: 0:VOCAB-1): the compiler may rely on it (integer arithmetic on the device is "
+                        "exact only for small values) and spyre run refuses (exit 2) an input outside it; "
+                        "repeatable; bool inputs are [0, 1] by their type")
     args = parser.parse_args()  # usage errors exit with status 2
     try:
         export(args.workload, args.out_dir, args.seed, args.tracer, args.graph_only, draws=args.record_draws,
-               weights=args.weights)
+               weights=args.weights, int_ranges=parse_ranges(args.int_range))
     except UserError as e:
         print(f"export.py: {e}", file=sys.stderr)
         sys.exit(2)

@@ -3201,6 +3201,9 @@ int ir_decompose(ir_prog *p, const gr_graph *g)
         d->type = v->type;
         d->node = -1;
         d->param_key = v->param_key ? ir_xstrdup(v->param_key) : NULL;
+        d->ranged = v->ranged;
+        d->lo = v->lo;
+        d->hi = v->hi;
         d->line = v->line;
         c->vmap[i] = c->d->nvalues++;
     }

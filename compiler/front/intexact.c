@@ -4,6 +4,8 @@
  * come back as 4104 for 4100, wrong with nothing to say so. After lowering,
  * an interval is propagated through every node's body, and an integer
  * result that may leave [-1024, 1024] stops the compile at its graph line.
+ * An integer input is any value up to 2^24 unless its line declares a
+ * range (which the runtime checks before each launch).
  * A cast to an integer of a float function of one small integer (the log
  * of a relative position in a T5 bucket) is tabulated here in fp32 as
  * PyTorch computes it, truncated, and becomes a chain of comparisons of
@@ -341,8 +343,10 @@ int ir_check_int_exact(ir_prog *p)
     ictx c = {p, NULL, ir_xalloc((size_t)(p->nbufs + 1) * sizeof *c.buf), 0, -1, -1};
     for (int b = 0; b < p->nbufs; b++) {
         gr_dtype d = p->bufs[b].type.dtype;
-        /* integer inputs are fp32 on the device, exact up to 2^24 */
+        /* integer inputs are fp32 on the device, exact up to 2^24, or within the range declared */
         c.buf[b] = d == GR_BOOL ? (ival){0, 1} : ir_dtype_is_float(d) ? WIDE : (ival){-0x1p24, 0x1p24};
+        if (p->bufs[b].ranged)
+            c.buf[b] = (ival){(double)p->bufs[b].lo, (double)p->bufs[b].hi};
         if (p->bufs[b].cdata && !ir_dtype_is_float(d)) /* a compiler-made constant: its own values */
             c.buf[b] = const_ival(p->bufs[b].cdata, gr_ttype_numel(&p->bufs[b].type));
     }

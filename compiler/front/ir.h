@@ -200,6 +200,8 @@ typedef struct {
                            PARAM's parameters along 0, an output's outputs [M, N] along 1); it has
                            no tensor of its own, the layout lays its parts one after another */
     int cat_dim;
+    int ranged;       /* INPUT: declared with range=[lo, hi] (the runtime checks it before a run) */
+    int64_t lo, hi;
     int nan_axis;     /* INPUT: ir_mask_axis's, IR_MASK_NONE: its -inf uploaded as the stand-in (ISA_TF_NANROW) */
 } ir_buf;
 

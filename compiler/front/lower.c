@@ -3119,6 +3119,9 @@ int ir_lower(ir_prog *p)
         p->bufs[b].nan_axis = dv->kind == GR_VAL_INPUT ? p->dnan[v] : IR_MASK_NONE;
         if (dv->param_key)
             p->bufs[b].param_key = ir_xstrdup(dv->param_key);
+        p->bufs[b].ranged = dv->ranged;
+        p->bufs[b].lo = dv->lo;
+        p->bufs[b].hi = dv->hi;
         for (int i = 0; i < p->ndconsts; i++)
             if (p->dconsts[i].value == v) {
                 p->bufs[b].cdata = p->dconsts[i].data;
