@@ -1631,15 +1631,17 @@ static convshape conv_shape(lctx *c, const gr_ttype *xt, const gr_ttype *wt)
      * only up to 1024; a tiling conv takes the copy whatever (the
      * reference bounds it as one product; refused, it runs on the host) */
     const int pad_ok = kc == s.kh * s.kw * s.cin || kc / s.kh <= CONV_IM2COL_MAX_PADDED_ROW;
-    if (!s.merged && s.g == 1 && s.d[0] == 1 && s.d[1] == 1 && s.kh * s.kw > 1 && (pad_ok || tiles) &&
+    const int chan = s.cin < CONV_ROWS_FIRST_MAX_C && conv_kc_chan(&s) <= kc;
+    if (!s.merged && s.g == 1 && s.kh * s.kw > 1 && (pad_ok || tiles) && ((s.d[0] == 1 && s.d[1] == 1) || chan) &&
         ((s.cin < CONV_ROWS_FIRST_MAX_C && s.cin * s.kh * s.kw <= CONV_IM2COL_MAX_K) || tiles ||
          s.oh * s.ow * kc <= CONV_IM2COL_MAX_GROWTH * s.h * s.w * s.cin)) {
         s.kc = kc;
         s.kwf = s.kw;
         /* few channels: K over (ci, kh, kw) pads each channel's taps
          * instead of each row's (the stem: 3 x 64 = 192 instead of 7 x 64),
-         * read from a rows-first copy of x (conv_im2col_chan) */
-        s.chan = s.cin < CONV_ROWS_FIRST_MAX_C && conv_kc_chan(&s) <= kc;
+         * read from a rows-first copy of x (conv_im2col_chan); the only
+         * im2col that reads a dilated conv's taps (d apart in xq's rows) */
+        s.chan = chan;
     }
     s.yw = s.merged ? s.wp : s.ow;
     return s;
@@ -1654,6 +1656,9 @@ static convshape conv_shape(lctx *c, const gr_ttype *xt, const gr_ttype *wt)
  * channels lose with either. */
 #define CONV_ROWS_FIRST_MIN_W 16
 #define CONV_OUT_ROWS_FIRST_MIN_W 64
+/* ... or whose channels share a stick of y, each read once per channel
+ * (Conv2d(1, 8, 1) on 2x1x32x32, spyre-4core: the copy 47,019 cycles) */
+#define CONV_OUT_ROWS_FIRST_MAX_C 64
 
 /* Does a load of e walk its buffer across rows along variable 3 (the
  * copy's channel, its lanes)? */
@@ -1850,8 +1855,8 @@ static int conv_im2col_chan(lctx *c, int xq, const convshape *s, const uint64_t 
     ir_index j = ir_idx_var(4);
     int jv = ir_indexval(A, &j), body = ir_const(A, 0, t.dtype);
     for (int64_t kh = s->kh - 1; kh >= 0; kh--) {
-        ir_index xi = ir_idx_const(kh * wq - kh * s->kw);
-        const int64_t xc[5] = {s->hp * wq, s->s[0] * wq, s->s[1], s->wp, 1};
+        ir_index xi = ir_idx_const(kh * s->d[0] * wq - kh * s->kw * s->d[1]);
+        const int64_t xc[5] = {s->hp * wq, s->s[0] * wq, s->s[1], s->wp, s->d[1]};
         memcpy(xi.coef, xc, sizeof xc);
         int in = ir_op2(A, IR_LT, jv, ir_const(A, (double)((kh + 1) * s->kw), GR_I64));
         body = ir_where(A, in, ir_load(A, xq, t.dtype, &xi), body);
@@ -1990,8 +1995,10 @@ static void conv_result(lctx *c, int out, int y, const gr_ttype *t)
     ir_index yc[4] = {ir_idx_var(0), t->rank == 4 ? ir_idx_var(2) : ir_idx_const(0), ir_idx_var(t->rank - 1),
                       ir_idx_var(1)};
     int yb = buffer_base(c, y, 0);
-    if (t->shape[1] > 1 && ((is_graph_output(c, out) && t->shape[t->rank - 1] >= CONV_OUT_ROWS_FIRST_MIN_W) ||
-                            permuted_output(c, out, 0))) {
+    const int64_t w = t->shape[t->rank - 1];
+    if (t->shape[1] > 1 &&
+        ((is_graph_output(c, out) && (w >= CONV_OUT_ROWS_FIRST_MIN_W || t->shape[1] < CONV_OUT_ROWS_FIRST_MAX_C)) ||
+         permuted_output(c, out, 0))) {
         const gr_ttype *yt = &c->p->bufs[y].type;
         const int64_t shape[4] = {yt->shape[0], yt->shape[1], t->shape[1], t->shape[t->rank - 1]};
         gr_ttype tt = ttype(t->dtype, 4, shape);
