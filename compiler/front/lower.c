@@ -1656,9 +1656,6 @@ static convshape conv_shape(lctx *c, const gr_ttype *xt, const gr_ttype *wt)
  * channels lose with either. */
 #define CONV_ROWS_FIRST_MIN_W 16
 #define CONV_OUT_ROWS_FIRST_MIN_W 64
-/* ... or whose channels share a stick of y, each read once per channel
- * (Conv2d(1, 8, 1) on 2x1x32x32, spyre-4core: the copy 47,019 cycles) */
-#define CONV_OUT_ROWS_FIRST_MAX_C 64
 
 /* Does a load of e walk its buffer across rows along variable 3 (the
  * copy's channel, its lanes)? */
@@ -1990,14 +1987,27 @@ static int permuted_output(lctx *c, int v, int permuted)
  * the copy's chunks of rows of one channel would read the sticks of every
  * channel (a one-channel Conv3d, 16x32x32 by 8: 594,495 cycles, 367,714
  * rows first; on spyre-4core 1,599,214 and 530,077). */
+/* Would the NCHW copy of a graph output t stage y's sticks again per
+ * channel?  Its chunks of one channel's rows read the sticks of every
+ * channel, each staged once only when a chunk of an image's channels, its
+ * OH OW sticks in two slots, fits the target's LX (Conv2d(1, 32, 3) on
+ * 16x1x28x28, spyre-4core: 1,970,162 cycles, 352,136 rows first). */
+static int conv_out_unfit(const lctx *c, const gr_ttype *t)
+{
+    const chip_config *cfg = c->p->opts.target;
+    int64_t px = 1;
+    for (int d = 2; d < t->rank; d++)
+        px *= t->shape[d];
+    return cfg && 2 * px * (int64_t)cfg->stick_bytes > (int64_t)cfg->lx_usable_bytes;
+}
+
 static void conv_result(lctx *c, int out, int y, const gr_ttype *t)
 {
     ir_index yc[4] = {ir_idx_var(0), t->rank == 4 ? ir_idx_var(2) : ir_idx_const(0), ir_idx_var(t->rank - 1),
                       ir_idx_var(1)};
     int yb = buffer_base(c, y, 0);
-    const int64_t w = t->shape[t->rank - 1];
     if (t->shape[1] > 1 &&
-        ((is_graph_output(c, out) && (w >= CONV_OUT_ROWS_FIRST_MIN_W || t->shape[1] < CONV_OUT_ROWS_FIRST_MAX_C)) ||
+        ((is_graph_output(c, out) && (t->shape[t->rank - 1] >= CONV_OUT_ROWS_FIRST_MIN_W || conv_out_unfit(c, t))) ||
          permuted_output(c, out, 0))) {
         const gr_ttype *yt = &c->p->bufs[y].type;
         const int64_t shape[4] = {yt->shape[0], yt->shape[1], t->shape[1], t->shape[t->rank - 1]};
@@ -2054,14 +2064,17 @@ static int conv_row_unfit(const lctx *c, const convshape *s)
     return cfg && 2 * s->ow * (int64_t)cfg->stick_bytes > (int64_t)cfg->lx_usable_bytes;
 }
 
-/* A dilated 2-D conv of one input channel: its taps' inputs, d apart,
- * are copied with lanes along ow (conv_ncw_cols) as whole shifted rows,
- * where the per-channel im2col restickifies three loads per output pixel
- * (Conv2d(1, 8, 3, padding=2, dilation=2) on 2x1x32x32, spyre-4core:
- * 56,855 cycles, the host 27,035). */
-static int conv_ncw_dilated(const convshape *s)
+/* A 2-D conv of one input channel, dilated or 1x1: its taps' inputs are
+ * copied with lanes along ow (conv_ncw_cols) as whole shifted rows and
+ * its result is NCHW, where the per-channel im2col restickifies kh loads
+ * per output pixel and y, 8 channels a stick, is copied into NCHW
+ * (spyre-4core, 2x1x32x32: Conv2d(1, 8, 3, padding=2, dilation=2) 56,855
+ * cycles, the host 27,035, now 15,244; Conv2d(1, 8, 1) 12,789 -> 6,821).
+ * Not a larger undilated kernel: MNIST's Conv2d(1, 32, 3) on 16x1x28x28
+ * ran 115,245 -> 172,454 cycles on spyre. */
+static int conv_ncw_one(const convshape *s)
 {
-    return s->nsp == 2 && s->cin == 1 && (s->d[0] > 1 || s->d[1] > 1);
+    return s->nsp == 2 && s->cin == 1 && (s->d[0] > 1 || s->d[1] > 1 || s->kh * s->kw == 1);
 }
 
 /* w[co, ci, (kh,) kw] as wt[co, (ci, kh, kw)] in a buffer sticked on its
@@ -2219,7 +2232,7 @@ static void l_convolution(lctx *c, int out, int opi)
         fail(c, "argument bias must have %lld elements", (long long)s.cout);
     uint64_t *ops = ops_new(c);
     ops_add_cur(c, ops);
-    if (s.g == 1 && ((s.nsp == 1 && conv_row_unfit(c, &s)) || conv_ncw_dilated(&s)) &&
+    if (s.g == 1 && ((s.nsp == 1 && conv_row_unfit(c, &s)) || conv_ncw_one(&s)) &&
         conv_ncw(c, out, x, w, bias, &s, ops)) {
         free(ops);
         return;
