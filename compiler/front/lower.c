@@ -1979,14 +1979,6 @@ static int permuted_output(lctx *c, int v, int permuted)
     return permuted_output(c, c->d->nodes[r].out, permuted || perm);
 }
 
-/* out (of type t): y[n, oh, ow, co] seen at (n, co, (oh,) ow), a view.  A
- * graph output is first copied into yt[n, oh, co, ow] (lanes along ow, a
- * chunk's rows reading the sticks of a few rows of y), which its copy into
- * NCHW reads along its sticks: y's own sticks would span every row's.  So
- * is one read as an output permuted across the batch, whatever its width:
- * the copy's chunks of rows of one channel would read the sticks of every
- * channel (a one-channel Conv3d, 16x32x32 by 8: 594,495 cycles, 367,714
- * rows first; on spyre-4core 1,599,214 and 530,077). */
 /* Would the NCHW copy of a graph output t stage y's sticks again per
  * channel?  Its chunks of one channel's rows read the sticks of every
  * channel, each staged once only when a chunk of an image's channels, its
@@ -2001,6 +1993,15 @@ static int conv_out_unfit(const lctx *c, const gr_ttype *t)
     return cfg && 2 * px * (int64_t)cfg->stick_bytes > (int64_t)cfg->lx_usable_bytes;
 }
 
+/* out (of type t): y[n, oh, ow, co] seen at (n, co, (oh,) ow), a view.  A
+ * graph output whose rows fill a stick, or whose image misses LX
+ * (conv_out_unfit), is first copied into yt[n, oh, co, ow] (lanes along ow, a
+ * chunk's rows reading the sticks of a few rows of y), which its copy into
+ * NCHW reads along its sticks: y's own sticks would span every row's.  So
+ * is one read as an output permuted across the batch, whatever its width:
+ * the copy's chunks of rows of one channel would read the sticks of every
+ * channel (a one-channel Conv3d, 16x32x32 by 8: 594,495 cycles, 367,714
+ * rows first; on spyre-4core 1,599,214 and 530,077). */
 static void conv_result(lctx *c, int out, int y, const gr_ttype *t)
 {
     ir_index yc[4] = {ir_idx_var(0), t->rank == 4 ? ir_idx_var(2) : ir_idx_const(0), ir_idx_var(t->rank - 1),
@@ -2129,7 +2130,7 @@ static int conv_ncw_cols(lctx *c, int x, const convshape *s, const uint64_t *ops
     ir_index co[4] = {ir_idx_var(0), ir_idx_var(two ? 2 : 1), {0}, conv_ncw_at(c, s, 1, r - 1, r - 2, &inw)};
     if (two)
         co[2] = conv_ncw_at(c, s, 0, 1, 3, &inh);
-    else
+    else /* x[n, ci, w]: read_at takes co[0..2] */
         co[2] = co[3];
     int body = read_at(c, x, co), in = inh < 0 ? inw : inw < 0 ? inh : ir_op2(A, IR_AND, inh, inw);
     if (in >= 0)
