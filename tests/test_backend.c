@@ -3986,6 +3986,57 @@ static void test_one_channel_convs_run_natively_and_validate(void)
         "output %d, %p, %a, %c\n");
 }
 
+static char *report_of(const char *text, const char *cfgname);
+
+/* A dilated or 1x1 one-channel conv ran slower natively than on the host
+ * on spyre-4core (an im2col of three restickifies per output pixel, y's
+ * 8 channels a stick copied into NCHW): it is now one product the other
+ * way round, wt[co, k] xt[n, oh, k, ow], its result NCHW.  A strided
+ * dilated conv of 3 channels takes the per-channel im2col (its taps d
+ * apart), where it took 9 products.  Every output validates on both
+ * chips. */
+static void test_one_channel_dilated_and_1x1_convs_are_one_nchw_product(void)
+{
+    static const char *text = "graph onenchw\n"
+                              "input %x: f32[2, 1, 20, 24]\ninput %w: f32[8, 1, 3, 2]\ninput %b: f32[8]\n"
+                              "input %w1: f32[5, 1, 1, 1]\ninput %x3: f32[2, 3, 20, 24]\ninput %w3: f32[4, 3, 3, 3]\n"
+                              "%d: f32[2, 8, 18, 11] = aten.convolution.default(%x, %w, %b, [1, 2], [2, 1], [3, 4], "
+                              "False, [0, 0], 1)\n"
+                              "%p: f32[2, 5, 20, 24] = aten.convolution.default(%x, %w1, None, [1, 1], [0, 0], [1, 1], "
+                              "False, [0, 0], 1)\n"
+                              "%e: f32[2, 4, 9, 12] = aten.convolution.default(%x3, %w3, None, [2, 2], [1, 2], [2, 2], "
+                              "False, [0, 0], 1)\n"
+                              "output %d, %p, %e\n";
+    expect_text_runs_natively_and_validates_on_both_chips(text);
+    char *rep = report_of(text, "spyre-4core");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(rep);
+    TU_ASSERT_CONTAINS(rep, "writes: conv_tap f32[2, 8, 18, 11]");
+    TU_ASSERT_CONTAINS(rep, "writes: conv_tap.1 f32[2, 5, 20, 24]");
+    TU_ASSERT_CONTAINS(rep, " f32[2, 9, 12, 3, 64]\n"); /* the 3-channel conv's im2col */
+    free(rep);
+}
+
+/* A one-channel Conv3d's summing tap reads its two other taps' products
+ * as epilogue tiles: priced from DRAM on every batch split alike, it ran on
+ * one core (141,397 cycles, the conv slower than the host).  Priced as
+ * read from the LX its producers may keep them in, it splits the batch as
+ * they do (16 parts) and validates. */
+static void test_a_summing_conv_tap_splits_its_batch_as_the_taps_it_reads(void)
+{
+    static const char *text =
+        "graph c3sum\n"
+        "input %v: f32[1, 1, 16, 32, 32]\ninput %w: f32[8, 1, 3, 3, 3]\ninput %b: f32[8]\n"
+        "%c: f32[1, 8, 16, 32, 32] = aten.convolution.default(%v, %w, %b, [1, 1, 1], [1, 1, 1], [1, 1, 1], False, "
+        "[0, 0, 0], 1)\n"
+        "output %c\n";
+    char *rep = report_of(text, "spyre");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(rep);
+    TU_ASSERT_CONTAINS(rep, "conv_sum.1 f32[16, 32, 34, 8]\n");
+    TU_ASSERT_CONTAINS(rep, "\nk5_convolution: grid 1x1b16 on 16 cores");
+    free(rep);
+    expect_text_runs_natively_and_validates_on_both_chips(text);
+}
+
 /* 3-D pools (max with indices, average with and without the padding
  * counted, adaptive average and max, even and uneven) are the 2-D ones'
  * strided slices with one more axis (decompose.c, pool_win): every output
@@ -6665,6 +6716,10 @@ int main(void)
         {"long 1-D convolutions run natively and validate", test_long_1d_convolutions_run_natively_and_validate},
         {"3-D convolutions run natively and validate", test_3d_convolutions_run_natively_and_validate},
         {"one-channel convs run natively and validate", test_one_channel_convs_run_natively_and_validate},
+        {"one-channel dilated and 1x1 convs are one NCHW product",
+         test_one_channel_dilated_and_1x1_convs_are_one_nchw_product},
+        {"a summing conv tap splits its batch as the taps it reads",
+         test_a_summing_conv_tap_splits_its_batch_as_the_taps_it_reads},
         {"3-D pools run natively and validate", test_3d_pools_run_natively_and_validate},
         {"a NaN in a max or a min is NaN as PyTorch", test_a_nan_in_a_max_or_a_min_is_nan_as_pytorch},
         {"nearest-exact upsampling runs natively and validates", test_nearest_exact_upsampling_runs_natively_and_validates},

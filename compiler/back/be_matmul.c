@@ -382,6 +382,24 @@ static int mm_structure(be_ctx *c, int pos, mm_plan *m)
     return rc;
 }
 
+/* The epilogue's tile loads an earlier kernel keeps (or could keep) in
+ * LX on the rows this kernel's grid gives a core (m->elx): a one-channel
+ * Conv3d's summing tap, its two other taps' products kept on a split of
+ * the batch, was priced with them from DRAM alike on every split (82,598
+ * cycles, DRAM-bound) and ran on one core. */
+static uint64_t mm_ep_lx(be_ctx *c, int pos, mm_plan *m)
+{
+    uint64_t lx = 0;
+    for (int i = 0; i < m->ep.nl && i < 64; i++) {
+        const rk_load *L = &m->ep.loads[i];
+        const int buf = c->p->A.e[L->e].buf;
+        if (L->cls == BE_V_TILE && !L->staged && !L->gather && be_res_may_read(c, buf, pos) &&
+            be_rows_aligned(&m->ep, buf, &L->v))
+            lx |= (uint64_t)1 << i;
+    }
+    return lx;
+}
+
 /* The plan of the matmul kernel at pos: its shape, the lane terms put
  * back, its operands' views (or restickify), its epilogue, where the
  * estimates take A from and which results they leave in LX. */
@@ -395,6 +413,7 @@ static int mm_build(be_ctx *c, int pos, mm_plan *m)
         m->atile = be_res_may_tile(c, m->mm->a, pos) ? mm_grid_tile_a(m, pos) : 0;
         m->alx = m->atile || (mm_aligned_a(m, pos) && be_res_may_read(c, m->mm->a, pos));
         m->ahd = be_heads_reads(c, m->mm->a, pos);
+        m->elx = mm_ep_lx(c, pos, m);
         m->bhd = be_heads_reads(c, m->mm->b, pos);
         for (int j = 0; j < m->ep.nn; j++) {
             rk_node *rn = &m->ep.nodes[j];
@@ -498,6 +517,15 @@ static int mm_keeps_rows(const mm_plan *m, int64_t gm, int64_t gn)
     return m->lxonly && m->nbatch > 1 && mm_grid_rows(m, gm, gn);
 }
 
+/* ... or reads epilogue tiles an earlier kernel may keep in LX on its
+ * cores (m->elx): more batch parts on a near tie, as the producers split
+ * the batch (a one-channel Conv3d's summing tap: 2 parts and the taps from
+ * DRAM, 122,962 cycles; 16 as its taps, 68,586). */
+static int mm_reads_rows(const mm_plan *m, int64_t gm, int64_t gn)
+{
+    return m->elx && m->nbatch > 1 && mm_grid_rows(m, gm, gn);
+}
+
 /* What mm_estimate prices alike for every tiling of one grid and tile
  * (mm_grid_of, once per mm_block: the tiling search asks for up to a few
  * dozen tilings of each). */
@@ -507,6 +535,7 @@ typedef struct {
     double sb, nbat, nbc, cores;
     double a_bytes, b_bytes; /* a core's part of the operands, staged whole (mm_whole_share) */
     int a_lx, kept;
+    uint64_t e_lx; /* m->elx on a grid of contiguous rows a core */
     double o_core, o_chip, w_core, w_chip, stage;
 } mm_grid_est;
 
@@ -555,6 +584,7 @@ static void mm_grid_of(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int
      * kept in LX, was estimated 7,979 cycles for 2,942 simulated with
      * them counted */
     G->a_lx = m->ahd || (m->alx && (m->atile || mm_grid_rows(m, gm, gn)));
+    G->e_lx = mm_reads_rows(m, gm, gn) ? m->elx : 0;
     double unused = 0;
     mm_take_whole(m->c->waits && m->aw, G->a_bytes, G->cores, &unused, &unused, &G->w_core, &G->w_chip);
     mm_take_whole(m->c->waits && m->bw, G->b_bytes, G->cores, &unused, &unused, &G->w_core, &G->w_chip);
@@ -656,6 +686,8 @@ static double mm_chip_bytes(const mm_plan *m, const mm_grid_est *G, int64_t nbm,
     double e = 0;
     for (int i = 0; i < m->ep.nl; i++) {
         be_vclass cls = m->ep.loads[i].cls;
+        if (i < 64 && G->e_lx >> i & 1)
+            continue;
         e += G->nbat * G->sb *
              (double)(cls == BE_V_TILE ? m->M * m->GN : cls == BE_V_COL ? G->gm * nbm * m->GN : G->gn * nbn * m->M);
     }
@@ -676,6 +708,8 @@ static void mm_terms_of(const mm_plan *m, const mm_grid_est *G, int64_t nbm, int
     const double o_core = G->o_core, o_chip = G->o_chip, w_core = G->w_core;
     for (int i = 0; i < m->ep.nl; i++) {
         be_vclass cls = m->ep.loads[i].cls;
+        if (i < 64 && G->e_lx >> i & 1)
+            continue;
         e_core += nbc * sb * (double)(cls == BE_V_TILE ? mt * ns : cls == BE_V_COL ? nbm * ns : nbn * mt);
     }
     const double nblk = nbc * (double)blocks, sfp = nblk * (double)m->ep.nexpr * (double)(tl->NBS * MB) * 0.5;
@@ -1060,6 +1094,7 @@ typedef struct {
     double a_bytes, b_bytes, o_core, o_chip, w_core, w_chip, stage;
     int64_t nbatch, M, GN, KG, Kd, Kc, KGc, gk, gb, stage_bytes, whole_bytes, mb, nbs, kc, budget;
     double sscale;
+    uint64_t elx, e_lx;
     int a_lx, kept, waits, ag, bg, at, bt, aw, bw, whole_dram, ends, atile, alx, ahd, bhd, lxonly, nl, nexpr, nn;
     signed char cls[MM_KEY_LOADS], dram[MM_KEY_NODES], lxo[MM_KEY_NODES];
 } mm_block_key;
@@ -1086,7 +1121,7 @@ static int mm_plan_key_of(const mm_plan *m, mm_block_key *k)
     k->sscale = m->sscale;
     k->waits = c->waits, k->ag = m->ag, k->bg = m->bg, k->at = m->at, k->bt = m->bt, k->aw = m->aw, k->bw = m->bw;
     k->whole_dram = m->whole_dram, k->ends = m->ends, k->atile = m->atile, k->alx = m->alx, k->ahd = m->ahd;
-    k->bhd = m->bhd, k->lxonly = m->lxonly, k->nl = m->ep.nl, k->nexpr = m->ep.nexpr, k->nn = m->ep.nn;
+    k->bhd = m->bhd, k->elx = m->elx, k->lxonly = m->lxonly, k->nl = m->ep.nl, k->nexpr = m->ep.nexpr, k->nn = m->ep.nn;
     int rc = 0;
     for (int i = 0; i < m->ep.nl; i++)
         rc |= mm_key_byte((int)m->ep.loads[i].cls, &k->cls[i]);
@@ -1109,6 +1144,7 @@ static int mm_block_key_of(const mm_plan *m, const mm_grid_est *G, mm_block_key 
     k->gm = G->gm, k->gn = G->gn, k->mt = G->mt, k->ns = G->ns;
     k->a_bytes = G->a_bytes, k->b_bytes = G->b_bytes, k->o_core = G->o_core, k->o_chip = G->o_chip;
     k->w_core = G->w_core, k->w_chip = G->w_chip, k->stage = G->stage, k->a_lx = G->a_lx, k->kept = G->kept;
+    k->e_lx = G->e_lx;
     return 0;
 }
 
@@ -1862,7 +1898,8 @@ static void mm_grid_search(be_ctx *c, int pos, mm_plan *m, const uint64_t whole[
                     assert(e >= (floor >= 0 ? floor : mm_grid_floor(m, gm, gn))); /* a floor under every grid */
                     const double slack = gb > 1 && w->gb == 1 ? MM_BATCH_GAIN : MM_SLACK;
                     if (e + (gk > 1 ? MM_SPLITK_CYCLES : 0) < *best * (1 - slack) ||
-                        (gb > w->gb && w->gb > 1 && (tl.nch > 1 || mm_keeps_rows(m, gm, gn)) && e < *best * (1 + MM_SLACK))) {
+                        (gb > w->gb && w->gb > 1 && (tl.nch > 1 || mm_keeps_rows(m, gm, gn) || mm_reads_rows(m, gm, gn)) &&
+                         e < *best * (1 + MM_SLACK))) {
                         *best = e < *best ? e : *best;
                         w->gm = gm;
                         w->gn = gn;

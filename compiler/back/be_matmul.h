@@ -91,6 +91,8 @@ typedef struct mm_plan {
     int alx;             /* the estimates price A as read from LX: it is, or (while the LX plan tiles
                             the kernels) an earlier kernel could keep it there (be_res_may_read) */
     int ahd, bhd;        /* A, B sent into this core's LX by stick group (be_heads_reads): no DRAM */
+    uint64_t elx;        /* epilogue loads (bit i: ep.loads[i]) the estimates price as read from LX on
+                            grids that leave each core contiguous rows, as alx (be_res_may_read) */
     int lxonly;          /* some result stays in LX only (rk_node.lxonly): its readers align with this
                             kernel's cores */
     int64_t gk, Kc, KGc; /* split-K: K parts, and a core's K rows / sticks (gk 1: Kd, KG) */

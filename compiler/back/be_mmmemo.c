@@ -7,7 +7,7 @@
  * kernel's own be_work as it enters, c->waits, its notes so far (unless
  * it writes them afresh, as a plan that finds a tiling does), and the
  * tensors it may take from or leave in LX (c->hope, the second round's):
- * mm_build reads those into the plan once (atile, alx, each node's
+ * mm_build reads those into the plan once (atile, alx, elx, each node's
  * lxonly), and nothing after reads c->hope again.  So a plan whose entry
  * work, notes, waits and those flags are a remembered plan's is that
  * plan: its work and notes are put back as it left them.  The lxonly
@@ -24,6 +24,7 @@
 
 typedef struct {
     int pos, waits, atile, alx;
+    uint64_t elx;
     int fresh;            /* the plan wrote its notes afresh (a tiles note): those it found do not matter */
     char *lxonly;         /* per epilogue node */
     int nn;
@@ -137,7 +138,7 @@ static int usable(const be_ctx *c)
 static int entry_fits(const mm_memo_entry *x, be_ctx *c, int pos, const mm_plan *m)
 {
     const be_kinfo *ki = &state_of(c)->k[pos];
-    if (x->pos != pos || x->waits != c->waits || x->atile != m->atile || x->alx != m->alx || x->nn != m->ep.nn ||
+    if (x->pos != pos || x->waits != c->waits || x->atile != m->atile || x->alx != m->alx || x->elx != m->elx || x->nn != m->ep.nn ||
         !work_same(&x->in, &c->work[pos]) || (!x->fresh && (x->nrestick != ki->nrestick ||
         strcmp(x->tiles, ki->tiles) || strcmp(x->restick, ki->restick))))
         return 0;
@@ -192,6 +193,7 @@ void be_mmmemo_keep(be_ctx *c, int pos, const mm_plan *m, int fresh)
     x->waits = c->waits;
     x->atile = m->atile;
     x->alx = m->alx;
+    x->elx = m->elx;
     x->nn = m->ep.nn;
     x->lxonly = ir_xalloc((size_t)m->ep.nn + 1);
     for (int j = 0; j < m->ep.nn; j++)

@@ -1655,15 +1655,17 @@ static convshape conv_shape(lctx *c, const gr_ttype *xt, const gr_ttype *wt)
      * only up to 1024; a tiling conv takes the copy whatever (the
      * reference bounds it as one product; refused, it runs on the host) */
     const int pad_ok = kc == s.kh * s.kw * s.cin || kc / s.kh <= CONV_IM2COL_MAX_PADDED_ROW;
-    if (!s.merged && s.g == 1 && s.d[0] == 1 && s.d[1] == 1 && s.kh * s.kw > 1 && (pad_ok || tiles) &&
+    const int chan = s.cin < CONV_ROWS_FIRST_MAX_C && conv_kc_chan(&s) <= kc;
+    if (!s.merged && s.g == 1 && s.kh * s.kw > 1 && (pad_ok || tiles) && ((s.d[0] == 1 && s.d[1] == 1) || chan) &&
         ((s.cin < CONV_ROWS_FIRST_MAX_C && s.cin * s.kh * s.kw <= CONV_IM2COL_MAX_K) || tiles ||
          s.oh * s.ow * kc <= CONV_IM2COL_MAX_GROWTH * s.h * s.w * s.cin)) {
         s.kc = kc;
         s.kwf = s.kw;
         /* few channels: K over (ci, kh, kw) pads each channel's taps
          * instead of each row's (the stem: 3 x 64 = 192 instead of 7 x 64),
-         * read from a rows-first copy of x (conv_im2col_chan) */
-        s.chan = s.cin < CONV_ROWS_FIRST_MAX_C && conv_kc_chan(&s) <= kc;
+         * read from a rows-first copy of x (conv_im2col_chan); the only
+         * im2col that reads a dilated conv's taps (d apart in xq's rows) */
+        s.chan = chan;
     }
     s.yw = s.merged ? s.wp : s.ow;
     return s;
@@ -1962,8 +1964,8 @@ static int conv_im2col_chan(lctx *c, int xq, const convshape *s, const uint64_t 
     ir_index j = ir_idx_var(4);
     int jv = ir_indexval(A, &j), body = ir_const(A, 0, t.dtype);
     for (int64_t kh = s->kh - 1; kh >= 0; kh--) {
-        ir_index xi = ir_idx_const(kh * wq - kh * s->kw);
-        const int64_t xc[5] = {s->hp * wq, s->s[0] * wq, s->s[1], s->wp, 1};
+        ir_index xi = ir_idx_const(kh * s->d[0] * wq - kh * s->kw * s->d[1]);
+        const int64_t xc[5] = {s->hp * wq, s->s[0] * wq, s->s[1], s->wp, s->d[1]};
         memcpy(xi.coef, xc, sizeof xc);
         int in = ir_op2(A, IR_LT, jv, ir_const(A, (double)((kh + 1) * s->kw), GR_I64));
         body = ir_where(A, in, ir_load(A, xq, t.dtype, &xi), body);
@@ -2090,8 +2092,23 @@ static int permuted_output(lctx *c, int v, int permuted)
     return permuted_output(c, c->d->nodes[r].out, permuted || perm);
 }
 
+/* Would the NCHW copy of a graph output t stage y's sticks again per
+ * channel?  Its chunks of one channel's rows read the sticks of every
+ * channel, each staged once only when a chunk of an image's channels, its
+ * OH OW sticks in two slots, fits the target's LX (Conv2d(1, 32, 3) on
+ * 16x1x28x28, spyre-4core: 1,970,162 cycles, 352,136 rows first). */
+static int conv_out_unfit(const lctx *c, const gr_ttype *t)
+{
+    const chip_config *cfg = c->p->opts.target;
+    int64_t px = 1;
+    for (int d = 2; d < t->rank; d++)
+        px *= t->shape[d];
+    return cfg && 2 * px * (int64_t)cfg->stick_bytes > (int64_t)cfg->lx_usable_bytes;
+}
+
 /* out (of type t): y[n, oh, ow, co] seen at (n, co, (oh,) ow), a view.  A
- * graph output is first copied into yt[n, oh, co, ow] (lanes along ow, a
+ * graph output whose rows fill a stick, or whose image misses LX
+ * (conv_out_unfit), is first copied into yt[n, oh, co, ow] (lanes along ow, a
  * chunk's rows reading the sticks of a few rows of y), which its copy into
  * NCHW reads along its sticks: y's own sticks would span every row's.  So
  * is one read as an output permuted across the batch, whatever its width:
@@ -2103,8 +2120,9 @@ static void conv_result(lctx *c, int out, int y, const gr_ttype *t)
     ir_index yc[4] = {ir_idx_var(0), t->rank == 4 ? ir_idx_var(2) : ir_idx_const(0), ir_idx_var(t->rank - 1),
                       ir_idx_var(1)};
     int yb = buffer_base(c, y, 0);
-    if (t->shape[1] > 1 && ((is_graph_output(c, out) && t->shape[t->rank - 1] >= CONV_OUT_ROWS_FIRST_MIN_W) ||
-                            permuted_output(c, out, 0))) {
+    if (t->shape[1] > 1 &&
+        ((is_graph_output(c, out) && (t->shape[t->rank - 1] >= CONV_OUT_ROWS_FIRST_MIN_W || conv_out_unfit(c, t))) ||
+         permuted_output(c, out, 0))) {
         const gr_ttype *yt = &c->p->bufs[y].type;
         const int64_t shape[4] = {yt->shape[0], yt->shape[1], t->shape[1], t->shape[t->rank - 1]};
         gr_ttype tt = ttype(t->dtype, 4, shape);
@@ -2160,76 +2178,113 @@ static int conv_row_unfit(const lctx *c, const convshape *s)
     return cfg && 2 * s->ow * (int64_t)cfg->stick_bytes > (int64_t)cfg->lx_usable_bytes;
 }
 
-/* w[co, ci, kw] as wt[co, (ci, kw)] in a buffer sticked on its K, or -1
- * when w's view does not hold (ci, kw) contiguously. */
+/* A 2-D conv of one input channel, dilated or 1x1: its taps' inputs are
+ * copied with lanes along ow (conv_ncw_cols) as whole shifted rows and
+ * its result is NCHW, where the per-channel im2col restickifies kh loads
+ * per output pixel and y, 8 channels a stick, is copied into NCHW
+ * (spyre-4core, 2x1x32x32: Conv2d(1, 8, 3, padding=2, dilation=2) 56,855
+ * cycles, the host 27,035, now 15,244; Conv2d(1, 8, 1) 12,789 -> 6,821).
+ * Not a larger undilated kernel: MNIST's Conv2d(1, 32, 3) on 16x1x28x28
+ * ran 115,245 -> 172,454 cycles on spyre. */
+static int conv_ncw_one(const convshape *s)
+{
+    return s->nsp == 2 && s->cin == 1 && (s->d[0] > 1 || s->d[1] > 1 || s->kh * s->kw == 1);
+}
+
+/* w[co, ci, (kh,) kw] as wt[co, (ci, kh, kw)] in a buffer sticked on its
+ * K, or -1 when w's view does not hold (ci, kh, kw) contiguously. */
 static int conv_ncw_weight(lctx *c, int w, const convshape *s, const uint64_t *ops)
 {
     as_buffer_view(c, w);
     const lval *V = val(c, w);
     const ir_index *f = &V->map[0];
-    if (f->coef[2] != 1 || f->coef[1] != s->kw)
+    const int r = s->nsp + 1;
+    if (f->coef[r] != 1 || f->coef[r - 1] != s->kw || (s->nsp == 2 && f->coef[1] != s->kh * s->kw))
         return -1;
     ir_index at = ir_idx_var(1);
     at.coef[0] = f->coef[0];
     at.offset = f->offset;
-    const int64_t shape[2] = {s->cout, s->cin * s->kw};
+    const int64_t shape[2] = {s->cout, s->cin * s->kh * s->kw};
     gr_ttype t = ttype(V->type.dtype, 2, shape);
     const lbase *B = &c->bases[V->base];
     return conv_copy(c, &t, ir_subst(&c->p->A, B->body, 1, &at, NULL), "conv_weight", ops, w);
 }
 
-/* xt[n, ci, kw, ow]: tap kw's input of output pixel ow (zeros in the
- * padding), lanes along ow as x's: B of the NCW product.  (x realized
- * first put wav2vec2's GELU into the product's epilogue instead: 4,918,487
- * -> 5,920,376 cycles on the 4-core chip.) */
+/* x's coordinate along spatial axis i (0: h, 1: w) of output position
+ * variable o and tap variable k, and its test of lying inside the padding's
+ * zeros (-1 when unpadded). */
+static ir_index conv_ncw_at(lctx *c, const convshape *s, int i, int o, int k, int *in)
+{
+    ir_arena *A = &c->p->A;
+    ir_index at = ir_idx_var(o);
+    at.coef[o] = s->s[i];
+    at.coef[k] = s->d[i];
+    *in = -1;
+    if (s->p[i]) {
+        int e = ir_indexval(A, &at), lo = ir_const(A, (double)s->p[i], GR_I64);
+        int hi = ir_const(A, (double)(s->p[i] + (i ? s->w : s->h)), GR_I64);
+        *in = ir_op2(A, IR_AND, ir_op2(A, IR_GE, e, lo), ir_op2(A, IR_LT, e, hi));
+    }
+    at.offset = -s->p[i];
+    return at;
+}
+
+/* xt[n, (oh,) ci, (kh,) kw, ow]: tap (kh, kw)'s input of output pixel (oh,
+ * ow) (zeros in the padding), lanes along ow as x's: B of the NCW product.
+ * (x realized first put wav2vec2's GELU into the product's epilogue
+ * instead: 4,918,487 -> 5,920,376 cycles on the 4-core chip.) */
 static int conv_ncw_cols(lctx *c, int x, const convshape *s, const uint64_t *ops)
 {
     ir_arena *A = &c->p->A;
-    const int64_t shape[4] = {s->n, s->cin, s->kw, s->ow};
-    gr_ttype t = ttype(vtype(c, x)->dtype, 4, shape);
-    ir_index at = ir_idx_var(3);
-    at.coef[3] = s->s[1];
-    at.coef[2] = s->d[1];
-    ir_index co[3] = {ir_idx_var(0), ir_idx_var(1), at};
-    co[2].offset = -s->p[1];
-    int body = read_at(c, x, co);
-    if (s->p[1]) {
-        int e = ir_indexval(A, &at), lo = ir_const(A, (double)s->p[1], GR_I64);
-        int hi = ir_const(A, (double)(s->p[1] + s->w), GR_I64);
-        body = ir_where(A, ir_op2(A, IR_AND, ir_op2(A, IR_GE, e, lo), ir_op2(A, IR_LT, e, hi)), body,
-                        ir_const(A, 0, t.dtype));
-    }
+    const int two = s->nsp == 2, r = two ? 6 : 4;
+    const int64_t shape2[6] = {s->n, s->oh, s->cin, s->kh, s->kw, s->ow}, shape1[4] = {s->n, s->cin, s->kw, s->ow};
+    gr_ttype t = ttype(vtype(c, x)->dtype, r, two ? shape2 : shape1);
+    int inw, inh = -1;
+    ir_index co[4] = {ir_idx_var(0), ir_idx_var(two ? 2 : 1), {0}, conv_ncw_at(c, s, 1, r - 1, r - 2, &inw)};
+    if (two)
+        co[2] = conv_ncw_at(c, s, 0, 1, 3, &inh);
+    else /* x[n, ci, w]: read_at takes co[0..2] */
+        co[2] = co[3];
+    int body = read_at(c, x, co), in = inh < 0 ? inw : inw < 0 ? inh : ir_op2(A, IR_AND, inh, inw);
+    if (in >= 0)
+        body = ir_where(A, in, body, ir_const(A, 0, t.dtype));
     return conv_copy(c, &t, body, "conv_cols", ops, x);
 }
 
-/* A 1-D conv whose NCW readers would not fit LX (conv_row_unfit) as the
- * product the other way round, y[n, co, ow] = wt[co, k] xt[n, k, ow] over
- * k = (ci, kw): m = co, n = ow, its result NCW (lanes along ow) with no
- * channels-last copy of x nor y.  Returns 0 when w's view does not allow
- * it. */
+/* A conv as the product the other way round, y[n, co, (oh,) ow] = wt[co,
+ * k] xt[n, (oh,) k, ow] over k = (ci, (kh,) kw), a batch over (n, oh): m =
+ * co, n = ow, its result NCHW (lanes along ow) with no channels-last copy
+ * of x nor y.  Returns 0 when w's view does not allow it. */
 static int conv_ncw(lctx *c, int out, int x, int w, int bias, const convshape *s, uint64_t *ops)
 {
-    enum { VB, VM, VNN, VK };
-    const int64_t K = s->cin * s->kw, shape[3] = {s->n, s->cout, s->ow};
-    const gr_ttype tt = ttype(vtype(c, x)->dtype, 3, shape), *t = &tt;
+    const int two = s->nsp == 2, nb = two ? 2 : 1, VM = nb, VNN = nb + 1, VK = nb + 2;
+    const int64_t K = s->cin * s->kh * s->kw, shape[4] = {s->n, s->cout, s->oh, s->ow};
+    const int64_t shape1[3] = {s->n, s->cout, s->ow};
+    const gr_ttype tt = two ? ttype(vtype(c, x)->dtype, 4, shape) : ttype(vtype(c, x)->dtype, 3, shape1), *t = &tt;
     int wt = conv_ncw_weight(c, w, s, ops);
     if (wt < 0)
         return 0;
     int xt = conv_ncw_cols(c, x, s, ops);
     int n = new_node(c, IR_MATMUL, t, "conv_tap", ops);
     ir_node *N = &c->p->nodes[n];
-    const int64_t r[4] = {s->n, s->cout, s->ow, K};
-    N->nbatch = 1;
-    N->nvars = 4;
-    memcpy(N->ranges, r, sizeof r);
+    const int64_t r2[5] = {s->n, s->oh, s->cout, s->ow, K}, r1[4] = {s->n, s->cout, s->ow, K};
+    N->nbatch = nb;
+    N->nvars = nb + 3;
+    memcpy(N->ranges, two ? r2 : r1, (size_t)(nb + 3) * sizeof r2[0]);
     N->a = wt;
     N->aidx = ir_idx_var(VK);
     N->aidx.coef[VM] = K;
     N->b = xt;
     N->bidx = ir_idx_var(VNN);
     N->bidx.coef[VK] = s->ow;
-    N->bidx.coef[VB] = K * s->ow;
-    N->store = contiguous(t);
+    N->bidx.coef[0] = s->oh * K * s->ow;
+    N->store = ir_idx_var(VNN);
+    N->store.coef[0] = s->cout * s->oh * s->ow;
+    N->store.coef[VM] = s->oh * s->ow;
+    if (two) {
+        N->bidx.coef[1] = K * s->ow;
+        N->store.coef[1] = s->ow;
+    }
     ir_node_simplify(c->p, n);
     int y = buffer_base(c, c->p->nodes[n].out, 0);
     if (bias >= 0) {
@@ -2354,7 +2409,8 @@ static void l_convolution(lctx *c, int out, int opi)
         fail(c, "argument bias must have %lld elements", (long long)s.cout);
     uint64_t *ops = ops_new(c);
     ops_add_cur(c, ops);
-    if (s.nsp == 1 && s.g == 1 && conv_row_unfit(c, &s) && conv_ncw(c, out, x, w, bias, &s, ops)) {
+    if (s.g == 1 && ((s.nsp == 1 && conv_row_unfit(c, &s)) || conv_ncw_one(&s)) &&
+        conv_ncw(c, out, x, w, bias, &s, ops)) {
         free(ops);
         return;
     }
