@@ -189,6 +189,12 @@ static int check_tensor(const isa_program *p, size_t i, char *msg, size_t len)
                  isa_role_names[t->role], t->rank);
         return -1;
     }
+    if ((t->flags & ISA_TF_HOSTONLY) ? t->role != ISA_ROLE_SCRATCH || !(t->flags & ISA_TF_HOST)
+                                     : (t->flags & ISA_TF_HOST) && t->role != ISA_ROLE_SCRATCH && t->role != ISA_ROLE_OUTPUT) {
+        isa_errf(msg, len, "tensor %s: host=%d on a %s", t->name, t->flags & ISA_TF_HOSTONLY ? 2 : 1,
+                 isa_role_names[t->role]);
+        return -1;
+    }
     /* Device bytes without overflow: every factor is bounded by the segment (or the LX). */
     int lx = (t->flags & ISA_TF_LX) != 0;
     uint64_t cap = lx ? p->lx_bytes : p->dram_bytes;

@@ -626,7 +626,14 @@ typedef struct {
  * the row's softmax is NaN, as PyTorch's, with no guard on the device
  * (docs/runtime.md, "Masks"). */
 #define ISA_TF_NANROW 4u
-#define ISA_TF_ALL (ISA_TF_VALUE | ISA_TF_LX | ISA_TF_NANROW)
+/* A host op's result that host ops read (the host fallback, docs/runtime.md):
+ * they take the value the host computed, in fp32, not this tensor's copy.
+ * With ISA_TF_HOSTONLY no device kernel reads it nor is it an output: the
+ * runtime writes no device copy.  Only a scratch tensor or an output can
+ * be a host op's result, only a scratch tensor ISA_TF_HOSTONLY. */
+#define ISA_TF_HOST 8u
+#define ISA_TF_HOSTONLY 16u
+#define ISA_TF_ALL (ISA_TF_VALUE | ISA_TF_LX | ISA_TF_NANROW | ISA_TF_HOST | ISA_TF_HOSTONLY)
 
 typedef struct isa_arena isa_arena;
 
