@@ -4447,11 +4447,10 @@ static void test_a_conv_whose_channel_row_misses_lx_runs_in_k_blocks(void)
 /* Swin's bias table and index are parameters (a weight and a buffer): the
  * rows the index picks are the row gather (one DMA a row, not one-hot over
  * the table's 49 rows per element: swin 33,880 -> 18,166 cycles on spyre),
- * its [N, heads] result read permuted from its own buffer. */
-/* A parameter's positions are values the compiler does not see: a
- * negative one counts from the end as PyTorch's (the row gather an input's
- * row numbers take faults on it), so a table indexed by one is one-hot. */
-static void test_a_table_indexed_by_a_parameter_with_negative_positions_validates(void)
+ * its [N, heads] result read permuted from its own buffer.  A negative
+ * position, which PyTorch counts from the end, is uploaded wrapped (the
+ * gather's DMA would fault on it: ISA_TF_WRAP). */
+static void test_a_table_indexed_by_a_parameter_is_a_row_gather_and_validates_with_negative_positions(void)
 {
     float tab[50];
     int64_t rel[81];
@@ -4478,6 +4477,10 @@ static void test_a_table_indexed_by_a_parameter_with_negative_positions_validate
              "%%add: f32[4, 2, 9, 9] = aten.add.Tensor(%%s, %%unsqueeze)\n"
              "output %%add\n",
              path);
+    char *report = NULL;
+    isa_program_free(compile_reroll(text, "spyre", 0, &report));
+    TU_ASSERT_CONTAINS(report, "_index: pointwise [81, 2]"); /* one-hot would reduce over the rows */
+    free(report);
     expect_text_runs_natively_and_validates_on_both_chips(text);
     remove(path);
 }
@@ -6645,8 +6648,8 @@ int main(void)
         {"an embedding gathers rows by dma.gather and validates on both chips",
          test_embedding_gathers_rows_by_dma_gather_and_validates_on_both_chips},
         {"a conv whose channel row misses LX runs in K blocks", test_a_conv_whose_channel_row_misses_lx_runs_in_k_blocks},
-        {"a table indexed by a parameter with negative positions validates",
-         test_a_table_indexed_by_a_parameter_with_negative_positions_validates},
+        {"a table indexed by a parameter is a row gather and validates with negative positions",
+         test_a_table_indexed_by_a_parameter_is_a_row_gather_and_validates_with_negative_positions},
         {"a gather the back half cannot emit is a clear error", test_a_gather_the_back_half_cannot_emit_is_a_clear_error},
         {"a gather concatenated along its rows runs on the device and validates",
          test_a_gather_concatenated_along_its_rows_runs_on_the_device_and_validates},

@@ -696,6 +696,18 @@ static int several_indices(dctx *c, const gr_node *n, int x)
     return dc_reshape(c, r, to.rank, to.shape);
 }
 
+/* A 2-D table's rows picked by a parameter (a buffer of the model, seen
+ * through views: Swin's relative-position index) are the back half's row
+ * gather, one DMA per row where one-hot costs the table's rows per
+ * element; the host uploads the positions wrapped (a negative one counts
+ * from the end: lower.c, wrap_param_rows).  An input's stay one-hot: the
+ * gather takes row numbers as they are. */
+static int param_rows(dctx *c, int x, int d, int idx)
+{
+    return dc_T(c, x).rank == 2 && d == 0 && dc_T(c, x).shape[0] <= IR_WRAP_ROWS_MAX &&
+           c->d->values[viewed_value(c, idx)].kind == GR_VAL_PARAM;
+}
+
 /* index.Tensor(self, indices) with one integer index tensor (the others
  * None): x with that dim replaced by the index's shape; several: as
  * several_indices.  Bool masks (a data-dependent shape) stay for the host. */
@@ -719,6 +731,10 @@ int dc_r_index(dctx *c, const gr_node *n, int *out)
                 to.shape[to.rank++] = ti.shape[j];
     if (to.rank > GR_MAX_RANK)
         return 0;
+    if (param_rows(c, x, d, ix)) {
+        out[0] = DC_EMIT(c, "aten.embedding.default", to, da_val(x), da_val(ix));
+        return 1;
+    }
     int64_t m = dc_numel(&ti);
     int flat = ti.rank == 1 ? ix : dc_reshape(c, ix, 1, &m);
     int r = select_one_hot(c, x, d, flat, 1); /* one-hot: a negative position wraps, as Python's */
