@@ -4554,18 +4554,45 @@ static void test_a_conv_whose_channel_row_misses_lx_runs_in_k_blocks(void)
         "output %y\n");
 }
 
+/* MobileViT's fold (a clone stored 2 elements a stick) copied rows-first
+ * for a 1x1 conv: chunks of 16 rows fit LX, of 9 to 24 others not (they
+ * straddle the channels' wrap), so the chunk search tries powers of two
+ * past its bisection's 4 rows (46,825 -> 15,716 cycles on spyre-4core). */
+static void test_a_staged_copy_takes_the_largest_chunk_that_fits_and_validates(void)
+{
+    const char *text = "graph fold\n"
+                       "input %a: f32[4, 16, 32]\n"
+                       "input %w: f32[16, 32, 1, 1]\n"
+                       "%r: f32[4, 16, 32] = aten.relu.default(%a)\n"
+                       "%ra: f32[1, 2, 2, 4, 4, 32] = aten._reshape_alias.default(%r, [1, 2, 2, 4, 4, 32], "
+                       "[2048, 1024, 512, 128, 32, 1])\n"
+                       "%p: f32[1, 32, 4, 2, 4, 2] = aten.permute.default(%ra, [0, 5, 3, 1, 4, 2])\n"
+                       "%c: f32[1, 32, 4, 2, 4, 2] = aten.clone.default(%p, memory_format=\"contiguous_format\")\n"
+                       "%u: f32[1, 32, 8, 8] = aten._unsafe_view.default(%c, [1, 32, 8, 8])\n"
+                       "%y: f32[1, 16, 8, 8] = aten.convolution.default(%u, %w, None, [1, 1], [0, 0], [1, 1], False, "
+                       "[0, 0], 1)\n"
+                       "output %y\n";
+    char *report = NULL;
+    isa_program_free(compile_reroll(text, "spyre-4core", 0, &report));
+    TU_ASSERT_CONTAINS(report, "core part 256 rows in chunks of 16 rows x 1 sticks (8 columns)");
+    free(report);
+    expect_text_runs_natively_and_validates_on_both_chips(text);
+}
+
 /* Swin's bias table and index are parameters (a weight and a buffer): the
  * rows the index picks are the row gather (one DMA a row, not one-hot over
  * the table's 49 rows per element: swin 33,880 -> 18,166 cycles on spyre),
- * its [N, heads] result read permuted from its own buffer. */
-static void test_a_table_indexed_by_a_parameter_is_a_row_gather_and_validates(void)
+ * its [N, heads] result read permuted from its own buffer.  A negative
+ * position, which PyTorch counts from the end, is uploaded wrapped (the
+ * gather's DMA would fault on it: ISA_TF_WRAP). */
+static void test_a_table_indexed_by_a_parameter_is_a_row_gather_and_validates_with_negative_positions(void)
 {
     float tab[50];
     int64_t rel[81];
     for (int k = 0; k < 50; k++)
         tab[k] = (float)((k * 37) % 50) / 25.0f - 1.0f;
     for (int k = 0; k < 81; k++)
-        rel[k] = (k / 9 - k % 9 + 8) * 3 % 25;
+        rel[k] = (k / 9 - k % 9 + 8) * 3 % 50 - 25; /* [-25, 25) */
     rt_st_entry e[2] = {{.name = "tab", .dtype = RT_ST_F32, .rank = 2, .shape = {25, 2}, .data = tab},
                         {.name = "rel", .dtype = RT_ST_I64, .rank = 2, .shape = {9, 9}, .data = rel}};
     char path[1024], err[256], text[2048];
@@ -6836,8 +6863,10 @@ int main(void)
         {"an embedding gathers rows by dma.gather and validates on both chips",
          test_embedding_gathers_rows_by_dma_gather_and_validates_on_both_chips},
         {"a conv whose channel row misses LX runs in K blocks", test_a_conv_whose_channel_row_misses_lx_runs_in_k_blocks},
-        {"a table indexed by a parameter is a row gather and validates",
-         test_a_table_indexed_by_a_parameter_is_a_row_gather_and_validates},
+        {"a staged copy takes the largest chunk that fits and validates",
+         test_a_staged_copy_takes_the_largest_chunk_that_fits_and_validates},
+        {"a table indexed by a parameter is a row gather and validates with negative positions",
+         test_a_table_indexed_by_a_parameter_is_a_row_gather_and_validates_with_negative_positions},
         {"a gather the back half cannot emit is a clear error", test_a_gather_the_back_half_cannot_emit_is_a_clear_error},
         {"a gather concatenated along its rows runs on the device and validates",
          test_a_gather_concatenated_along_its_rows_runs_on_the_device_and_validates},

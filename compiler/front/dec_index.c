@@ -699,11 +699,13 @@ static int several_indices(dctx *c, const gr_node *n, int x)
 /* A 2-D table's rows picked by a parameter (a buffer of the model, seen
  * through views: Swin's relative-position index) are the back half's row
  * gather, one DMA per row where one-hot costs the table's rows per
- * element.  Only a parameter's: an input's negative position wraps in
- * PyTorch, where the gather's DMA faults on it. */
+ * element; the host uploads the positions wrapped (a negative one counts
+ * from the end: lower.c, wrap_param_rows).  An input's stay one-hot: the
+ * gather takes row numbers as they are. */
 static int param_rows(dctx *c, int x, int d, int idx)
 {
-    return dc_T(c, x).rank == 2 && d == 0 && c->d->values[viewed_value(c, idx)].kind == GR_VAL_PARAM;
+    return dc_T(c, x).rank == 2 && d == 0 && dc_T(c, x).shape[0] <= IR_WRAP_ROWS_MAX &&
+           c->d->values[viewed_value(c, idx)].kind == GR_VAL_PARAM;
 }
 
 /* index.Tensor(self, indices) with one integer index tensor (the others

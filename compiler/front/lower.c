@@ -941,6 +941,22 @@ static int positions_load(lctx *c, const lval *W, const ir_index *idx, int sub, 
     return ir_load(&c->p->A, c->bases[W->base].buf, t->dtype, &at);
 }
 
+/* A parameter's positions gathered from a table of rows rows are uploaded
+ * wrapped (ir_buf.wrap_rows): a negative one counts from the end, as
+ * index.Tensor's (embedding refuses one, so wrapping changes no result;
+ * index.Tensor's tables fit IR_WRAP_ROWS_MAX: dec_index.c). */
+static void wrap_param_rows(lctx *c, int ix, int64_t rows)
+{
+    const int b = c->bases[val(c, ix)->base].buf;
+    if (b < 0 || c->p->bufs[b].kind != IR_BUF_PARAM || rows > IR_WRAP_ROWS_MAX)
+        return;
+    ir_buf *B = &c->p->bufs[b];
+    if (B->wrap_rows && B->wrap_rows != rows)
+        fail(c, "row numbers %s index tables of %lld and %lld rows (not supported yet)", B->name,
+             (long long)B->wrap_rows, (long long)rows);
+    B->wrap_rows = rows;
+}
+
 /* embedding(weight, indices): out[.., d] = weight[indices[..], d], a gather. */
 static void l_embedding(lctx *c, int out, int opi)
 {
@@ -966,8 +982,10 @@ static void l_embedding(lctx *c, int out, int opi)
     ir_index idx = ir_idx_const(W->map[0].offset);
     idx.coef[t.rank - 1] = W->map[0].coef[1];
     int body = positions_load(c, W, &idx, sub, it, &t, wt->shape[0]);
-    if (body < 0)
+    if (body < 0) {
+        wrap_param_rows(c, ix, wt->shape[0]);
         body = ir_iload(&c->p->A, c->bases[W->base].buf, t.dtype, &idx, W->map[0].coef[0], sub);
+    }
     set_computed(c, out, &t, body, ops);
     free(ops);
 }
