@@ -4579,6 +4579,35 @@ static void test_a_staged_copy_takes_the_largest_chunk_that_fits_and_validates(v
     expect_text_runs_natively_and_validates_on_both_chips(text);
 }
 
+/* A dense layer at 1x1 pixels (DenseNet's last block): BN and ReLU over a
+ * cat of NCHW [1, C, 1, 1] values into a 1x1 conv of 640 channels.  Each
+ * channel is a row of its own, so the channels-last copy stages a stick per
+ * channel though its stride is one (197,120 bytes of LX a row on
+ * spyre-4core, more than a core has): it runs as K blocks. */
+static void test_a_dense_layer_at_one_pixel_runs_in_k_blocks(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph dense_1x1\n"
+        "input %a: f32[1, 512, 1, 1]\n"
+        "input %b0: f32[1, 32, 1, 1]\n"
+        "input %b1: f32[1, 32, 1, 1]\n"
+        "input %b2: f32[1, 32, 1, 1]\n"
+        "input %b3: f32[1, 32, 1, 1]\n"
+        "input %g: f32[640]\n"
+        "input %be: f32[640]\n"
+        "input %m: f32[640]\n"
+        "input %v: f32[640]\n"
+        "input %w: f32[64, 640, 1, 1]\n"
+        "%ve: f32[640] = aten.exp.default(%v)\n"
+        "%x: f32[1, 640, 1, 1] = aten.cat.default([%a, %b0, %b1, %b2, %b3], 1)\n"
+        "%bn: (f32[1, 640, 1, 1], f32[0], f32[0]) = aten.native_batch_norm.default(%x, %g, %be, %m, %ve, False, 0.1, "
+        "1e-05)\n"
+        "%bn0: f32[1, 640, 1, 1] = getitem(%bn, 0)\n"
+        "%r: f32[1, 640, 1, 1] = aten.relu.default(%bn0)\n"
+        "%y: f32[1, 64, 1, 1] = aten.convolution.default(%r, %w, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1)\n"
+        "output %y\n");
+}
+
 /* Swin's bias table and index are parameters (a weight and a buffer): the
  * rows the index picks are the row gather (one DMA a row, not one-hot over
  * the table's 49 rows per element: swin 33,880 -> 18,166 cycles on spyre),
@@ -6867,6 +6896,7 @@ int main(void)
          test_a_staged_copy_takes_the_largest_chunk_that_fits_and_validates},
         {"a table indexed by a parameter is a row gather and validates with negative positions",
          test_a_table_indexed_by_a_parameter_is_a_row_gather_and_validates_with_negative_positions},
+        {"a dense layer at one pixel runs in K blocks", test_a_dense_layer_at_one_pixel_runs_in_k_blocks},
         {"a gather the back half cannot emit is a clear error", test_a_gather_the_back_half_cannot_emit_is_a_clear_error},
         {"a gather concatenated along its rows runs on the device and validates",
          test_a_gather_concatenated_along_its_rows_runs_on_the_device_and_validates},

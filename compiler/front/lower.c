@@ -2370,12 +2370,31 @@ static int conv_taps(lctx *c, int xp, int w, int wr, const convshape *s, int bia
     return sum;
 }
 
+/* Does a load of e walk its buffer across rows along variable 3, the
+ * copy's channel: a stride other than one, or rows of one element (an
+ * NCHW value of 1x1 pixels)? */
+typedef struct {
+    const lctx *c;
+    int across;
+} chan_across;
+
+static void note_chan_across(void *ctx, const ir_expr *x)
+{
+    chan_across *q = ctx;
+    if (x->kind != IR_E_LOAD || x->idx.coef[3] == 0)
+        return;
+    const gr_ttype *bt = &q->c->p->bufs[x->buf].type;
+    q->across |= x->idx.coef[3] != 1 || (bt->rank && bt->shape[bt->rank - 1] == 1);
+}
+
 /* Input channels per K block of a conv whose channels-last copy reads x
  * across its sticks and whose rows-first copy (conv_rows_first: a row of
  * the copy stages a stick per channel, in two slots) still misses the
  * target's LX, or 0 (one block).  DeepLab's ASPP projection, 1,280
  * channels (332,800 bytes of LX a row on spyre-4core), runs as 5 blocks
- * of 256, each a copy and a product of K = 256 summed. */
+ * of 256, each a copy and a product of K = 256 summed; DenseNet's last
+ * block at 1x1 pixels (BN and ReLU over a cat of 11 [1, 32, 1, 1] pieces
+ * and more, a stick per channel: 162,816 bytes at 832 channels) too. */
 static int64_t conv_kblock(lctx *c, int x, const convshape *s)
 {
     const chip_config *cfg = c->p->opts.target;
@@ -2385,10 +2404,10 @@ static int64_t conv_kblock(lctx *c, int x, const convshape *s)
     ir_index co[4] = {ir_idx_var(0), ir_idx_var(3), ir_idx_var(1), ir_idx_var(2)};
     if (s->nsp == 1)
         co[2] = ir_idx_var(2);
-    int strided = 0;
-    ir_expr_walk(&c->p->A, read_at(c, x, co), strided_lane, &strided);
+    chan_across q = {c, 0};
+    ir_expr_walk(&c->p->A, read_at(c, x, co), note_chan_across, &q);
     const int64_t lanes = cfg->stick_bytes / 2, blk = (int64_t)cfg->lx_usable_bytes / (4 * cfg->stick_bytes) / lanes * lanes;
-    return strided ? (blk > lanes ? blk : lanes) : 0;
+    return q.across ? (blk > lanes ? blk : lanes) : 0;
 }
 
 /* The conv as K blocks of blk input channels (conv_kblock): each block's
