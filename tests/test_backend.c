@@ -3964,6 +3964,26 @@ static void test_3d_convolutions_run_natively_and_validate(void)
         "output %a, %s, %d, %g, %dw, %p, %f, %res\n");
 }
 
+/* 3-D transposed convolutions ran on the host: each is a 2-D one over the
+ * depth images, its depth taps stacked as output channels (grouped: one
+ * per tap), each tap spread to stride s along depth, shifted and summed
+ * (dec_convt.c, convt3d_depth_taps).  With output_padding, groups and
+ * dilation along depth, and a depth stride past the kernel (depths only
+ * the bias reaches), every output runs natively and validates on both
+ * chips. */
+static void test_3d_transposed_convolutions_run_natively_and_validate(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph convt3d\n"
+        "input %x: f32[2, 4, 3, 4, 4]\ninput %w: f32[4, 3, 3, 3, 3]\ninput %b: f32[3]\n"
+        "input %wg: f32[4, 2, 2, 3, 3]\ninput %wt: f32[4, 3, 1, 2, 2]\n"
+        "%a: f32[2, 3, 6, 8, 8] = aten.convolution.default(%x, %w, %b, [2, 2, 2], [1, 1, 1], [1, 1, 1], True, [1, 1, 1], 1)\n"
+        "%g: f32[2, 4, 5, 4, 4] = aten.convolution.default(%x, %wg, None, [1, 1, 1], [0, 1, 1], [2, 1, 1], True, [0, 0, 0], 2)\n"
+        "%t: f32[2, 3, 7, 8, 8] = aten.convolution.default(%x, %wt, %b, [3, 2, 2], [0, 0, 0], [1, 1, 1], True, [0, 0, 0], 1)\n"
+        "%r: f32[2, 3, 6, 8, 8] = aten.relu.default(%a)\n"
+        "output %r, %g, %t\n");
+}
+
 /* A one-channel Conv3d's depth taps were summed on one core, slower than
  * the host: taps whose channels fill one stick are now one product of K =
  * C KD KH KW (dec_convt.c, conv3d_depth_taps), its output permuted to
@@ -6592,6 +6612,8 @@ int main(void)
         {"transposed convolutions run natively and validate", test_transposed_convolutions_run_natively_and_validate},
         {"long 1-D convolutions run natively and validate", test_long_1d_convolutions_run_natively_and_validate},
         {"3-D convolutions run natively and validate", test_3d_convolutions_run_natively_and_validate},
+        {"3-D transposed convolutions run natively and validate",
+         test_3d_transposed_convolutions_run_natively_and_validate},
         {"one-channel convs run natively and validate", test_one_channel_convs_run_natively_and_validate},
         {"3-D pools run natively and validate", test_3d_pools_run_natively_and_validate},
         {"a NaN in a max or a min is NaN as PyTorch", test_a_nan_in_a_max_or_a_min_is_nan_as_pytorch},
