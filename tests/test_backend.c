@@ -3984,6 +3984,24 @@ static void test_3d_transposed_convolutions_run_natively_and_validate(void)
         "output %r, %g, %t\n");
 }
 
+/* An embedding of indices computed on the device (a VQ-VAE's codebook at
+ * argmin; an index offset) ran on the host: the gather reads its row
+ * numbers from an input only.  Up to 1,024 table rows it is one-hot over
+ * them (dec_index.c, dc_r_embedding), natively, and validates on both
+ * chips. */
+static void test_an_embedding_of_computed_indices_runs_natively_and_validates(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph emb\n"
+        "input %x: f32[16, 32]\ninput %w: f32[32, 8]\ninput %cb: f32[40, 6]\n"
+        "%i: i64[16] = aten.argmin.default(%x, 1)\n"
+        "%q: f32[16, 8] = aten.embedding.default(%w, %i)\n"
+        "%j: i64[4, 4] = aten.view.default(%i, [4, 4])\n"
+        "%k: i64[4, 4] = aten.add.Tensor(%j, 5)\n"
+        "%r: f32[4, 4, 6] = aten.embedding.default(%cb, %k)\n"
+        "output %q, %r\n");
+}
+
 /* A one-channel Conv3d's depth taps were summed on one core, slower than
  * the host: taps whose channels fill one stick are now one product of K =
  * C KD KH KW (dec_convt.c, conv3d_depth_taps), its output permuted to
@@ -6614,6 +6632,8 @@ int main(void)
         {"3-D convolutions run natively and validate", test_3d_convolutions_run_natively_and_validate},
         {"3-D transposed convolutions run natively and validate",
          test_3d_transposed_convolutions_run_natively_and_validate},
+        {"an embedding of computed indices runs natively and validates",
+         test_an_embedding_of_computed_indices_runs_natively_and_validates},
         {"one-channel convs run natively and validate", test_one_channel_convs_run_natively_and_validate},
         {"3-D pools run natively and validate", test_3d_pools_run_natively_and_validate},
         {"a NaN in a max or a min is NaN as PyTorch", test_a_nan_in_a_max_or_a_min_is_nan_as_pytorch},
