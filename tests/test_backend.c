@@ -456,11 +456,12 @@ static void test_embedding_gathers_rows_by_dma_gather_and_validates_on_both_chip
 
 static void test_a_gather_the_back_half_cannot_emit_is_a_clear_error(void)
 {
-    /* the row numbers come from arithmetic on the ids, not the ids themselves */
+    /* the row numbers come from arithmetic on the ids, not the ids
+     * themselves, into a table past one-hot's 1,024 rows */
     char err[512];
     compile_error("graph g\n"
                   "input %ids: i64[8]\n"
-                  "input %w: f32[10, 64]\n"
+                  "input %w: f32[2000, 64]\n"
                   "%j: i64[8] = aten.add.Tensor(%ids, 1)\n"
                   "%y: f32[8, 64] = aten.embedding.default(%w, %j)\n"
                   "output %y\n",
