@@ -594,15 +594,20 @@ static int is_positions(dctx *c, int v)
 #define EMB_COMPUTED_MAX_ROWS 1024
 
 /* Whether the indices v are computed on the device (not an input seen
- * through views and integer casts, which the gather reads). */
+ * through views, selects, permutes and integer casts, which the gather
+ * reads: DLRM's ids[:, i]). */
 static int computed_indices(dctx *c, int v)
 {
+    static const char *const reads[] = {"_to_copy", "to", "select", "permute", "transpose"};
     for (;;) {
         v = viewed_value(c, v);
         if (c->d->values[v].kind != GR_VAL_NODE)
             return 0;
         const gr_node *n = &c->d->nodes[c->d->values[v].node];
-        if ((strcmp(n->base, "_to_copy") && strcmp(n->base, "to")) || !n->nargs || n->args[0].kind != GR_ARG_VALUE)
+        int read = 0;
+        for (size_t i = 0; i < sizeof reads / sizeof *reads; i++)
+            read |= !strcmp(n->base, reads[i]);
+        if (!read || !n->nargs || n->args[0].kind != GR_ARG_VALUE)
             return 1;
         v = n->args[0].value;
     }
