@@ -456,11 +456,12 @@ static void test_embedding_gathers_rows_by_dma_gather_and_validates_on_both_chip
 
 static void test_a_gather_the_back_half_cannot_emit_is_a_clear_error(void)
 {
-    /* the row numbers come from arithmetic on the ids, not the ids themselves */
+    /* the row numbers come from arithmetic on the ids, not the ids
+     * themselves, into a table past one-hot's 1,024 rows */
     char err[512];
     compile_error("graph g\n"
                   "input %ids: i64[8]\n"
-                  "input %w: f32[10, 64]\n"
+                  "input %w: f32[2000, 64]\n"
                   "%j: i64[8] = aten.add.Tensor(%ids, 1)\n"
                   "%y: f32[8, 64] = aten.embedding.default(%w, %j)\n"
                   "output %y\n",
@@ -3964,6 +3965,44 @@ static void test_3d_convolutions_run_natively_and_validate(void)
         "output %a, %s, %d, %g, %dw, %p, %f, %res\n");
 }
 
+/* 3-D transposed convolutions ran on the host: each is a 2-D one over the
+ * depth images, its depth taps stacked as output channels (grouped: one
+ * per tap), each tap spread to stride s along depth, shifted and summed
+ * (dec_convt.c, convt3d_depth_taps).  With output_padding, groups and
+ * dilation along depth, and a depth stride past the kernel (depths only
+ * the bias reaches), every output runs natively and validates on both
+ * chips. */
+static void test_3d_transposed_convolutions_run_natively_and_validate(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph convt3d\n"
+        "input %x: f32[2, 4, 3, 4, 4]\ninput %w: f32[4, 3, 3, 3, 3]\ninput %b: f32[3]\n"
+        "input %wg: f32[4, 2, 2, 3, 3]\ninput %wt: f32[4, 3, 1, 2, 2]\n"
+        "%a: f32[2, 3, 6, 8, 8] = aten.convolution.default(%x, %w, %b, [2, 2, 2], [1, 1, 1], [1, 1, 1], True, [1, 1, 1], 1)\n"
+        "%g: f32[2, 4, 5, 4, 4] = aten.convolution.default(%x, %wg, None, [1, 1, 1], [0, 1, 1], [2, 1, 1], True, [0, 0, 0], 2)\n"
+        "%t: f32[2, 3, 7, 8, 8] = aten.convolution.default(%x, %wt, %b, [3, 2, 2], [0, 0, 0], [1, 1, 1], True, [0, 0, 0], 1)\n"
+        "%r: f32[2, 3, 6, 8, 8] = aten.relu.default(%a)\n"
+        "output %r, %g, %t\n");
+}
+
+/* An embedding of indices computed on the device (a VQ-VAE's codebook at
+ * argmin; an index offset) ran on the host: the gather reads its row
+ * numbers from an input only.  Up to 1,024 table rows it is one-hot over
+ * them (dec_index.c, dc_r_embedding), natively, and validates on both
+ * chips. */
+static void test_an_embedding_of_computed_indices_runs_natively_and_validates(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph emb\n"
+        "input %x: f32[16, 32]\ninput %w: f32[32, 8]\ninput %cb: f32[40, 6]\n"
+        "%i: i64[16] = aten.argmin.default(%x, 1)\n"
+        "%q: f32[16, 8] = aten.embedding.default(%w, %i)\n"
+        "%j: i64[4, 4] = aten.view.default(%i, [4, 4])\n"
+        "%k: i64[4, 4] = aten.add.Tensor(%j, 5)\n"
+        "%r: f32[4, 4, 6] = aten.embedding.default(%cb, %k)\n"
+        "output %q, %r\n");
+}
+
 /* A one-channel Conv3d's depth taps were summed on one core, slower than
  * the host: taps whose channels fill one stick are now one product of K =
  * C KD KH KW (dec_convt.c, conv3d_depth_taps), its output permuted to
@@ -6771,6 +6810,10 @@ int main(void)
         {"transposed convolutions run natively and validate", test_transposed_convolutions_run_natively_and_validate},
         {"long 1-D convolutions run natively and validate", test_long_1d_convolutions_run_natively_and_validate},
         {"3-D convolutions run natively and validate", test_3d_convolutions_run_natively_and_validate},
+        {"3-D transposed convolutions run natively and validate",
+         test_3d_transposed_convolutions_run_natively_and_validate},
+        {"an embedding of computed indices runs natively and validates",
+         test_an_embedding_of_computed_indices_runs_natively_and_validates},
         {"one-channel convs run natively and validate", test_one_channel_convs_run_natively_and_validate},
         {"one-channel dilated and 1x1 convs are one NCHW product",
          test_one_channel_dilated_and_1x1_convs_are_one_nchw_product},
