@@ -417,6 +417,7 @@ static int dir_tensor(assembler *a, char **tok, int n)
     int64_t const_off = -1;
     uint32_t flags = 0, host = 0;
     int lx_core = -1, nan_axis = -2;
+    int64_t wrap_rows = 0;
     for (int i = 5; i < n; i++) {
         char *eq = strchr(tok[i], '=');
         uint64_t v;
@@ -460,12 +461,16 @@ static int dir_tensor(assembler *a, char **tok, int n)
             if (strcmp(val, "each") && parse_bounded(a, ".tensor nanrow", val, 0, rank ? (uint64_t)rank - 1 : 0, &v))
                 return -1;
             nan_axis = strcmp(val, "each") ? (int)v : -1;
+        } else if (strcmp(key, "wrap") == 0) {
+            if (parse_bounded(a, ".tensor wrap", val, 1, ISA_WRAP_ROWS_MAX, &v))
+                return -1;
+            wrap_rows = (int64_t)v;
         } else if (strcmp(key, "order") == 0) {
             if (parse_order(a, name, val, rank, order))
                 return -1;
             norder = rank;
         } else {
-            return fail(a, ".tensor %s has no key '%s' (dev, at, stick, bytes, const, order, value, host, lx, nanrow)", name, key);
+            return fail(a, ".tensor %s has no key '%s' (dev, at, stick, bytes, const, order, value, host, lx, nanrow, wrap)", name, key);
         }
     }
     uint64_t need = shape_bytes(p, rank, shape, stick_dim, (isa_dtype_dev)ddt);
@@ -475,6 +480,8 @@ static int dir_tensor(assembler *a, char **tok, int n)
         return fail(a, ".tensor %s: bytes=%" PRIu64 " but its shape needs %" PRIu64, name, bytes, need);
     if (nan_axis > -2 && role != ISA_ROLE_INPUT)
         return fail(a, ".tensor %s: nanrow= is for an input only", name);
+    if (wrap_rows && role != ISA_ROLE_WEIGHT)
+        return fail(a, ".tensor %s: wrap= is for a weight only", name);
     if (host && role != ISA_ROLE_SCRATCH && (role != ISA_ROLE_OUTPUT || (host & ISA_TF_HOSTONLY)))
         return fail(a, ".tensor %s: host=1 is for a scratch tensor or an output, host=2 a scratch tensor", name);
     if (lx_core >= 0 && !have_at)
@@ -501,7 +508,9 @@ static int dir_tensor(assembler *a, char **tok, int n)
     t->order = norder ? isa_order_make(order, rank, stick_dim) : 0;
     t->bytes = have_bytes ? bytes : need;
     t->const_off = const_off;
-    t->flags = flags | host | (lx_core >= 0 ? ISA_TF_LX : 0) | (nan_axis > -2 ? ISA_TF_NANROW : 0);
+    t->flags = flags | host | (lx_core >= 0 ? ISA_TF_LX : 0) | (nan_axis > -2 ? ISA_TF_NANROW : 0) |
+               (wrap_rows ? ISA_TF_WRAP : 0);
+    t->wrap_rows = wrap_rows;
     t->lx_core = lx_core >= 0 ? lx_core : 0;
     t->nan_axis = nan_axis > -2 ? nan_axis : 0;
     int *lines = realloc(a->tensor_line, p->ntensors * sizeof *lines);
@@ -834,6 +843,8 @@ char *isa_disassemble(const isa_program *p)
             sb_printf(&s, " nanrow=each");
         else if (t->flags & ISA_TF_NANROW)
             sb_printf(&s, " nanrow=%d", t->nan_axis);
+        if (t->flags & ISA_TF_WRAP)
+            sb_printf(&s, " wrap=%" PRId64, t->wrap_rows);
         sb_printf(&s, "\n");
     }
     sb_printf(&s, ".dram %" PRIu64 "\n", p->dram_bytes);

@@ -43,7 +43,8 @@ enum {
     TR_RANK = 76,   /* u32 0..ISA_MAX_RANK */
     TR_SHAPE = 80,  /* ISA_MAX_RANK x i64, zero past rank */
     TR_STICK = 128, /* u32: bits 0-7 the stick dimension, bits 8-15 the core whose LX holds it
-                       (flag ISA_TF_LX; else 0), bits 16-23 1 + nan_axis (flag ISA_TF_NANROW; else 0) */
+                       (flag ISA_TF_LX; else 0), bits 16-23 1 + nan_axis (flag ISA_TF_NANROW; else 0),
+                       bits 16-31 wrap_rows (flag ISA_TF_WRAP) */
     TR_ORDER = 132, /* u32: bits 0-23 the order of the device dims (isa_tensor.order, 0: the default),
                        bits 24-31 isa_tensor.flags (ISA_TF_*) */
     TR_DRAM = 136,  /* u64 offset in the program's DRAM segment */
@@ -195,6 +196,12 @@ static int check_tensor(const isa_program *p, size_t i, char *msg, size_t len)
                  isa_role_names[t->role]);
         return -1;
     }
+    if ((t->flags & ISA_TF_WRAP) && (t->role != ISA_ROLE_WEIGHT || (t->flags & ISA_TF_NANROW) || t->wrap_rows < 1 ||
+                                     t->wrap_rows > ISA_WRAP_ROWS_MAX)) {
+        isa_errf(msg, len, "tensor %s: row numbers wrapped to %lld rows in a %s", t->name, (long long)t->wrap_rows,
+                 isa_role_names[t->role]);
+        return -1;
+    }
     /* Device bytes without overflow: every factor is bounded by the segment (or the LX). */
     int lx = (t->flags & ISA_TF_LX) != 0;
     uint64_t cap = lx ? p->lx_bytes : p->dram_bytes;
@@ -323,7 +330,7 @@ static void put_tensor(uint8_t *r, const isa_program *p, size_t i)
         put_le(r + TR_SHAPE + 8 * d, (uint64_t)t->shape[d], 8);
     put_le(r + TR_STICK,
            (uint32_t)t->stick_dim | (uint32_t)(t->flags & ISA_TF_LX ? t->lx_core : 0) << 8 |
-               (uint32_t)(t->flags & ISA_TF_NANROW ? t->nan_axis + 1 : 0) << 16,
+               (uint32_t)(t->flags & ISA_TF_NANROW ? t->nan_axis + 1 : t->flags & ISA_TF_WRAP ? t->wrap_rows : 0) << 16,
            4);
     put_le(r + TR_ORDER, t->order | t->flags << 24, 4);
     put_le(r + TR_DRAM, t->dram_off, 8);
@@ -815,11 +822,12 @@ static int parse_tensors(const reader *r, blob b, isa_program *p)
             return -1;
         }
         t->lx_core = (int)core;
-        if (nan1 && !(t->flags & ISA_TF_NANROW)) { /* (its range: check_tensor) */
+        if (nan1 && !(t->flags & (ISA_TF_NANROW | ISA_TF_WRAP))) { /* (its range: check_tensor) */
             rfail(r, "corrupt .spyre.tensors: tensor %s: NaN-row axis %d without its flag", t->name, (int)nan1 - 1);
             return -1;
         }
         t->nan_axis = t->flags & ISA_TF_NANROW ? (int)nan1 - 1 : 0;
+        t->wrap_rows = t->flags & ISA_TF_WRAP ? (int64_t)nan1 : 0;
         t->dram_off = get_le(rec + TR_DRAM, 8);
         t->bytes = get_le(rec + TR_BYTES, 8);
         t->const_off = (int64_t)get_le(rec + TR_CONST, 8);

@@ -607,6 +607,7 @@ typedef struct {
     uint32_t flags;      /* ISA_TF_* */
     int lx_core;         /* ISA_TF_LX: the core whose LX holds it */
     int nan_axis;        /* ISA_TF_NANROW: the host dim of its rows, or -1: each element a row */
+    int64_t wrap_rows;   /* ISA_TF_WRAP: the rows of the table it indexes, 1..ISA_WRAP_ROWS_MAX */
 } isa_tensor;
 
 /* A scratch tensor that holds the graph value of its name whole, in
@@ -626,14 +627,22 @@ typedef struct {
  * the row's softmax is NaN, as PyTorch's, with no guard on the device
  * (docs/runtime.md, "Masks"). */
 #define ISA_TF_NANROW 4u
+/* A weight that is only the row numbers of gathers from a table of
+ * wrap_rows rows, by a PyTorch index that counts a negative one from the
+ * end: the host writes each value x as x mod wrap_rows (in [0, wrap_rows)),
+ * so dma.gather, which takes row numbers as they are, reads PyTorch's row
+ * (one outside [-rows, rows), which PyTorch refuses, reads some row).  Its
+ * rows share record bits with nan_axis (never both). */
+#define ISA_TF_WRAP 8u
+#define ISA_WRAP_ROWS_MAX 65535
 /* A host op's result that host ops read (the host fallback, docs/runtime.md):
  * they take the value the host computed, in fp32, not this tensor's copy.
  * With ISA_TF_HOSTONLY no device kernel reads it nor is it an output: the
  * runtime writes no device copy.  Only a scratch tensor or an output can
  * be a host op's result, only a scratch tensor ISA_TF_HOSTONLY. */
-#define ISA_TF_HOST 8u
-#define ISA_TF_HOSTONLY 16u
-#define ISA_TF_ALL (ISA_TF_VALUE | ISA_TF_LX | ISA_TF_NANROW | ISA_TF_HOST | ISA_TF_HOSTONLY)
+#define ISA_TF_HOST 16u
+#define ISA_TF_HOSTONLY 32u
+#define ISA_TF_ALL (ISA_TF_VALUE | ISA_TF_LX | ISA_TF_NANROW | ISA_TF_WRAP | ISA_TF_HOST | ISA_TF_HOSTONLY)
 
 typedef struct isa_arena isa_arena;
 

@@ -16,6 +16,22 @@ void rt_count_upload(rt_program *prog, const isa_tensor *t, uint64_t bytes)
     }
 }
 
+/* A gather's row numbers (ISA_TF_WRAP) as the device takes them: each x
+ * as x mod rows, PyTorch's row for a negative x.  The host copy keeps x:
+ * the reference and host ops see the model's values. */
+static void pack_wrapped(const isa_tensor *t, uint32_t stick_bytes, const float *values, uint8_t *buf)
+{
+    const int64_t n = rt_tensor_elems(t);
+    float *w = malloc(n ? (size_t)n * sizeof *w : 1);
+    if (!w)
+        abort();
+    const double rows = (double)t->wrap_rows;
+    for (int64_t i = 0; i < n; i++)
+        w[i] = (float)(values[i] - rows * floor(values[i] / rows));
+    isa_layout_pack(t, stick_bytes, w, buf);
+    free(w);
+}
+
 /* Tensor i's values in device layout: an activation-region input's host
  * copy packed once and kept (prog->packed), anything else packed into a
  * buffer the caller frees (*owned). */
@@ -28,7 +44,10 @@ static const uint8_t *packed_values(rt_program *prog, int i, const float *values
     uint8_t *buf = malloc((size_t)t->bytes);
     if (!buf)
         return NULL;
-    isa_layout_pack(t, prog->p->stick_bytes, values, buf);
+    if (t->flags & ISA_TF_WRAP)
+        pack_wrapped(t, prog->p->stick_bytes, values, buf);
+    else
+        isa_layout_pack(t, prog->p->stick_bytes, values, buf);
     if (values == prog->host[i] && !rt_in_weights(prog->p, t)) /* weights stay resident: no second copy */
         prog->packed[i].bytes = buf;
     else

@@ -456,11 +456,12 @@ static void test_embedding_gathers_rows_by_dma_gather_and_validates_on_both_chip
 
 static void test_a_gather_the_back_half_cannot_emit_is_a_clear_error(void)
 {
-    /* the row numbers come from arithmetic on the ids, not the ids themselves */
+    /* the row numbers come from arithmetic on the ids, not the ids
+     * themselves, into a table past one-hot's 1,024 rows */
     char err[512];
     compile_error("graph g\n"
                   "input %ids: i64[8]\n"
-                  "input %w: f32[10, 64]\n"
+                  "input %w: f32[2000, 64]\n"
                   "%j: i64[8] = aten.add.Tensor(%ids, 1)\n"
                   "%y: f32[8, 64] = aten.embedding.default(%w, %j)\n"
                   "output %y\n",
@@ -3964,6 +3965,44 @@ static void test_3d_convolutions_run_natively_and_validate(void)
         "output %a, %s, %d, %g, %dw, %p, %f, %res\n");
 }
 
+/* 3-D transposed convolutions ran on the host: each is a 2-D one over the
+ * depth images, its depth taps stacked as output channels (grouped: one
+ * per tap), each tap spread to stride s along depth, shifted and summed
+ * (dec_convt.c, convt3d_depth_taps).  With output_padding, groups and
+ * dilation along depth, and a depth stride past the kernel (depths only
+ * the bias reaches), every output runs natively and validates on both
+ * chips. */
+static void test_3d_transposed_convolutions_run_natively_and_validate(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph convt3d\n"
+        "input %x: f32[2, 4, 3, 4, 4]\ninput %w: f32[4, 3, 3, 3, 3]\ninput %b: f32[3]\n"
+        "input %wg: f32[4, 2, 2, 3, 3]\ninput %wt: f32[4, 3, 1, 2, 2]\n"
+        "%a: f32[2, 3, 6, 8, 8] = aten.convolution.default(%x, %w, %b, [2, 2, 2], [1, 1, 1], [1, 1, 1], True, [1, 1, 1], 1)\n"
+        "%g: f32[2, 4, 5, 4, 4] = aten.convolution.default(%x, %wg, None, [1, 1, 1], [0, 1, 1], [2, 1, 1], True, [0, 0, 0], 2)\n"
+        "%t: f32[2, 3, 7, 8, 8] = aten.convolution.default(%x, %wt, %b, [3, 2, 2], [0, 0, 0], [1, 1, 1], True, [0, 0, 0], 1)\n"
+        "%r: f32[2, 3, 6, 8, 8] = aten.relu.default(%a)\n"
+        "output %r, %g, %t\n");
+}
+
+/* An embedding of indices computed on the device (a VQ-VAE's codebook at
+ * argmin; an index offset) ran on the host: the gather reads its row
+ * numbers from an input only.  Up to 1,024 table rows it is one-hot over
+ * them (dec_index.c, dc_r_embedding), natively, and validates on both
+ * chips. */
+static void test_an_embedding_of_computed_indices_runs_natively_and_validates(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph emb\n"
+        "input %x: f32[16, 32]\ninput %w: f32[32, 8]\ninput %cb: f32[40, 6]\n"
+        "%i: i64[16] = aten.argmin.default(%x, 1)\n"
+        "%q: f32[16, 8] = aten.embedding.default(%w, %i)\n"
+        "%j: i64[4, 4] = aten.view.default(%i, [4, 4])\n"
+        "%k: i64[4, 4] = aten.add.Tensor(%j, 5)\n"
+        "%r: f32[4, 4, 6] = aten.embedding.default(%cb, %k)\n"
+        "output %q, %r\n");
+}
+
 /* A one-channel Conv3d's depth taps were summed on one core, slower than
  * the host: taps whose channels fill one stick are now one product of K =
  * C KD KH KW (dec_convt.c, conv3d_depth_taps), its output permuted to
@@ -4554,18 +4593,74 @@ static void test_a_conv_whose_channel_row_misses_lx_runs_in_k_blocks(void)
         "output %y\n");
 }
 
+/* MobileViT's fold (a clone stored 2 elements a stick) copied rows-first
+ * for a 1x1 conv: chunks of 16 rows fit LX, of 9 to 24 others not (they
+ * straddle the channels' wrap), so the chunk search tries powers of two
+ * past its bisection's 4 rows (46,825 -> 15,716 cycles on spyre-4core). */
+static void test_a_staged_copy_takes_the_largest_chunk_that_fits_and_validates(void)
+{
+    const char *text = "graph fold\n"
+                       "input %a: f32[4, 16, 32]\n"
+                       "input %w: f32[16, 32, 1, 1]\n"
+                       "%r: f32[4, 16, 32] = aten.relu.default(%a)\n"
+                       "%ra: f32[1, 2, 2, 4, 4, 32] = aten._reshape_alias.default(%r, [1, 2, 2, 4, 4, 32], "
+                       "[2048, 1024, 512, 128, 32, 1])\n"
+                       "%p: f32[1, 32, 4, 2, 4, 2] = aten.permute.default(%ra, [0, 5, 3, 1, 4, 2])\n"
+                       "%c: f32[1, 32, 4, 2, 4, 2] = aten.clone.default(%p, memory_format=\"contiguous_format\")\n"
+                       "%u: f32[1, 32, 8, 8] = aten._unsafe_view.default(%c, [1, 32, 8, 8])\n"
+                       "%y: f32[1, 16, 8, 8] = aten.convolution.default(%u, %w, None, [1, 1], [0, 0], [1, 1], False, "
+                       "[0, 0], 1)\n"
+                       "output %y\n";
+    char *report = NULL;
+    isa_program_free(compile_reroll(text, "spyre-4core", 0, &report));
+    TU_ASSERT_CONTAINS(report, "core part 256 rows in chunks of 16 rows x 1 sticks (8 columns)");
+    free(report);
+    expect_text_runs_natively_and_validates_on_both_chips(text);
+}
+
+/* A dense layer at 1x1 pixels (DenseNet's last block): BN and ReLU over a
+ * cat of NCHW [1, C, 1, 1] values into a 1x1 conv of 640 channels.  Each
+ * channel is a row of its own, so the channels-last copy stages a stick per
+ * channel though its stride is one (197,120 bytes of LX a row on
+ * spyre-4core, more than a core has): it runs as K blocks. */
+static void test_a_dense_layer_at_one_pixel_runs_in_k_blocks(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph dense_1x1\n"
+        "input %a: f32[1, 512, 1, 1]\n"
+        "input %b0: f32[1, 32, 1, 1]\n"
+        "input %b1: f32[1, 32, 1, 1]\n"
+        "input %b2: f32[1, 32, 1, 1]\n"
+        "input %b3: f32[1, 32, 1, 1]\n"
+        "input %g: f32[640]\n"
+        "input %be: f32[640]\n"
+        "input %m: f32[640]\n"
+        "input %v: f32[640]\n"
+        "input %w: f32[64, 640, 1, 1]\n"
+        "%ve: f32[640] = aten.exp.default(%v)\n"
+        "%x: f32[1, 640, 1, 1] = aten.cat.default([%a, %b0, %b1, %b2, %b3], 1)\n"
+        "%bn: (f32[1, 640, 1, 1], f32[0], f32[0]) = aten.native_batch_norm.default(%x, %g, %be, %m, %ve, False, 0.1, "
+        "1e-05)\n"
+        "%bn0: f32[1, 640, 1, 1] = getitem(%bn, 0)\n"
+        "%r: f32[1, 640, 1, 1] = aten.relu.default(%bn0)\n"
+        "%y: f32[1, 64, 1, 1] = aten.convolution.default(%r, %w, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1)\n"
+        "output %y\n");
+}
+
 /* Swin's bias table and index are parameters (a weight and a buffer): the
  * rows the index picks are the row gather (one DMA a row, not one-hot over
  * the table's 49 rows per element: swin 33,880 -> 18,166 cycles on spyre),
- * its [N, heads] result read permuted from its own buffer. */
-static void test_a_table_indexed_by_a_parameter_is_a_row_gather_and_validates(void)
+ * its [N, heads] result read permuted from its own buffer.  A negative
+ * position, which PyTorch counts from the end, is uploaded wrapped (the
+ * gather's DMA would fault on it: ISA_TF_WRAP). */
+static void test_a_table_indexed_by_a_parameter_is_a_row_gather_and_validates_with_negative_positions(void)
 {
     float tab[50];
     int64_t rel[81];
     for (int k = 0; k < 50; k++)
         tab[k] = (float)((k * 37) % 50) / 25.0f - 1.0f;
     for (int k = 0; k < 81; k++)
-        rel[k] = (k / 9 - k % 9 + 8) * 3 % 25;
+        rel[k] = (k / 9 - k % 9 + 8) * 3 % 50 - 25; /* [-25, 25) */
     rt_st_entry e[2] = {{.name = "tab", .dtype = RT_ST_F32, .rank = 2, .shape = {25, 2}, .data = tab},
                         {.name = "rel", .dtype = RT_ST_I64, .rank = 2, .shape = {9, 9}, .data = rel}};
     char path[1024], err[256], text[2048];
@@ -6715,6 +6810,10 @@ int main(void)
         {"transposed convolutions run natively and validate", test_transposed_convolutions_run_natively_and_validate},
         {"long 1-D convolutions run natively and validate", test_long_1d_convolutions_run_natively_and_validate},
         {"3-D convolutions run natively and validate", test_3d_convolutions_run_natively_and_validate},
+        {"3-D transposed convolutions run natively and validate",
+         test_3d_transposed_convolutions_run_natively_and_validate},
+        {"an embedding of computed indices runs natively and validates",
+         test_an_embedding_of_computed_indices_runs_natively_and_validates},
         {"one-channel convs run natively and validate", test_one_channel_convs_run_natively_and_validate},
         {"one-channel dilated and 1x1 convs are one NCHW product",
          test_one_channel_dilated_and_1x1_convs_are_one_nchw_product},
@@ -6836,8 +6935,11 @@ int main(void)
         {"an embedding gathers rows by dma.gather and validates on both chips",
          test_embedding_gathers_rows_by_dma_gather_and_validates_on_both_chips},
         {"a conv whose channel row misses LX runs in K blocks", test_a_conv_whose_channel_row_misses_lx_runs_in_k_blocks},
-        {"a table indexed by a parameter is a row gather and validates",
-         test_a_table_indexed_by_a_parameter_is_a_row_gather_and_validates},
+        {"a staged copy takes the largest chunk that fits and validates",
+         test_a_staged_copy_takes_the_largest_chunk_that_fits_and_validates},
+        {"a table indexed by a parameter is a row gather and validates with negative positions",
+         test_a_table_indexed_by_a_parameter_is_a_row_gather_and_validates_with_negative_positions},
+        {"a dense layer at one pixel runs in K blocks", test_a_dense_layer_at_one_pixel_runs_in_k_blocks},
         {"a gather the back half cannot emit is a clear error", test_a_gather_the_back_half_cannot_emit_is_a_clear_error},
         {"a gather concatenated along its rows runs on the device and validates",
          test_a_gather_concatenated_along_its_rows_runs_on_the_device_and_validates},

@@ -656,6 +656,55 @@ def check_vision_exports(tmp):
           f"status {r.returncode}, stderr {r.stderr.strip()!r}")
 
 
+FOLD = """
+import torch
+from torch import nn
+import torch.nn.functional as F
+
+
+class Fold(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(16, 2 * 16)
+
+    def forward(self, x, tokens):
+        p = F.unfold(x, (3, 2), dilation=(1, 2), padding=(1, 1), stride=(2, 3))
+        learned = self.proj(tokens).transpose(1, 2)
+        return (F.fold(p, (9, 7), (3, 2), dilation=(1, 2), padding=(1, 1), stride=(2, 3)),
+                F.fold(learned, (8, 8), 4, padding=1, stride=2))
+
+
+def fold():
+    torch.manual_seed(0)
+    return Fold().eval(), (torch.randn(2, 3, 9, 7), torch.randn(2, 16, 16))
+"""
+
+
+def check_fold_exports(tmp):
+    """F.fold (col2im) exports as a sum of its kernel taps' columns, each spread to the stride
+    and shifted by pads (PyTorch's decomposition accumulated them by index_put, which ran on
+    the host): a fold of F.unfold's patches (uneven kernel, dilation, padding, stride) and an
+    overlapping fold of a Linear's patches run natively and validate on both chips."""
+    src = os.path.join(tmp, "fold.py")
+    with open(src, "w") as f:
+        f.write(FOLD)
+    out = os.path.join(tmp, "fold")
+    r = subprocess.run([sys.executable, EXPORT, f"{src}:fold", "-o", out], capture_output=True, text=True)
+    if not check("F.fold: export exits 0", r.returncode == 0, r.stderr.strip()):
+        return
+    with open(os.path.join(out, "graph.txt")) as f:
+        ops = {n["op"] for n in read_graph(f.read())["nodes"]}
+    check("F.fold: no col2im, no index_put", not [o for o in ops if "col2im" in o or "index_put" in o],
+          " ".join(sorted(ops)))
+    spyre = os.path.join(ROOT, "build", "spyre")
+    for cfg in ("spyre", "spyre-4core") if os.path.exists(spyre) else ():
+        r = subprocess.run([spyre, "run", out, "--check", "--config", cfg], capture_output=True, text=True)
+        mism = [ln for ln in r.stdout.splitlines() if "MISMATCH" in ln]
+        check(f"F.fold: spyre run --check on {cfg} matches PyTorch with fallback_ops=0",
+              r.returncode == 0 and not mism and "fallback_ops=0 " in r.stdout and r.stdout.count("expected ") == 2,
+              f"status {r.returncode}: {(mism or r.stderr.strip().splitlines() or [''])[-1]}")
+
+
 def check_state_exports(tmp):
     """The whole models' steps (decoder_gen.py): the caches are state lines
     with update lines, not inputs or outputs; the decode step reads the
@@ -838,6 +887,7 @@ def main():
         check_state_exports(tmp)
         check_recurrent_exports(tmp)
         check_vision_exports(tmp)
+        check_fold_exports(tmp)
         fresh = {}
         for file, func in SMALL:
             out = os.path.join(tmp, func)

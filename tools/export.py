@@ -29,7 +29,7 @@ Tracing (make_fx, PyTorch 1.13 and later) runs in two passes:
      ops become their out-of-place forms (as AOTAutograd hands Inductor).
 Pass 1 decomposes the ops neither the compiler nor the host runs (DECOMPOSE:
 affine_grid_generator, im2col and col2im, i.e. F.affine_grid, F.unfold and
-F.fold) into the ATen ops they are made of, and an InstanceNorm with
+F.fold) into the ATen ops they are made of (col2im as a sum of padded taps), and an InstanceNorm with
 track_running_stats in eval mode is traced as the batch norm it is (PyTorch's
 instance_norm writes the unchanged running statistics back, an in-place
 copy a graph cannot hold).
@@ -283,10 +283,32 @@ def affine_grid(theta, size, align_corners):
     return (base @ theta.transpose(1, 2)).view(n, *sp, k)
 
 
+def col2im(cols, output_size, kernel_size, dilation, padding, stride):
+    """aten.col2im (F.fold), the adjoint of unfold: each kernel tap's column [N, C, LH, LW] spread to
+    the stride by zeros, shifted to the tap, and the taps summed over the padded output (pads and
+    adds; PyTorch's decomposition accumulates by index_put, which the compiler does not lower)."""
+    unbatched = cols.dim() == 2
+    cols = cols.unsqueeze(0) if unbatched else cols
+    (h, w), (kh, kw), (dh, dw), (ph, pw), (sh, sw) = output_size, kernel_size, dilation, padding, stride
+    lh, lw = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1, (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    n, c = cols.shape[0], cols.shape[1] // (kh * kw)
+    taps = cols.reshape(n, c, kh, kw, lh, lw)
+    out = None
+    for i in range(kh):
+        for j in range(kw):
+            v = taps[:, :, i, j].reshape(n, c, lh, 1, lw, 1)
+            v = torch.nn.functional.pad(v, (0, sw - 1, 0, 0, 0, sh - 1)).reshape(n, c, lh * sh, lw * sw)
+            v = torch.nn.functional.pad(v, (j * dw, w + 2 * pw - j * dw - lw * sw, i * dh, h + 2 * ph - i * dh - lh * sh))
+            out = v if out is None else out + v
+    out = out[:, :, ph:ph + h, pw:pw + w]
+    return out.squeeze(0) if unbatched else out
+
+
 def decompositions():
     from torch._decomp import get_decompositions
     aten = torch.ops.aten
-    table = get_decompositions([aten.im2col, aten.col2im])
+    table = get_decompositions([aten.im2col])
+    table[aten.col2im.default] = col2im
     table[aten.affine_grid_generator.default] = affine_grid
     return table
 

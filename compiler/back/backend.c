@@ -109,6 +109,17 @@ static int gather_index(ir_prog *p, int b)
     return g.found;
 }
 
+_Static_assert(IR_WRAP_ROWS_MAX == ISA_WRAP_ROWS_MAX, "a table's rows fit the tensor record's bits");
+
+/* Weight b is the row numbers of gathers, a negative one counted from the
+ * end: uploaded wrapped (ISA_TF_WRAP; a compiler-made constant's values
+ * are baked as they are). */
+static int wraps(const ir_prog *p, int b)
+{
+    const ir_buf *B = &p->bufs[b];
+    return B->kind == IR_BUF_PARAM && B->wrap_rows > 0 && !B->cdata;
+}
+
 /* Does a live node read buffer b: a host op (not a collective) when
  * host, else a device kernel or a collective (which reads its device copy)? */
 static int read_by(const ir_prog *p, int b, int host)
@@ -378,6 +389,8 @@ static int add_tensor(ir_prog *p, be_ctx *c, int b, uint64_t align)
         T->flags |= host_flags(p, b);
     if (B->kind == IR_BUF_INPUT && B->nan_axis != IR_MASK_NONE)
         T->flags |= ISA_TF_NANROW, T->nan_axis = B->nan_axis;
+    if (wraps(c->p, b))
+        T->flags |= ISA_TF_WRAP, T->wrap_rows = B->wrap_rows;
     T->bytes = isa_tensor_device_bytes(T, c->prog->stick_bytes);
     if (B->cdata)
         bake_const(c->prog, T, B->cdata);

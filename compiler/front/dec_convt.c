@@ -2,7 +2,7 @@
  * 2-D), as stride-1 convolutions of the unpadded input, one per output
  * phase: the sub-pixel decomposition (docs/compiler.md, "Transposed
  * convolution"); and for 3-D ones, as 2-D convolutions per depth tap
- * (conv3d_depth_taps).
+ * (conv3d_depth_taps, convt3d_depth_taps).
  *
  * Along one axis of stride s, padding p, dilation d and K taps, output o
  * sums x[i] w[k] over o + p = i s + k d.  The outputs o = q s + r of one
@@ -621,35 +621,17 @@ static int conv3d_depth_taps(dctx *c, const gr_node *n)
     return dc_permute(c, dc_reshape(c, y, 5, split), perm);
 }
 
-/* convolution(x, w, bias, stride, padding, dilation, transposed,
- * output_padding, groups): a transposed one of 1 or 2 spatial axes as
- * above, a 3-D one as depth taps; any other is kept. */
-int dc_r_convolution(dctx *c, const gr_node *n, int *out)
+/* A transposed convolution of x [N, Cin, ..] (1 or 2 spatial axes) by w
+ * with v its stride, padding, dilation and output_padding per axis, as
+ * above. */
+static int convt(dctx *c, int x, int w, int bias, int64_t g, int64_t (*v)[GR_MAX_RANK])
 {
-    if (!dc_num(c, n, 6, "transposed", 0)) {
-        if (dc_T(c, dc_val(c, n, 0, "input")).rank != 5)
-            return 0;
-        out[0] = conv3d_depth_taps(c, n);
-        return 1;
-    }
-    ct_op o = {.x = dc_val(c, n, 0, "input"), .w = dc_val(c, n, 1, "weight"), .bias = dc_opt_val(c, n, 2, "bias")};
-    const gr_ttype xt = dc_T(c, o.x), wt = dc_T(c, o.w), ot = c->g->values[n->out].type;
+    ct_op o = {.x = x, .w = w, .bias = bias, .g = g};
+    const gr_ttype xt = dc_T(c, o.x), wt = dc_T(c, o.w);
     o.nsp = xt.rank - 2;
     o.dt = xt.dtype;
-    o.g = (int64_t)dc_num(c, n, 8, "groups", 1);
-    if ((o.nsp != 1 && o.nsp != 2) || wt.rank != xt.rank || ot.rank != xt.rank)
-        dc_fail(c, "lowers 1-D and 2-D transposed convolutions of a batched input only");
     if (o.g < 1 || wt.shape[0] != xt.shape[1] || xt.shape[1] % o.g)
         dc_fail(c, "weight and groups do not match the input's %lld channels", (long long)xt.shape[1]);
-    int64_t v[4][GR_MAX_RANK];
-    const char *keys[4] = {"stride", "padding", "dilation", "output_padding"};
-    for (int k = 0; k < 4; k++) {
-        int cnt = dc_ints(c, n, k < 3 ? 3 + k : 7, keys[k], v[k]);
-        if (cnt != 1 && cnt != o.nsp)
-            dc_fail(c, "argument %s must have %d values", keys[k], o.nsp);
-        for (int i = 0; i < o.nsp; i++)
-            v[k][i] = v[k][cnt == 1 ? 0 : i];
-    }
     for (int i = 0; i < o.nsp; i++) {
         ct_axis *a = &o.ax[i];
         *a = (ct_axis){.in = xt.shape[2 + i], .s = v[0][i], .p = v[1][i], .d = v[2][i], .k = wt.shape[2 + i]};
@@ -681,6 +663,88 @@ int dc_r_convolution(dctx *c, const gr_node *n, int *out)
      * interleaved, 30,834 shuffled); stride 2 and 1-D ones interleave
      * cheaper (DCGAN 70,545 / 122,133, the audio decoder 412,124 /
      * 453,503). */
-    out[0] = o.shifted && o.nsp == 2 && o.ax[1].s > 2 ? shuffle_sums(c, &o) : interleave(c, &o);
+    return o.shifted && o.nsp == 2 && o.ax[1].s > 2 ? shuffle_sums(c, &o) : interleave(c, &o);
+}
+
+/* A 3-D transposed convolution as 2-D ones per depth tap k: depth i of x
+ * (a batch of N ID images) by w[:, :, k] lands on output depth o + p = i s
+ * + k d, so each tap's [N, ID, F] (F = Cout OH OW) is spread to stride s
+ * along depth by zeros, shifted by k d, and the taps summed; then from p
+ * the OD depths, plus the bias.  v as convt's, 3 values an axis. */
+static int convt3d_depth_taps(dctx *c, int x, int w, int bias, int64_t g, int64_t (*v)[GR_MAX_RANK])
+{
+    const gr_ttype xt = dc_T(c, x), wt = dc_T(c, w);
+    const int64_t n = xt.shape[0], id = xt.shape[2], kd = wt.shape[2], s = v[0][0], p = v[1][0], d = v[2][0];
+    if (s < 1 || s > 64 || p < 0 || d < 1 || d > INT32_MAX || p > INT32_MAX || v[3][0] < 0 ||
+        (v[3][0] >= s && v[3][0] >= d))
+        dc_fail(c, "lowers strides of 1 to 64, padding not negative, dilation positive and output_padding "
+                   "below stride or dilation");
+    const int64_t od = (id - 1) * s - 2 * p + d * (kd - 1) + v[3][0] + 1, spread = id * s;
+    if (od < 1)
+        dc_fail(c, "the kernel does not fit the padded input");
+    const int64_t len = od + 2 * p > (kd - 1) * d + spread ? od + 2 * p : (kd - 1) * d + spread;
+    const int64_t perm[5] = {0, 2, 1, 3, 4}, imgs[4] = {n * id, xt.shape[1], xt.shape[3], xt.shape[4]};
+    const int xb = dc_reshape(c, dc_permute(c, x, perm), 4, imgs);
+    int64_t hw[4][GR_MAX_RANK];
+    for (int k = 0; k < 4; k++)
+        for (int i = 0; i < 2; i++)
+            hw[k][i] = v[k][1 + i];
+    int sum = -1, all = -1;
+    gr_ttype yt = dc_T(c, xb);
+    if (g == 1) {
+        const int64_t wk[4] = {wt.shape[0], kd * wt.shape[1], wt.shape[3], wt.shape[4]};
+        all = convt(c, xb, dc_reshape(c, dc_permute(c, w, perm), 4, wk), -1, g, hw);
+        yt = dc_T(c, all);
+        yt.shape[1] /= kd;
+        const int64_t taps[4] = {n, id, kd, yt.shape[1] * yt.shape[2] * yt.shape[3]};
+        all = dc_reshape(c, all, 4, taps);
+    }
+    for (int64_t k = 0; k < kd; k++) {
+        int y = all >= 0 ? dc_select(c, all, 2, k) : convt(c, xb, dc_select(c, w, 2, k), -1, g, hw);
+        yt = all >= 0 ? yt : dc_T(c, y);
+        const int64_t f = yt.shape[1] * yt.shape[2] * yt.shape[3];
+        const int64_t each[4] = {n, id, 1, f}, flat[3] = {n, spread, f};
+        const int64_t zeros[4] = {0, 0, 0, s - 1}, shift[4] = {0, 0, k * d, len - k * d - spread};
+        y = dc_reshape(c, y, 4, each);
+        y = dc_reshape(c, s > 1 ? dc_pad(c, y, 2, zeros, 0) : y, 3, flat);
+        y = dc_pad(c, y, 2, shift, 0);
+        sum = sum < 0 ? y : dc_bin(c, "aten.add.Tensor", sum, y);
+    }
+    const int64_t co = yt.shape[1], rows[4] = {n, od, co, yt.shape[2] * yt.shape[3]}, bs[2] = {co, 1};
+    const int64_t split[5] = {n, od, co, yt.shape[2], yt.shape[3]};
+    int y = dc_reshape(c, p || len != od ? dc_slice(c, sum, 1, p, p + od, 1) : sum, 4, rows);
+    if (bias >= 0)
+        y = dc_bin(c, "aten.add.Tensor", y, dc_reshape(c, bias, 2, bs));
+    return dc_permute(c, dc_reshape(c, y, 5, split), perm);
+}
+
+/* convolution(x, w, bias, stride, padding, dilation, transposed,
+ * output_padding, groups): a transposed one of 1 or 2 spatial axes as
+ * above, a 3-D one of either kind as depth taps; any other is kept. */
+int dc_r_convolution(dctx *c, const gr_node *n, int *out)
+{
+    const int x = dc_val(c, n, 0, "input");
+    const int rank = dc_T(c, x).rank;
+    if (!dc_num(c, n, 6, "transposed", 0)) {
+        if (rank != 5)
+            return 0;
+        out[0] = conv3d_depth_taps(c, n);
+        return 1;
+    }
+    const int w = dc_val(c, n, 1, "weight"), bias = dc_opt_val(c, n, 2, "bias");
+    const int nsp = rank - 2;
+    if (nsp < 1 || nsp > 3 || dc_T(c, w).rank != rank || c->g->values[n->out].type.rank != rank)
+        dc_fail(c, "lowers 1-D, 2-D and 3-D transposed convolutions of a batched input only");
+    int64_t v[4][GR_MAX_RANK];
+    const char *keys[4] = {"stride", "padding", "dilation", "output_padding"};
+    for (int k = 0; k < 4; k++) {
+        int cnt = dc_ints(c, n, k < 3 ? 3 + k : 7, keys[k], v[k]);
+        if (cnt != 1 && cnt != nsp)
+            dc_fail(c, "argument %s must have %d values", keys[k], nsp);
+        for (int i = 0; i < nsp; i++)
+            v[k][i] = v[k][cnt == 1 ? 0 : i];
+    }
+    const int64_t g = (int64_t)dc_num(c, n, 8, "groups", 1);
+    out[0] = nsp == 3 ? convt3d_depth_taps(c, x, w, bias, g, v) : convt(c, x, w, bias, g, v);
     return 1;
 }

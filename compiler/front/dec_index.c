@@ -529,7 +529,8 @@ int dc_r_index_select(dctx *c, const gr_node *n, int *out)
  * relative-position bucket): one-hot over the table's rows, as
  * index_select; an arange (learned positions) is a plain load, and indices
  * that read an input stay the back half's row gather (lower.c) or,
- * computed from one, the host's. */
+ * computed from one, one-hot up to EMB_COMPUTED_MAX_ROWS rows, else the
+ * host's. */
 static int reads_data_rec(const gr_graph *g, int v, char *seen)
 {
     if (g->values[v].kind != GR_VAL_NODE)
@@ -586,12 +587,39 @@ static int is_positions(dctx *c, int v)
     return r->kind == GR_VAL_NODE && !strcmp(c->d->nodes[r->node].base, "arange");
 }
 
+/* Embedding rows computed indices are one-hot over, at most: the back
+ * half's gather reads its row numbers from an input only (a computed
+ * integer is DL16 on the device), and one-hot costs the table's rows per
+ * element (a VQ-VAE's codebook at argmin). */
+#define EMB_COMPUTED_MAX_ROWS 1024
+
+/* Whether the indices v are computed on the device (not an input seen
+ * through views, selects, permutes and integer casts, which the gather
+ * reads: DLRM's ids[:, i]). */
+static int computed_indices(dctx *c, int v)
+{
+    static const char *const reads[] = {"_to_copy", "to", "select", "permute", "transpose"};
+    for (;;) {
+        v = viewed_value(c, v);
+        if (c->d->values[v].kind != GR_VAL_NODE)
+            return 0;
+        const gr_node *n = &c->d->nodes[c->d->values[v].node];
+        int read = 0;
+        for (size_t i = 0; i < sizeof reads / sizeof *reads; i++)
+            read |= !strcmp(n->base, reads[i]);
+        if (!read || !n->nargs || n->args[0].kind != GR_ARG_VALUE)
+            return 1;
+        v = n->args[0].value;
+    }
+}
+
 int dc_r_embedding(dctx *c, const gr_node *n, int *out)
 {
     int w = dc_val(c, n, 0, "weight"), ix = dc_val(c, n, 1, "indices");
     gr_ttype tw = dc_T(c, w), ti = dc_T(c, ix), to = ti;
-    if (reads_data(c, ix) || is_positions(c, ix) || tw.rank != 2 || !tw.shape[0] || dc_is_float(ti.dtype) ||
-        ti.rank >= GR_MAX_RANK)
+    const int computed = computed_indices(c, ix) && tw.rank == 2 && tw.shape[0] <= EMB_COMPUTED_MAX_ROWS;
+    if ((reads_data(c, ix) && !computed) || is_positions(c, ix) || tw.rank != 2 || !tw.shape[0] ||
+        dc_is_float(ti.dtype) || ti.rank >= GR_MAX_RANK)
         return 0;
     int64_t m = dc_numel(&ti);
     int r = select_one_hot(c, w, 0, ti.rank == 1 ? ix : dc_reshape(c, ix, 1, &m), 0);
@@ -699,11 +727,13 @@ static int several_indices(dctx *c, const gr_node *n, int x)
 /* A 2-D table's rows picked by a parameter (a buffer of the model, seen
  * through views: Swin's relative-position index) are the back half's row
  * gather, one DMA per row where one-hot costs the table's rows per
- * element.  Only a parameter's: an input's negative position wraps in
- * PyTorch, where the gather's DMA faults on it. */
+ * element; the host uploads the positions wrapped (a negative one counts
+ * from the end: lower.c, wrap_param_rows).  An input's stay one-hot: the
+ * gather takes row numbers as they are. */
 static int param_rows(dctx *c, int x, int d, int idx)
 {
-    return dc_T(c, x).rank == 2 && d == 0 && c->d->values[viewed_value(c, idx)].kind == GR_VAL_PARAM;
+    return dc_T(c, x).rank == 2 && d == 0 && dc_T(c, x).shape[0] <= IR_WRAP_ROWS_MAX &&
+           c->d->values[viewed_value(c, idx)].kind == GR_VAL_PARAM;
 }
 
 /* index.Tensor(self, indices) with one integer index tensor (the others

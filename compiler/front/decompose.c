@@ -2943,8 +2943,9 @@ static const struct {
                                            "rows out, empty bags 0"},
     {"index_select", dc_r_index_select, "a 0-d self: itself; a 2-D table's rows by an input's row numbers: a row gather (lower); "
                                         "else one-hot: sum_k where(index == k, x[.., k, ..], 0)"},
-    {"embedding", dc_r_embedding, "indices made from positions alone: one-hot over the flattened indices, as "
-                                  "index_select, reshaped; else a row gather (lower)"},
+    {"embedding", dc_r_embedding, "indices made from positions alone, or computed on the device (within 1024 "
+                                  "rows): one-hot over the flattened indices, as index_select, reshaped; else a "
+                                  "row gather (lower)"},
     {"index", dc_r_index, "one integer index tensor: one-hot over its flattened positions (negative ones wrap), reshaped; "
                           "several: the indexed dims merged (moved first when apart), one index of combined offsets "
                           "(within 1024)"},

@@ -184,6 +184,10 @@ void ir_expr_print(const ir_arena *A, int e, const char *const *vars, const char
 
 typedef enum { IR_BUF_INPUT, IR_BUF_PARAM, IR_BUF_COMPUTED } ir_buf_kind;
 
+/* The most rows a table indexed by a parameter's wrapped positions has
+ * (ir_buf.wrap_rows; ISA_WRAP_ROWS_MAX). */
+#define IR_WRAP_ROWS_MAX 65535
+
 typedef struct {
     char *name;       /* unique in the program */
     gr_ttype type;    /* contiguous row-major */
@@ -203,6 +207,8 @@ typedef struct {
     int ranged;       /* INPUT: declared with range=[lo, hi] (the runtime checks it before a run) */
     int64_t lo, hi;
     int nan_axis;     /* INPUT: ir_mask_axis's, IR_MASK_NONE: its -inf uploaded as the stand-in (ISA_TF_NANROW) */
+    int64_t wrap_rows; /* PARAM: the rows of the table gathers index by it, a negative position counted
+                          from the end (ISA_TF_WRAP); 0: none */
 } ir_buf;
 
 int64_t ir_dtype_size(gr_dtype dt);

@@ -941,6 +941,22 @@ static int positions_load(lctx *c, const lval *W, const ir_index *idx, int sub, 
     return ir_load(&c->p->A, c->bases[W->base].buf, t->dtype, &at);
 }
 
+/* A parameter's positions gathered from a table of rows rows are uploaded
+ * wrapped (ir_buf.wrap_rows): a negative one counts from the end, as
+ * index.Tensor's (embedding refuses one, so wrapping changes no result;
+ * index.Tensor's tables fit IR_WRAP_ROWS_MAX: dec_index.c). */
+static void wrap_param_rows(lctx *c, int ix, int64_t rows)
+{
+    const int b = c->bases[val(c, ix)->base].buf;
+    if (b < 0 || c->p->bufs[b].kind != IR_BUF_PARAM || rows > IR_WRAP_ROWS_MAX)
+        return;
+    ir_buf *B = &c->p->bufs[b];
+    if (B->wrap_rows && B->wrap_rows != rows)
+        fail(c, "row numbers %s index tables of %lld and %lld rows (not supported yet)", B->name,
+             (long long)B->wrap_rows, (long long)rows);
+    B->wrap_rows = rows;
+}
+
 /* embedding(weight, indices): out[.., d] = weight[indices[..], d], a gather. */
 static void l_embedding(lctx *c, int out, int opi)
 {
@@ -966,8 +982,10 @@ static void l_embedding(lctx *c, int out, int opi)
     ir_index idx = ir_idx_const(W->map[0].offset);
     idx.coef[t.rank - 1] = W->map[0].coef[1];
     int body = positions_load(c, W, &idx, sub, it, &t, wt->shape[0]);
-    if (body < 0)
+    if (body < 0) {
+        wrap_param_rows(c, ix, wt->shape[0]);
         body = ir_iload(&c->p->A, c->bases[W->base].buf, t.dtype, &idx, W->map[0].coef[0], sub);
+    }
     set_computed(c, out, &t, body, ops);
     free(ops);
 }
@@ -2352,12 +2370,31 @@ static int conv_taps(lctx *c, int xp, int w, int wr, const convshape *s, int bia
     return sum;
 }
 
+/* Does a load of e walk its buffer across rows along variable 3, the
+ * copy's channel: a stride other than one, or rows of one element (an
+ * NCHW value of 1x1 pixels)? */
+typedef struct {
+    const lctx *c;
+    int across;
+} chan_across;
+
+static void note_chan_across(void *ctx, const ir_expr *x)
+{
+    chan_across *q = ctx;
+    if (x->kind != IR_E_LOAD || x->idx.coef[3] == 0)
+        return;
+    const gr_ttype *bt = &q->c->p->bufs[x->buf].type;
+    q->across |= x->idx.coef[3] != 1 || (bt->rank && bt->shape[bt->rank - 1] == 1);
+}
+
 /* Input channels per K block of a conv whose channels-last copy reads x
  * across its sticks and whose rows-first copy (conv_rows_first: a row of
  * the copy stages a stick per channel, in two slots) still misses the
  * target's LX, or 0 (one block).  DeepLab's ASPP projection, 1,280
  * channels (332,800 bytes of LX a row on spyre-4core), runs as 5 blocks
- * of 256, each a copy and a product of K = 256 summed. */
+ * of 256, each a copy and a product of K = 256 summed; DenseNet's last
+ * block at 1x1 pixels (BN and ReLU over a cat of 11 [1, 32, 1, 1] pieces
+ * and more, a stick per channel: 162,816 bytes at 832 channels) too. */
 static int64_t conv_kblock(lctx *c, int x, const convshape *s)
 {
     const chip_config *cfg = c->p->opts.target;
@@ -2367,10 +2404,10 @@ static int64_t conv_kblock(lctx *c, int x, const convshape *s)
     ir_index co[4] = {ir_idx_var(0), ir_idx_var(3), ir_idx_var(1), ir_idx_var(2)};
     if (s->nsp == 1)
         co[2] = ir_idx_var(2);
-    int strided = 0;
-    ir_expr_walk(&c->p->A, read_at(c, x, co), strided_lane, &strided);
+    chan_across q = {c, 0};
+    ir_expr_walk(&c->p->A, read_at(c, x, co), note_chan_across, &q);
     const int64_t lanes = cfg->stick_bytes / 2, blk = (int64_t)cfg->lx_usable_bytes / (4 * cfg->stick_bytes) / lanes * lanes;
-    return strided ? (blk > lanes ? blk : lanes) : 0;
+    return q.across ? (blk > lanes ? blk : lanes) : 0;
 }
 
 /* The conv as K blocks of blk input channels (conv_kblock): each block's
