@@ -1829,6 +1829,21 @@ void gr_tensor_name(const char *name, char buf[GR_TENSOR_NAME_MAX])
     snprintf(buf, GR_TENSOR_NAME_MAX, "%.46s~%016llx", name, (unsigned long long)h);
 }
 
+const char *const gr_coll_names[GR_NCOLL] = {"all_reduce", "all_gather_into_tensor", "reduce_scatter_tensor"};
+
+int gr_coll_of(const char *op)
+{
+    static const char ns[] = "_c10d_functional.";
+    if (strncmp(op, ns, sizeof ns - 1))
+        return -1;
+    const char *base = op + sizeof ns - 1, *dot = strchr(base, '.');
+    size_t n = dot ? (size_t)(dot - base) : strlen(base);
+    for (int k = 0; k < GR_NCOLL; k++)
+        if (strlen(gr_coll_names[k]) == n && !strncmp(base, gr_coll_names[k], n))
+            return k;
+    return -1;
+}
+
 int gr_graph_find_tensor(const gr_graph *g, const char *tensor)
 {
     char tn[GR_TENSOR_NAME_MAX];

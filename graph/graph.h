@@ -157,5 +157,11 @@ int gr_dtype_parse(const char *name);
 void gr_tensor_name(const char *name, char buf[GR_TENSOR_NAME_MAX]);
 /* The value whose tensor gr_tensor_name names `tensor`, or -1. */
 int gr_graph_find_tensor(const gr_graph *g, const char *tensor);
+/* The collectives between cards (docs/multicard.md), by the base name of
+ * their _c10d_functional op; the runtime's rt_coll_kind follows this order. */
+#define GR_NCOLL 3
+extern const char *const gr_coll_names[GR_NCOLL];
+/* The collective op (as written: "_c10d_functional.all_reduce.default") is, or -1. */
+int gr_coll_of(const char *op);
 
 #endif

@@ -415,7 +415,7 @@ static int dir_tensor(assembler *a, char **tok, int n)
     int order[ISA_MAX_RANK];
     uint64_t at = 0, bytes = 0;
     int64_t const_off = -1;
-    uint32_t flags = 0;
+    uint32_t flags = 0, host = 0;
     int lx_core = -1, nan_axis = -2;
     int64_t wrap_rows = 0;
     for (int i = 5; i < n; i++) {
@@ -449,6 +449,10 @@ static int dir_tensor(assembler *a, char **tok, int n)
             if (parse_bounded(a, ".tensor value", val, 0, 1, &v))
                 return -1;
             flags = v ? ISA_TF_VALUE : 0;
+        } else if (strcmp(key, "host") == 0) {
+            if (parse_bounded(a, ".tensor host", val, 1, 2, &v))
+                return -1;
+            host = v == 2 ? ISA_TF_HOST | ISA_TF_HOSTONLY : ISA_TF_HOST;
         } else if (strcmp(key, "lx") == 0) {
             if (parse_bounded(a, ".tensor lx", val, 0, 255, &v))
                 return -1;
@@ -466,7 +470,7 @@ static int dir_tensor(assembler *a, char **tok, int n)
                 return -1;
             norder = rank;
         } else {
-            return fail(a, ".tensor %s has no key '%s' (dev, at, stick, bytes, const, order, value, lx, nanrow)", name, key);
+            return fail(a, ".tensor %s has no key '%s' (dev, at, stick, bytes, const, order, value, host, lx, nanrow, wrap)", name, key);
         }
     }
     uint64_t need = shape_bytes(p, rank, shape, stick_dim, (isa_dtype_dev)ddt);
@@ -478,6 +482,8 @@ static int dir_tensor(assembler *a, char **tok, int n)
         return fail(a, ".tensor %s: nanrow= is for an input only", name);
     if (wrap_rows && role != ISA_ROLE_WEIGHT)
         return fail(a, ".tensor %s: wrap= is for a weight only", name);
+    if (host && role != ISA_ROLE_SCRATCH && (role != ISA_ROLE_OUTPUT || (host & ISA_TF_HOSTONLY)))
+        return fail(a, ".tensor %s: host=1 is for a scratch tensor or an output, host=2 a scratch tensor", name);
     if (lx_core >= 0 && !have_at)
         return fail(a, ".tensor %s: lx=%d needs at=BYTE (its address in that core's LX)", name, lx_core);
     if (!have_at) { /* next free offset after the tensors so far (of its region, after .weights) */
@@ -502,7 +508,8 @@ static int dir_tensor(assembler *a, char **tok, int n)
     t->order = norder ? isa_order_make(order, rank, stick_dim) : 0;
     t->bytes = have_bytes ? bytes : need;
     t->const_off = const_off;
-    t->flags = flags | (lx_core >= 0 ? ISA_TF_LX : 0) | (nan_axis > -2 ? ISA_TF_NANROW : 0) | (wrap_rows ? ISA_TF_WRAP : 0);
+    t->flags = flags | host | (lx_core >= 0 ? ISA_TF_LX : 0) | (nan_axis > -2 ? ISA_TF_NANROW : 0) |
+               (wrap_rows ? ISA_TF_WRAP : 0);
     t->wrap_rows = wrap_rows;
     t->lx_core = lx_core >= 0 ? lx_core : 0;
     t->nan_axis = nan_axis > -2 ? nan_axis : 0;
@@ -828,6 +835,8 @@ char *isa_disassemble(const isa_program *p)
             sb_printf(&s, " const=%" PRId64, t->const_off);
         if (t->flags & ISA_TF_VALUE)
             sb_printf(&s, " value=1");
+        if (t->flags & ISA_TF_HOST)
+            sb_printf(&s, " host=%d", t->flags & ISA_TF_HOSTONLY ? 2 : 1);
         if (t->flags & ISA_TF_LX)
             sb_printf(&s, " lx=%d", t->lx_core);
         if ((t->flags & ISA_TF_NANROW) && t->nan_axis < 0)

@@ -190,6 +190,12 @@ static int check_tensor(const isa_program *p, size_t i, char *msg, size_t len)
                  isa_role_names[t->role], t->rank);
         return -1;
     }
+    if ((t->flags & ISA_TF_HOSTONLY) ? t->role != ISA_ROLE_SCRATCH || !(t->flags & ISA_TF_HOST)
+                                     : (t->flags & ISA_TF_HOST) && t->role != ISA_ROLE_SCRATCH && t->role != ISA_ROLE_OUTPUT) {
+        isa_errf(msg, len, "tensor %s: host=%d on a %s", t->name, t->flags & ISA_TF_HOSTONLY ? 2 : 1,
+                 isa_role_names[t->role]);
+        return -1;
+    }
     if ((t->flags & ISA_TF_WRAP) && (t->role != ISA_ROLE_WEIGHT || (t->flags & ISA_TF_NANROW) || t->wrap_rows < 1 ||
                                      t->wrap_rows > ISA_WRAP_ROWS_MAX)) {
         isa_errf(msg, len, "tensor %s: row numbers wrapped to %lld rows in a %s", t->name, (long long)t->wrap_rows,

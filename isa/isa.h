@@ -635,7 +635,14 @@ typedef struct {
  * rows share record bits with nan_axis (never both). */
 #define ISA_TF_WRAP 8u
 #define ISA_WRAP_ROWS_MAX 65535
-#define ISA_TF_ALL (ISA_TF_VALUE | ISA_TF_LX | ISA_TF_NANROW | ISA_TF_WRAP)
+/* A host op's result that host ops read (the host fallback, docs/runtime.md):
+ * they take the value the host computed, in fp32, not this tensor's copy.
+ * With ISA_TF_HOSTONLY no device kernel reads it nor is it an output: the
+ * runtime writes no device copy.  Only a scratch tensor or an output can
+ * be a host op's result, only a scratch tensor ISA_TF_HOSTONLY. */
+#define ISA_TF_HOST 16u
+#define ISA_TF_HOSTONLY 32u
+#define ISA_TF_ALL (ISA_TF_VALUE | ISA_TF_LX | ISA_TF_NANROW | ISA_TF_WRAP | ISA_TF_HOST | ISA_TF_HOSTONLY)
 
 typedef struct isa_arena isa_arena;
 

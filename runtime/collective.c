@@ -7,18 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const rt_coll_names[RT_NCOLL] = {"all_reduce", "all_gather_into_tensor", "reduce_scatter_tensor"};
-
-int rt_coll_of(const gr_node *n)
-{
-    if (strncmp(n->op, "_c10d_functional.", 17))
-        return -1;
-    for (int k = 0; k < RT_NCOLL; k++)
-        if (!strcmp(n->base, rt_coll_names[k]))
-            return k;
-    return -1;
-}
-
 double rt_coll_ns(const chip_system *sys, int ncards, rt_coll_kind k, uint64_t bytes)
 {
     if (ncards <= 1)
@@ -85,7 +73,7 @@ static int same_everywhere(tlink *l)
         const rt_coll *b = l->posted[c];
         if (b->kind != a->kind || b->nin != a->nin || b->nout != a->nout || (!b->in) != (!a->in)) {
             snprintf(l->msg, sizeof l->msg, "card %d reached %s of %lld values where card 0 reached %s of %lld", c,
-                     rt_coll_names[b->kind], (long long)b->nin, rt_coll_names[a->kind], (long long)a->nin);
+                     gr_coll_names[b->kind], (long long)b->nin, gr_coll_names[a->kind], (long long)a->nin);
             return 0;
         }
     }

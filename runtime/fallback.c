@@ -18,7 +18,6 @@ struct rt_fallback {
     gr_graph *g;
     rt_ref *ref;
     int values; /* the run computes values (else only timing: the host op moves and computes nothing) */
-    char *held; /* per graph value: a host op computed it this run, so the executor holds it in fp32 */
     int failed; /* a host op failed: the run stops, the op refused */
 };
 
@@ -41,10 +40,10 @@ static int check_host_ops(const isa_program *p, const gr_graph *g, int linked, c
                 return isa_errf(err, errlen, "core %d insn %zu: host op of graph node %lld, which the graph lacks", c,
                                 i, (long long)in->val);
             const gr_node *n = &g->nodes[in->val];
-            if (rt_coll_of(n) >= 0 && !linked)
+            if (gr_coll_of(n->op) >= 0 && !linked)
                 return isa_errf(err, errlen, "graph line %d: %s is a collective between cards, but this device is "
                                 "not a card of a system (spyre run --tp N)", n->line, n->op);
-            if (rt_coll_of(n) < 0 && !rt_ref_supports(n))
+            if (gr_coll_of(n->op) < 0 && !rt_ref_supports(n))
                 return isa_errf(err, errlen, "graph line %d: %s runs on the host, but the host (the reference "
                                 "executor) has no such op", n->line, n->op);
         }
@@ -57,52 +56,6 @@ static int has_host_ops(const isa_program *p)
         for (size_t i = 0; i < p->cores[c].n; i++)
             if (p->cores[c].insns[i].op == ISA_OP_HOST)
                 return 1;
-    return 0;
-}
-
-/* Did a host op of pg compute value v (itself, or the tuple v is taken from)? */
-static int host_made(const gr_graph *pg, const char *host, int v)
-{
-    const gr_value *val = &pg->values[v];
-    if (val->kind != GR_VAL_NODE)
-        return 0;
-    const gr_node *n = &pg->nodes[val->node];
-    if (!strcmp(n->op, "getitem") && n->nargs && n->args[0].kind == GR_ARG_VALUE)
-        return host_made(pg, host, n->args[0].value);
-    return host[val->node];
-}
-
-static void mark_host_read(const gr_graph *pg, const char *host, const gr_graph *g, const gr_arg *a, char *mark)
-{
-    int v = a->kind == GR_ARG_VALUE && host_made(pg, host, a->value) ? gr_graph_find(g, pg->values[a->value].name) : -1;
-    if (v >= 0)
-        mark[v] = 1;
-    for (int i = 0; i < a->nitems; i++)
-        mark_host_read(pg, host, g, &a->items[i], mark);
-}
-
-int rt_host_passed(const isa_program *p, const gr_graph *g, char *mark)
-{
-    if (!p->graph || !has_host_ops(p))
-        return 0;
-    char err[256];
-    gr_graph *pg = gr_graph_parse(p->graph, "graph", err, sizeof err);
-    char *host = pg ? calloc((size_t)pg->nnodes + 1, 1) : NULL;
-    if (!host) {
-        gr_graph_free(pg);
-        return -1;
-    }
-    for (int c = 0; c < p->ncores; c++)
-        for (size_t i = 0; i < p->cores[c].n; i++) {
-            const isa_insn *in = &p->cores[c].insns[i];
-            if (in->op == ISA_OP_HOST && in->val >= 0 && in->val < pg->nnodes)
-                host[in->val] = 1;
-        }
-    for (int n = 0; n < pg->nnodes; n++)
-        for (int i = 0; host[n] && i < pg->nodes[n].nargs; i++)
-            mark_host_read(pg, host, g, &pg->nodes[n].args[i], mark);
-    free(host);
-    gr_graph_free(pg);
     return 0;
 }
 
@@ -127,11 +80,6 @@ rt_fallback *rt_fallback_begin(rt_program *prog, rt_run_result *res, char *err, 
     fb->prog = prog;
     fb->res = res;
     fb->g = gr_graph_parse(p->graph, "graph", err, errlen);
-    if (fb->g && !(fb->held = calloc((size_t)fb->g->nvalues + 1, 1))) {
-        isa_errf(err, errlen, "out of host memory");
-        rt_fallback_end(fb);
-        return NULL;
-    }
     if (!fb->g || check_host_ops(p, fb->g, prog->dev->link != NULL, err, errlen) || !(fb->ref = rt_ref_new_partial(fb->g, err, errlen))) {
         rt_fallback_end(fb);
         return NULL;
@@ -146,24 +94,31 @@ void rt_fallback_end(rt_fallback *fb)
         return;
     rt_ref_free(fb->ref);
     gr_graph_free(fb->g);
-    free(fb->held);
     free(fb);
 }
 
+/* The tensor of value v (by gr_tensor_name), or -1 with a message. */
+static int tensor_of(const rt_fallback *fb, int v, char *err, size_t errlen)
+{
+    const char *name = fb->g->values[v].name;
+    int i = rt_value_tensor(fb->prog->p, name);
+    return i >= 0 ? i : isa_errf(err, errlen, "no tensor of %%%s in the program", name);
+}
+
 /* Value v from its tensor in device DRAM into the executor; *bytes += its
- * device bytes.  A value a host op computed is taken as the executor holds
- * it, in fp32, with no transfer: the device's copy, if it has one, is
- * rounded to DL16 and the host computes in fp32 (docs/runtime.md, "Host
- * fallback"). */
+ * device bytes.  A host op's result the compiler marked for host ops
+ * (ISA_TF_HOST) is taken as the executor holds it, in fp32, with no
+ * transfer: the device's copy, if it has one, is rounded to DL16 and the
+ * host computes in fp32 (docs/runtime.md, "Host fallback"). */
 static int fetch(rt_fallback *fb, int v, uint64_t *bytes, char *err, size_t errlen)
 {
     const gr_value *val = &fb->g->values[v];
-    if (fb->held[v])
-        return 0;
-    int i = isa_program_find_tensor(fb->prog->p, val->name);
+    int i = tensor_of(fb, v, err, errlen);
     if (i < 0)
-        return isa_errf(err, errlen, "no tensor %s in the program", val->name);
+        return -1;
     const isa_tensor *t = &fb->prog->p->tensors[i];
+    if (t->flags & ISA_TF_HOST)
+        return 0;
     int64_t n = gr_ttype_numel(&val->type);
     if (!fb->values) { /* timing only: the transfer, not the values */
         *bytes += t->bytes;
@@ -173,7 +128,7 @@ static int fetch(rt_fallback *fb, int v, uint64_t *bytes, char *err, size_t errl
     if (!buf)
         return isa_errf(err, errlen, "out of host memory for %s", val->name);
     int rc = rt_tensor_elems(t) != n ? isa_errf(err, errlen, "tensor %s does not hold %%%s", t->name, val->name)
-                                     : rt_read_tensor(fb->prog, val->name, buf, err, errlen);
+                                     : rt_read_tensor(fb->prog, t->name, buf, err, errlen);
     if (!rc)
         rc = rt_ref_set_value(fb->ref, v, buf, n, err, errlen);
     free(buf);
@@ -191,17 +146,18 @@ static int fetch_args(rt_fallback *fb, const gr_arg *a, uint64_t *bytes, char *e
     return 0;
 }
 
-/* The result into its tensor, as the device holds it; a result only host
- * ops read has no tensor and stays on the host.  Integers must be exact
- * on the device (fp32 up to 2^24, DL16 up to 2^11). */
+/* The result into its tensor, as the device holds it; one only host ops
+ * read (ISA_TF_HOSTONLY) stays on the host.  Integers must be exact on
+ * the device (fp32 up to 2^24, DL16 up to 2^11). */
 static int store(rt_fallback *fb, int v, uint64_t *bytes, char *err, size_t errlen)
 {
     const gr_value *val = &fb->g->values[v];
-    int i = isa_program_find_tensor(fb->prog->p, val->name);
-    fb->held[v] = 1;
+    int i = tensor_of(fb, v, err, errlen);
     if (i < 0)
-        return 0;
+        return -1;
     const isa_tensor *t = &fb->prog->p->tensors[i];
+    if (t->flags & ISA_TF_HOSTONLY)
+        return 0;
     if (!fb->values) {
         *bytes += t->bytes;
         return 0;
@@ -222,7 +178,7 @@ static int store(rt_fallback *fb, int v, uint64_t *bytes, char *err, size_t errl
 
 /* The results of node n into their tensors: its value, or for a tuple
  * each element the graph takes with getitem (run here too; an element
- * nothing takes, or only host ops, has no tensor). */
+ * nothing reads has no tensor: the compiler dropped it). */
 static int store_results(rt_fallback *fb, int node, uint64_t *bytes, char *err, size_t errlen)
 {
     const gr_graph *g = fb->g;
@@ -232,7 +188,8 @@ static int store_results(rt_fallback *fb, int node, uint64_t *bytes, char *err, 
     for (int k = node + 1; k < g->nnodes; k++) {
         const gr_node *x = &g->nodes[k];
         const gr_arg *a = x->nargs ? &x->args[0] : NULL;
-        if (strcmp(x->op, "getitem") || !a || a->kind != GR_ARG_VALUE || a->value != tuple)
+        if (strcmp(x->op, "getitem") || !a || a->kind != GR_ARG_VALUE || a->value != tuple ||
+            rt_value_tensor(fb->prog->p, g->values[x->out].name) < 0)
             continue;
         if ((fb->values && rt_ref_run_node(fb->ref, k, err, errlen)) || store(fb, x->out, bytes, err, errlen))
             return -1;
@@ -257,10 +214,10 @@ static int run_collective(rt_fallback *fb, const gr_node *n, double at, double *
     if (n->nargs < 1 || n->args[0].kind != GR_ARG_VALUE)
         return isa_errf(msg, len, "the collective's first argument must be a tensor");
     const gr_value *x = &fb->g->values[n->args[0].value], *y = &fb->g->values[n->out];
-    int ti = isa_program_find_tensor(fb->prog->p, x->name), to = isa_program_find_tensor(fb->prog->p, y->name);
-    if (ti < 0 || to < 0)
-        return isa_errf(msg, len, "the collective's tensors are not in the program");
-    rt_coll c = {.kind = (rt_coll_kind)rt_coll_of(n), .card = dev->card, .nin = gr_ttype_numel(&x->type),
+    int ti = tensor_of(fb, n->args[0].value, msg, len), to = ti < 0 ? -1 : tensor_of(fb, n->out, msg, len);
+    if (to < 0)
+        return -1;
+    rt_coll c = {.kind = (rt_coll_kind)gr_coll_of(n->op), .card = dev->card, .nin = gr_ttype_numel(&x->type),
                  .nout = gr_ttype_numel(&y->type), .at_ns = at / dev->cfg.clock_ghz};
     const isa_tensor *tin = &fb->prog->p->tensors[ti], *tout = &fb->prog->p->tensors[to];
     c.bytes = c.kind == RT_COLL_ALLGATHER ? tout->bytes : tin->bytes;
@@ -271,7 +228,7 @@ static int run_collective(rt_fallback *fb, const gr_node *n, double at, double *
         out = malloc((size_t)(c.nout ? c.nout : 1) * sizeof *out);
         if (!in || !out)
             abort();
-        rc = rt_read_tensor(fb->prog, x->name, in, msg, len);
+        rc = rt_read_tensor(fb->prog, tin->name, in, msg, len);
         c.in = in;
         c.out = out;
     }
@@ -302,7 +259,7 @@ int rt_fallback_host(void *ctx, sim *s, const isa_program *p, int64_t node, doub
     uint64_t in = 0, out = 0;
     int rc = 0;
     fb->values = sim_get_options(s)->values;
-    if (rt_coll_of(n) >= 0) {
+    if (gr_coll_of(n->op) >= 0) {
         if (run_collective(fb, n, at, cycles, msg, sizeof msg)) {
             fb->failed = 1;
             return isa_errf(err, errlen, "graph line %d: %s: %s", n->line, n->op, msg);
@@ -317,7 +274,7 @@ int rt_fallback_host(void *ctx, sim *s, const isa_program *p, int64_t node, doub
         rc = store_results(fb, (int)node, &out, msg, sizeof msg);
     /* an argument the op also writes (rrelu_with_noise's noise) goes back too, where the device holds it */
     int wrote = fb->values ? rt_ref_written(fb->ref) : -1;
-    if (!rc && wrote >= 0 && isa_program_find_tensor(p, fb->g->values[wrote].name) >= 0)
+    if (!rc && wrote >= 0 && rt_value_tensor(p, fb->g->values[wrote].name) >= 0)
         rc = store(fb, wrote, &out, msg, sizeof msg);
     if (rc) {
         fb->failed = 1;

@@ -219,9 +219,7 @@ typedef struct {
  * conservatively: a collective completes on every card at the latest
  * arrival plus the ring algorithm's time (rt_coll_ns). */
 typedef enum { RT_COLL_ALLREDUCE, RT_COLL_ALLGATHER, RT_COLL_REDUCE_SCATTER, RT_NCOLL } rt_coll_kind;
-extern const char *const rt_coll_names[RT_NCOLL]; /* "all_reduce", ... (the op's base name) */
-/* The collective a graph node is, or -1. */
-int rt_coll_of(const gr_node *n);
+_Static_assert(RT_NCOLL == GR_NCOLL, "rt_coll_kind follows gr_coll_names");
 /* The ring algorithm on ncards cards of sys, ns, for `bytes` the size of
  * every card's whole buffer (allreduce: the tensor; reduce-scatter: its
  * input; allgather: its output), B = link_bytes_per_s, L = link_latency_ns:

@@ -127,11 +127,8 @@ rt_fallback *rt_fallback_begin(rt_program *prog, rt_run_result *res, char *err, 
 void rt_fallback_end(rt_fallback *fb);
 /* Did a host op of the run fail (the reference executor refused it)? */
 int rt_fallback_failed(const rt_fallback *fb);
-/* Mark in mark (one per value of g, found by name) each value a host op
- * of p computes and another host op reads: that one takes it in fp32 from
- * the host, not as the device's copy holds it.  -1 when p's graph does not
- * parse or memory runs out. */
-int rt_host_passed(const isa_program *p, const gr_graph *g, char *mark);
+/* The tensor of graph value `name` in p (named by gr_tensor_name), or -1. */
+int rt_value_tensor(const isa_program *p, const char *name);
 /* The simulator's callback for a `host` instruction (sim_host_fn), ctx the rt_fallback. */
 int rt_fallback_host(void *ctx, sim *s, const isa_program *p, int64_t node, double at, double *cycles, char *err,
                      size_t errlen);

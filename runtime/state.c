@@ -17,14 +17,6 @@ struct rt_update {
     int line;
 };
 
-/* Tensor of graph value v (by gr_tensor_name), or -1. */
-static int value_tensor(const isa_program *p, const gr_value *v)
-{
-    char name[GR_TENSOR_NAME_MAX];
-    gr_tensor_name(v->name, name);
-    return isa_program_find_tensor(p, name);
-}
-
 /* Does some core of p scatter into tensor S (at its first byte)? */
 static int scatters_into(const isa_program *p, const isa_tensor *S)
 {
@@ -41,9 +33,9 @@ static int scatters_into(const isa_program *p, const isa_tensor *S)
 static int update_tensors(const isa_program *p, const gr_graph *g, const gr_update *u, rt_update *out, char *err,
                           size_t errlen)
 {
-    out->state = value_tensor(p, &g->values[u->state]);
-    out->src = value_tensor(p, &g->values[u->src]);
-    out->index = value_tensor(p, &g->values[u->index]);
+    out->state = rt_value_tensor(p, g->values[u->state].name);
+    out->src = rt_value_tensor(p, g->values[u->src].name);
+    out->index = rt_value_tensor(p, g->values[u->index].name);
     out->dim = u->dim;
     out->line = u->line;
     const char *missing = out->state < 0 ? g->values[u->state].name

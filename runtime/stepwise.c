@@ -44,16 +44,16 @@ int rt_value_tolerance(rt_ref *r, const gr_graph *g, int v, const float *ref, in
 }
 
 /* The kept tensor of graph value v: a scratch tensor of v's name that
- * holds it whole and has host values from the last run. */
+ * holds it whole and has host values from the last run.  A value host ops
+ * pass to each other in fp32 (ISA_TF_HOST) is none: the reference cannot
+ * go on from the device's DL16 copy of it (fallback.c). */
 static int kept_tensor(const rt_program *prog, const gr_value *val)
 {
-    char name[GR_TENSOR_NAME_MAX];
-    gr_tensor_name(val->name, name);
-    int ti = isa_program_find_tensor(prog->p, name);
+    int ti = rt_value_tensor(prog->p, val->name);
     if (ti < 0)
         return -1;
     const isa_tensor *t = &prog->p->tensors[ti];
-    int whole = t->role == ISA_ROLE_SCRATCH && (t->flags & ISA_TF_VALUE) && prog->host[ti];
+    int whole = t->role == ISA_ROLE_SCRATCH && (t->flags & ISA_TF_VALUE) && !(t->flags & ISA_TF_HOST) && prog->host[ti];
     return whole && rt_tensor_elems(t) == gr_ttype_numel(&val->type) ? ti : -1;
 }
 
@@ -66,20 +66,11 @@ rt_stepper *rt_stepper_new(rt_program *prog, const gr_graph *g)
     }
     s->prog = prog;
     s->g = g;
-    /* a value host ops pass to each other in fp32 is no cut: the reference
-     * cannot go on from the device's DL16 copy of it (fallback.c) */
-    char *passed = calloc((size_t)g->nvalues + 1, 1);
-    if (!passed || rt_host_passed(prog->p, g, passed)) {
-        free(passed);
-        rt_stepper_free(s);
-        return NULL;
-    }
     for (int v = 0; v < g->nvalues; v++) {
         const gr_value *val = &g->values[v];
-        s->tensor_of[v] = val->kind == GR_VAL_NODE && !val->ntuple && !passed[v] ? kept_tensor(prog, val) : -1;
+        s->tensor_of[v] = val->kind == GR_VAL_NODE && !val->ntuple ? kept_tensor(prog, val) : -1;
         s->candidates += s->tensor_of[v] >= 0;
     }
-    free(passed);
     return s;
 }
 

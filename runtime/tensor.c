@@ -155,6 +155,13 @@ void rt_host_changed(rt_program *prog, int i)
     prog->packed[i] = (rt_packed){0};
 }
 
+int rt_value_tensor(const isa_program *p, const char *name)
+{
+    char tn[GR_TENSOR_NAME_MAX];
+    gr_tensor_name(name, tn);
+    return isa_program_find_tensor(p, tn);
+}
+
 const float *rt_host_tensor(const rt_program *prog, const char *name, int64_t *count)
 {
     int i = isa_program_find_tensor(prog->p, name);

@@ -1209,6 +1209,28 @@ static void test_wrapped_row_numbers_round_trip(void)
     expect_asm_error(".config spyre ncores=1\n.tensor r input f32 81 wrap=25\n", 2, "wrap= is for a weight only");
 }
 
+/* A host op's result that host ops read (host=1: ISA_TF_HOST, on a
+ * scratch tensor or an output) and one only they read (host=2: also
+ * ISA_TF_HOSTONLY, a scratch tensor) keep their marks through dis, as and
+ * the ELF, which the runtime reads (docs/runtime.md, "Host fallback"). */
+static void test_host_op_results_round_trip(void)
+{
+    const char *src = ".config spyre ncores=1\n.tensor a scratch f32 4x16 host=1\n.tensor b scratch f32 4x16 host=2\n"
+                      ".tensor c output f32 4x16 host=1\n.core 0\nnop\n";
+    isa_program *p = assemble_ok(src, "h.s");
+    CU_ASSERT_EQUAL(p->tensors[0].flags, ISA_TF_HOST);
+    CU_ASSERT_EQUAL(p->tensors[1].flags, ISA_TF_HOST | ISA_TF_HOSTONLY);
+    CU_ASSERT_EQUAL(p->tensors[2].flags, ISA_TF_HOST);
+    char *text = isa_disassemble(p);
+    TU_ASSERT_CONTAINS(text, ".tensor a scratch f32 4x16 dev=dl16 at=0 host=1\n", " host=2\n");
+    expect_round_trips(p, text, "h2.s");
+    free(text);
+    isa_program_free(p);
+    expect_asm_error(".config spyre ncores=1\n.tensor c output f32 4x16 host=2\n", 2, "host=2 a scratch tensor");
+    expect_asm_error(".config spyre ncores=1\n.tensor w input f32 4x16 host=1\n", 2, "host=1 is for a scratch");
+    expect_asm_error(".config spyre ncores=1\n.tensor a scratch f32 4x16 host=3\n", 2, "host");
+}
+
 /* A version 1 note (96 bytes, before weights regions) reads as
  * weight_bytes 0; a version 2 note is checked like the rest. */
 static void test_version_1_note_reads_without_weights_region(void)
@@ -1303,6 +1325,7 @@ int main(void)
         {"a tensor order places elements and round-trips", test_a_tensor_order_places_elements_and_round_trips},
         {"a mask input's NaN rows round-trip", test_a_mask_input_nan_rows_round_trip},
         {"wrapped row numbers round trip", test_wrapped_row_numbers_round_trip},
+        {"host op results round trip", test_host_op_results_round_trip},
         {NULL, NULL},
     };
     return tu_run("elf", tests);

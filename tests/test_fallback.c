@@ -1205,6 +1205,30 @@ static void test_a_chain_of_host_ops_passes_fp32_values(void)
     CU_ASSERT(check_err(out, "c", 1) >= 0 && check_err(out, "c", 1) < 1e-5);
 }
 
+/* A value of 72 chars names its tensor by gr_tensor_name's hash: the host
+ * op still finds it, writes the device copy d reads (it wrote none: d read
+ * a tensor nobody wrote, MISMATCH), and passes it to the next host op in
+ * fp32 (the compiler marks it so in the program: ISA_TF_HOST). */
+static void test_a_host_chain_value_with_a_72_char_name_validates(void)
+{
+#define LONG "%a_value_with_a_rather_long_name_that_exceeds_sixty_four_bytes_of_text_xx"
+    const char *text = "graph host_chain_long\n"
+                       "%x: f32[8, 64] = aten.full.default([8, 64], 0.5)\n"
+                       LONG ": f32[8, 64] = aten.logcumsumexp.default(%x, 1)\n"
+                       "%b: f32[8, 64] = aten.logcumsumexp.default(" LONG ", 1)\n"
+                       "%c: f32[8, 64] = aten.special_erfcx.default(%b)\n"
+                       "%d: f32[8, 64] = aten.mul.Tensor(" LONG ", 0.5)\n"
+                       "output %c, %d\n";
+#undef LONG
+    CU_ASSERT_EQUAL(run_checked(text, ""), 0);
+    CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
+    CU_ASSERT(check_err(out, "c", 1) >= 0 && check_err(out, "c", 1) < 1e-5);
+    double d = check_err(out, "d", 1);
+    CU_ASSERT(d > 0 && d < 2e-3);
+    TU_ASSERT_CONTAINS(out, "(graph line 3): bytes_to_host=1024 bytes_to_device=1024 ");
+    TU_ASSERT_CONTAINS(out, "(graph line 4): bytes_to_host=0 bytes_to_device=0 ");
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -1271,6 +1295,7 @@ int main(void)
         {"a cast to int the device cannot hold exactly runs on the host",
          test_a_cast_to_int_the_device_cannot_hold_exactly_runs_on_the_host},
         {"a chain of host ops passes fp32 values", test_a_chain_of_host_ops_passes_fp32_values},
+        {"a host chain value with a 72-char name validates", test_a_host_chain_value_with_a_72_char_name_validates},
         {"encoder_small on a tiny LX runs its host ops and checks",
          test_encoder_small_on_a_tiny_lx_runs_its_host_ops_and_checks},
         {NULL, NULL},

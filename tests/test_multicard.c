@@ -353,6 +353,27 @@ static void test_tp_unknown_op_is_named(void)
     remove(path);
 }
 
+/* A host op reading an all_reduce's result takes it from its device
+ * tensor: the collective's result is no host op's for the host-only
+ * rule (the card faulted: "the collective's tensors are not in the
+ * program").  Within the unsplit graph's tolerances at 2 cards. */
+static void test_tp_host_op_reading_an_all_reduce_result_validates(void)
+{
+    const char *g = "graph tp_host\nweights \"" SPYRE_SOURCE_DIR "/traces/llama_tiny/weights.safetensors\"\n"
+                    "input %x: f32[8, 64]\nparam %w1: f32[160, 64] = \"gate_proj.weight\"\n"
+                    "param %w2: f32[64, 160] = \"down_proj.weight\"\n%t: f32[64, 160] = aten.t.default(%w1)\n"
+                    "%h: f32[8, 160] = aten.mm.default(%x, %t)\n%r: f32[8, 160] = aten.relu.default(%h)\n"
+                    "%t2: f32[160, 64] = aten.t.default(%w2)\n%y: f32[8, 64] = aten.mm.default(%r, %t2)\n"
+                    "%z: f32[8, 64] = aten.logcumsumexp.default(%y, 1)\noutput %z\n";
+    char path[512], args[700], out[4096];
+    tu_write_tmpfile(".txt", g, strlen(g), path, sizeof path);
+    snprintf(args, sizeof args, "run %s --tp 2 --check", path);
+    CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 0);
+    TU_ASSERT_CONTAINS(out, "allreduces=1", "check z: ", "not cut equal to card 0's");
+    TU_ASSERT_LACKS(out, "MISMATCH", "FAULT");
+    remove(path);
+}
+
 /* The whole models' steps, KV caches cut by heads with the attention:
  * the logits and the caches' new slices, put together from the cards,
  * within the unsplit graph's tolerances (4 allreduces: 2 layers). */
@@ -784,6 +805,7 @@ int main(void)
         {"failing_card_stops_every_card", test_failing_card_stops_every_card},
         {"tp_layers_validate_at_2_and_4_cards", test_tp_layers_validate_at_2_and_4_cards},
         {"tp_unknown_op_is_named", test_tp_unknown_op_is_named},
+        {"tp_host_op_reading_an_all_reduce_result_validates", test_tp_host_op_reading_an_all_reduce_result_validates},
         {"tp_compile_writes_megatron_shards", test_tp_compile_writes_megatron_shards},
         {"tp_whole_models_with_caches_validate", test_tp_whole_models_with_caches_validate},
         {"tp_cut_inputs_and_outputs_validate", test_tp_cut_inputs_and_outputs_validate},

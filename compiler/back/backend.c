@@ -120,22 +120,42 @@ static int wraps(const ir_prog *p, int b)
     return B->kind == IR_BUF_PARAM && B->wrap_rows > 0 && !B->cdata;
 }
 
-/* Does a device kernel read buffer b (not only host ops)? */
-static int device_reads(const ir_prog *p, int b)
+/* Does a live node read buffer b: a host op (not a collective) when
+ * host, else a device kernel or a collective (which reads its device copy)? */
+static int read_by(const ir_prog *p, int b, int host)
 {
     for (int n = 0; n < p->nnodes; n++) {
         const ir_node *N = &p->nodes[n];
-        for (int r = 0; !N->dead && N->kind != IR_HOST && r < N->nreads; r++)
+        if (N->dead || (N->kind == IR_HOST && !be_host_coll(p, N)) != host)
+            continue;
+        for (int r = 0; N->kind == IR_HOST && r < N->nhin; r++)
+            if (N->hin[r] == b)
+                return 1;
+        for (int r = 0; N->kind != IR_HOST && r < N->nreads; r++)
             if (N->reads[r].buf == b)
                 return 1;
     }
     return 0;
 }
 
-/* A host op's result that only host ops read and no output is: it needs
- * no device copy, the runtime hands it from one host op to the next in
- * fp32 (runtime/fallback.c). */
-static int host_only(const ir_prog *p, int b)
+static int device_reads(const ir_prog *p, int b)
+{
+    return read_by(p, b, 0);
+}
+
+/* The one rule of the host fallback's fp32 values, recorded in the
+ * program (ISA_TF_HOST, ISA_TF_HOSTONLY) for the runtime and the stepwise
+ * check: a host op's result that host ops read, they take in fp32 from
+ * the host (runtime/fallback.c); one that only they read and no output
+ * is gets no device copy. */
+static uint32_t host_flags(const ir_prog *p, int b)
+{
+    if (!be_host_result(p, b) || !read_by(p, b, 1))
+        return 0;
+    return be_host_only(p, b) ? ISA_TF_HOST | ISA_TF_HOSTONLY : ISA_TF_HOST;
+}
+
+int be_host_only(const ir_prog *p, int b)
 {
     return be_host_result(p, b) && !p->bufs[b].output && !p->opts.write_values && !device_reads(p, b);
 }
@@ -365,6 +385,8 @@ static int add_tensor(ir_prog *p, be_ctx *c, int b, uint64_t align)
         T->stick_dim = L->stick_dim;
     if (B->whole_value && T->role == ISA_ROLE_SCRATCH)
         T->flags |= ISA_TF_VALUE;
+    if (T->role == ISA_ROLE_SCRATCH || T->role == ISA_ROLE_OUTPUT)
+        T->flags |= host_flags(p, b);
     if (B->kind == IR_BUF_INPUT && B->nan_axis != IR_MASK_NONE)
         T->flags |= ISA_TF_NANROW, T->nan_axis = B->nan_axis;
     if (wraps(c->p, b))
@@ -492,8 +514,7 @@ int be_layout_pass(ir_prog *p, const chip_config *cfg)
         L->want_dim = -1;
         /* an empty output has no live node (dce) but is a tensor of the program */
         L->dram = !B->dead && (B->kind != IR_BUF_COMPUTED ||
-                               (!B->internal && B->node >= 0 && (!p->nodes[B->node].dead || !ir_buf_bytes(B)) &&
-                                !host_only(p, b)));
+                               (!B->internal && B->node >= 0 && (!p->nodes[B->node].dead || !ir_buf_bytes(B))));
         L->stick_dim = B->type.rank ? B->type.rank - 1 : 0;
         L->f32 = L->dram && dev_f32(p, b);
     }

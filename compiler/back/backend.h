@@ -1004,8 +1004,14 @@ int be_matmul_prefetch(be_ctx *c, int pos, int64_t above);
 int be_matmul_prefetch_far(be_ctx *c, int pos, int from, int64_t above);
 /* The host fallback's kernels (be_host.c). */
 int be_host_plan(be_ctx *c, int pos);
-/* Is buffer b a host op's result? */
+/* Is N a collective between cards (gr_coll_of), which the host runs over
+ * the cards' device copies? */
+int be_host_coll(const ir_prog *p, const ir_node *N);
+/* Is buffer b a host op's result (not a collective's)? */
 int be_host_result(const ir_prog *p, int b);
+/* Is buffer b a host op's result that only host ops read and no output
+ * is (ISA_TF_HOSTONLY; backend.c)? */
+int be_host_only(const ir_prog *p, int b);
 int be_host_access(be_ctx *c, int pos, be_access **out, int *n);
 double be_host_estimate(be_ctx *c, int pos);
 int64_t be_host_need(be_ctx *c, int pos);

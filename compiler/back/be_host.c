@@ -36,23 +36,31 @@ static int64_t dev_bytes(const be_ctx *c, int b)
     return c->lay[b].groups * c->lay[b].rows * c->t.stick;
 }
 
+int be_host_coll(const ir_prog *p, const ir_node *N)
+{
+    return N->kind == IR_HOST && N->nops && gr_coll_of(p->src[N->ops[0]].op) >= 0;
+}
+
 int be_host_result(const ir_prog *p, int b)
 {
     const ir_buf *B = &p->bufs[b];
-    return B->kind == IR_BUF_COMPUTED && B->node >= 0 && p->nodes[B->node].kind == IR_HOST;
+    return B->kind == IR_BUF_COMPUTED && B->node >= 0 && p->nodes[B->node].kind == IR_HOST &&
+           !be_host_coll(p, &p->nodes[B->node]);
 }
 
 /* Bytes a host op moves each way: its inputs' and its results'.  An
- * input another host op wrote is on the host already (runtime/fallback.c). */
+ * input another host op wrote is on the host already, and a result only
+ * host ops read stays there (runtime/fallback.c). */
 static void host_bytes(const be_ctx *c, int pos, int64_t *in, int64_t *out)
 {
     const ir_node *N = host_node(c, pos);
+    const int coll = be_host_coll(c->p, N);
     *in = 0;
     for (int i = 0; i < N->nhin; i++)
-        *in += be_host_result(c->p, N->hin[i]) ? 0 : dev_bytes(c, N->hin[i]);
-    *out = dev_bytes(c, N->out);
+        *in += !coll && be_host_result(c->p, N->hin[i]) ? 0 : dev_bytes(c, N->hin[i]);
+    *out = be_host_only(c->p, N->out) ? 0 : dev_bytes(c, N->out);
     for (int i = 0; i < N->nhout; i++)
-        *out += dev_bytes(c, N->hout[i]);
+        *out += be_host_only(c->p, N->hout[i]) ? 0 : dev_bytes(c, N->hout[i]);
 }
 
 /* The runtime's model (docs/runtime.md, "Host fallback"): each way one
