@@ -904,7 +904,11 @@ static int r_rsub(dctx *c, const gr_node *n, int *out)
     if (alpha != 1)
         x = dc_bins(c, "aten.mul.Tensor", x, alpha);
     const gr_arg *o = gr_node_arg(n, 1, "other");
-    if (dc_is_number(o))
+    gr_ttype t = dc_T(c, x);
+    if (dc_is_number(o) && o->kind == GR_ARG_INT && !dc_is_float(t.dtype)) /* an integer stays one (PyTorch) */
+        out[0] = DC_EMIT(c, "aten.add.Tensor", t, da_val(DC_EMIT(c, "aten.mul.Tensor", t, da_val(x), da_int(-1))),
+                         da_int(o->i));
+    else if (dc_is_number(o))
         out[0] = dc_bins(c, "aten.add.Tensor", dc_un(c, "aten.neg.default", x), o->kind == GR_ARG_FLOAT ? o->f : (double)o->i);
     else
         out[0] = dc_bin(c, "aten.sub.Tensor", dc_val(c, n, 1, "other"), x);
@@ -923,6 +927,8 @@ static int r_clamp(dctx *c, const gr_node *n, int *out)
         snprintf(op, sizeof op, "aten.clamp_%s.%s", which[i], a->kind == GR_ARG_VALUE ? "Tensor" : "default");
         if (a->kind == GR_ARG_VALUE)
             y = dc_bin(c, op, y, dc_val(c, n, 1 + i, which[i]));
+        else if (a->kind == GR_ARG_INT && !dc_is_float(dc_T(c, y).dtype)) /* an integer stays one (PyTorch) */
+            y = DC_EMIT(c, op, dc_T(c, y), da_val(y), da_int(a->i));
         else
             y = dc_bins(c, op, y, dc_num(c, n, 1 + i, which[i], 0));
     }
