@@ -2910,7 +2910,8 @@ static const struct {
                         "indices alike (n over 32: amin_i where(rank_i == r, i, n)) (n*n per row; NaN last)"},
     {"argsort", dc_r_sort, "as sort, indices"},
     {"topk", dc_r_topk, "as sort (descending if largest), ranks 0..k-1 only"},
-    {"gather", dc_r_gather, "sum_k where(index == k, self[.., k, ..], 0) along dim (one-hot)"},
+    {"gather", dc_r_gather, "an index of arange affine in the output: a strided view (dec_affine.c); else "
+                            "sum_k where(index == k, self[.., k, ..], 0) along dim (one-hot)"},
     {"scatter", dc_r_scatter, "src or value: each position gets the last equal index entry's (one-hot: amax of "
                               "the matching positions, then a selection), else self; .reduce stays for the host"},
     {"scatter_add", dc_r_scatter_add, "self + sum_j where(index_j == k, src_j, 0) along dim (one-hot)"},
@@ -2947,12 +2948,14 @@ static const struct {
                                            "length L (offsets arange(0, N, L)): rows as (B, L, D); else a mask (B, N) "
                                            "offsets[b] <= i < next; sum, mean (/ count) or amax over the bag, padding_idx "
                                            "rows out, empty bags 0"},
-    {"index_select", dc_r_index_select, "a 0-d self: itself; a 2-D table's rows by an input's row numbers: a row gather (lower); "
+    {"index_select", dc_r_index_select, "an index of arange affine in the output: a strided view (dec_affine.c); else "
+                                        "a 0-d self: itself; a 2-D table's rows by an input's row numbers: a row gather (lower); "
                                         "else one-hot: sum_k where(index == k, x[.., k, ..], 0)"},
     {"embedding", dc_r_embedding, "indices made from positions alone, or computed on the device (within 1024 "
                                   "rows): one-hot over the flattened indices, as index_select, reshaped; else a "
                                   "row gather (lower)"},
-    {"index", dc_r_index, "one integer index tensor: one-hot over its flattened positions (negative ones wrap), reshaped; "
+    {"index", dc_r_index, "an index of arange affine in the output: a strided view (dec_affine.c); else "
+                          "one integer index tensor: one-hot over its flattened positions (negative ones wrap), reshaped; "
                           "several: the indexed dims merged (moved first when apart), one index of combined offsets "
                           "(within 1024)"},
     {"take", dc_r_take, "one-hot over the flattened self (negative positions wrap), reshaped as index"},
