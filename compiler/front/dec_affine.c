@@ -214,8 +214,8 @@ static int keval(dctx *c, int v, ktensor *out, int depth)
                                          "remainder", "clamp_min", "clamp_max", NULL};
     const gr_value *val = &c->g->values[v];
     out->v = NULL;
-    if (val->kind != GR_VAL_NODE || val->ntuple || dc_is_float(val->type.dtype) || depth > KMAX_DEPTH ||
-        knumel(val->type.rank, val->type.shape) > KMAX_ELEMS)
+    if (val->kind != GR_VAL_NODE || val->ntuple || dc_is_float(val->type.dtype) || val->type.dtype == GR_BOOL ||
+        depth > KMAX_DEPTH || knumel(val->type.rank, val->type.shape) > KMAX_ELEMS)
         return 0;
     const gr_node *n = &c->g->nodes[val->node];
     const gr_ttype *t = &val->type;
