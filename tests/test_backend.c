@@ -630,6 +630,57 @@ static isa_program *compile_reroll(const char *text, const char *cfgname, int no
     return p;
 }
 
+/* Patches (4 * arange + arange rows, columns 1, 5, 9, 13) and a flip
+ * (15 - arange): constant indices, affine in the output's coordinates. */
+static const char AFFINE_INDEX_GRAPH[] = "graph affidx\n"
+                                         "input %x: f32[2, 16, 16]\n"
+                                         "%a: i64[4] = aten.arange.start_step(0, 16, 4, dtype=i64)\n"
+                                         "%u: i64[4, 1] = aten.unsqueeze.default(%a, -1)\n"
+                                         "%b: i64[4] = aten.arange.default(4, dtype=i64)\n"
+                                         "%r: i64[4, 4] = aten.add.Tensor(%u, %b)\n"
+                                         "%c: i64[4] = aten.arange.start_step(1, 16, 4, dtype=i64)\n"
+                                         "%p: f32[2, 4, 4] = aten.index.Tensor(%x, [None, %r, %c])\n"
+                                         "%n: i64[16] = aten.arange.default(16, dtype=i64)\n"
+                                         "%f: i64[16] = aten.rsub.Scalar(%n, 15)\n"
+                                         "%s: f32[2, 16, 16] = aten.index_select.default(%x, 2, %f)\n"
+                                         "output %p, %s\n";
+
+static void test_an_affine_arange_index_reads_the_table_as_a_view_and_validates_on_both_chips(void)
+{
+    /* one-hot would be a reduction over the table's rows per element */
+    const char *chips[2] = {"spyre", "spyre-4core"};
+    for (int i = 0; i < 2; i++) {
+        char *report = NULL;
+        isa_program *p = compile_reroll(AFFINE_INDEX_GRAPH, chips[i], 0, &report);
+        CU_ASSERT_PTR_NULL(strstr(report, ": reduction ["));
+        TU_ASSERT_CONTAINS(report, "\nk0_index: pointwise [");
+        free(report);
+        isa_program_free(p);
+    }
+    expect_text_validates_on_both_chips(AFFINE_INDEX_GRAPH);
+}
+
+static void test_a_clamped_relative_position_index_stays_one_hot_and_validates_on_both_chips(void)
+{
+    /* clamp(j - i, -4, 4) + 4 is constant but not affine */
+    const char *g = "graph relpos\n"
+                    "input %w: f32[9, 8]\n"
+                    "%a: i64[16] = aten.arange.default(16, dtype=i64)\n"
+                    "%u: i64[1, 16] = aten.unsqueeze.default(%a, 0)\n"
+                    "%v: i64[16, 1] = aten.unsqueeze.default(%a, 1)\n"
+                    "%d: i64[16, 16] = aten.sub.Tensor(%u, %v)\n"
+                    "%k: i64[16, 16] = aten.clamp.default(%d, -4, 4)\n"
+                    "%r: i64[16, 16] = aten.add.Tensor(%k, 4)\n"
+                    "%y: f32[16, 16, 8] = aten.index.Tensor(%w, [%r])\n"
+                    "output %y\n";
+    char *report = NULL;
+    isa_program *p = compile_reroll(g, "spyre", 0, &report);
+    TU_ASSERT_CONTAINS(report, "_index: reduction [256, 8 | 9]");
+    free(report);
+    isa_program_free(p);
+    expect_text_validates_on_both_chips(g);
+}
+
 /* Run p on cfgname with seeded inputs: output `out` into vals, the
  * statistics; the outputs not ok against the reference executor. */
 static int run_reroll(isa_program *p, const char *text, const char *cfgname, const char *out, float *vals,
@@ -6943,6 +6994,10 @@ int main(void)
         {"a gather the back half cannot emit is a clear error", test_a_gather_the_back_half_cannot_emit_is_a_clear_error},
         {"a gather concatenated along its rows runs on the device and validates",
          test_a_gather_concatenated_along_its_rows_runs_on_the_device_and_validates},
+        {"an affine arange index reads the table as a view and validates on both chips",
+         test_an_affine_arange_index_reads_the_table_as_a_view_and_validates_on_both_chips},
+        {"a clamped relative position index stays one-hot and validates on both chips",
+         test_a_clamped_relative_position_index_stays_one_hot_and_validates_on_both_chips},
         {"the back half's passes dump layout, workdiv, lxplan, codegen and reroll",
          test_back_half_passes_dump_layout_workdiv_lxplan_codegen_and_reroll},
         {"the lxplan dump shows the tensors kept in LX", test_the_lxplan_dump_shows_the_tensors_kept_in_lx},

@@ -347,6 +347,8 @@ int dc_r_gather(dctx *c, const gr_node *n, int *out)
         return 1;
     }
     int d = dc_normdim(c, (int64_t)dc_num(c, n, 1, "dim", 0), tx.rank);
+    if (dc_affine_gather(c, n, x, d, out))
+        return 1;
     for (int i = 0; i < tx.rank; i++)
         if (i != d && ti.shape[i] > tx.shape[i])
             dc_fail(c, "index is larger than self in dim %d", i);
@@ -518,6 +520,8 @@ int dc_r_index_select(dctx *c, const gr_node *n, int *out)
         out[0] = x;
         return 1;
     }
+    if (t.rank && dc_affine_index_select(c, n, x, d, out))
+        return 1;
     if (row_gather(c, x, d, ix) || dc_T(c, ix).rank > 1 || dc_is_float(dc_T(c, ix).dtype) || !t.rank ||
         !t.shape[d])
         return 0;
@@ -744,6 +748,8 @@ int dc_r_index(dctx *c, const gr_node *n, int *out)
     int x = dc_val(c, n, 0, "self");
     gr_ttype t = dc_T(c, x);
     int d, ix = one_index(c, n, &d);
+    if (dc_affine_index(c, n, x, out))
+        return 1;
     if (ix < 0 && d >= 0)
         return (out[0] = several_indices(c, n, x)) > 0;
     if (ix < 0 || d >= t.rank || dc_T(c, ix).dtype == GR_BOOL || dc_is_float(dc_T(c, ix).dtype) || !t.shape[d])

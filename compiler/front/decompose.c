@@ -904,7 +904,11 @@ static int r_rsub(dctx *c, const gr_node *n, int *out)
     if (alpha != 1)
         x = dc_bins(c, "aten.mul.Tensor", x, alpha);
     const gr_arg *o = gr_node_arg(n, 1, "other");
-    if (dc_is_number(o))
+    gr_ttype t = dc_T(c, x);
+    if (dc_is_number(o) && o->kind == GR_ARG_INT && !dc_is_float(t.dtype)) /* an integer stays one (PyTorch) */
+        out[0] = DC_EMIT(c, "aten.add.Tensor", t, da_val(DC_EMIT(c, "aten.mul.Tensor", t, da_val(x), da_int(-1))),
+                         da_int(o->i));
+    else if (dc_is_number(o))
         out[0] = dc_bins(c, "aten.add.Tensor", dc_un(c, "aten.neg.default", x), o->kind == GR_ARG_FLOAT ? o->f : (double)o->i);
     else
         out[0] = dc_bin(c, "aten.sub.Tensor", dc_val(c, n, 1, "other"), x);
@@ -923,6 +927,8 @@ static int r_clamp(dctx *c, const gr_node *n, int *out)
         snprintf(op, sizeof op, "aten.clamp_%s.%s", which[i], a->kind == GR_ARG_VALUE ? "Tensor" : "default");
         if (a->kind == GR_ARG_VALUE)
             y = dc_bin(c, op, y, dc_val(c, n, 1 + i, which[i]));
+        else if (a->kind == GR_ARG_INT && !dc_is_float(dc_T(c, y).dtype)) /* an integer stays one (PyTorch) */
+            y = DC_EMIT(c, op, dc_T(c, y), da_val(y), da_int(a->i));
         else
             y = dc_bins(c, op, y, dc_num(c, n, 1 + i, which[i], 0));
     }
@@ -2904,7 +2910,8 @@ static const struct {
                         "indices alike (n over 32: amin_i where(rank_i == r, i, n)) (n*n per row; NaN last)"},
     {"argsort", dc_r_sort, "as sort, indices"},
     {"topk", dc_r_topk, "as sort (descending if largest), ranks 0..k-1 only"},
-    {"gather", dc_r_gather, "sum_k where(index == k, self[.., k, ..], 0) along dim (one-hot)"},
+    {"gather", dc_r_gather, "an index of arange affine in the output: a strided view (dec_affine.c); else "
+                            "sum_k where(index == k, self[.., k, ..], 0) along dim (one-hot)"},
     {"scatter", dc_r_scatter, "src or value: each position gets the last equal index entry's (one-hot: amax of "
                               "the matching positions, then a selection), else self; .reduce stays for the host"},
     {"scatter_add", dc_r_scatter_add, "self + sum_j where(index_j == k, src_j, 0) along dim (one-hot)"},
@@ -2941,12 +2948,14 @@ static const struct {
                                            "length L (offsets arange(0, N, L)): rows as (B, L, D); else a mask (B, N) "
                                            "offsets[b] <= i < next; sum, mean (/ count) or amax over the bag, padding_idx "
                                            "rows out, empty bags 0"},
-    {"index_select", dc_r_index_select, "a 0-d self: itself; a 2-D table's rows by an input's row numbers: a row gather (lower); "
+    {"index_select", dc_r_index_select, "an index of arange affine in the output: a strided view (dec_affine.c); else "
+                                        "a 0-d self: itself; a 2-D table's rows by an input's row numbers: a row gather (lower); "
                                         "else one-hot: sum_k where(index == k, x[.., k, ..], 0)"},
     {"embedding", dc_r_embedding, "indices made from positions alone, or computed on the device (within 1024 "
                                   "rows): one-hot over the flattened indices, as index_select, reshaped; else a "
                                   "row gather (lower)"},
-    {"index", dc_r_index, "one integer index tensor: one-hot over its flattened positions (negative ones wrap), reshaped; "
+    {"index", dc_r_index, "an index of arange affine in the output: a strided view (dec_affine.c); else "
+                          "one integer index tensor: one-hot over its flattened positions (negative ones wrap), reshaped; "
                           "several: the indexed dims merged (moved first when apart), one index of combined offsets "
                           "(within 1024)"},
     {"take", dc_r_take, "one-hot over the flattened self (negative positions wrap), reshaped as index"},

@@ -111,6 +111,9 @@ int dc_r_index(dctx *c, const gr_node *n, int *out);
 int dc_r_take(dctx *c, const gr_node *n, int *out);
 int dc_r_index_add(dctx *c, const gr_node *n, int *out);
 int dc_r_repeat_positions(dctx *c, const gr_node *n, int *out);
+int dc_affine_index(dctx *c, const gr_node *n, int x, int *out); /* dec_affine.c */
+int dc_affine_index_select(dctx *c, const gr_node *n, int x, int d, int *out);
+int dc_affine_gather(dctx *c, const gr_node *n, int x, int d, int *out);
 int dc_r_index_put(dctx *c, const gr_node *n, int *out);
 int dc_r_scatter(dctx *c, const gr_node *n, int *out);
 int dc_r_embedding_bag(dctx *c, const gr_node *n, int *out);
