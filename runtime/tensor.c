@@ -112,10 +112,23 @@ int rt_keep_host(rt_program *prog, int i, const float *values, char *err, size_t
     return 0;
 }
 
+/* Input v's range in tensor i of program p: declared, or DL16's exact
+ * integers for an undeclared one the device keeps in DL16 (a kernel
+ * comparing 3001 would read 3000; the compiler relies on this check). */
+static rt_range input_range(const isa_program *p, const gr_value *v, int i)
+{
+    if (v->ranged)
+        return (rt_range){v->line, 1, v->lo, v->hi};
+    int integer = v->type.dtype == GR_I64 || v->type.dtype == GR_I32;
+    if (integer && p->tensors[i].dev_dtype == ISA_T_DL16)
+        return (rt_range){v->line, 0, -ISA_DL16_EXACT_INT, ISA_DL16_EXACT_INT};
+    return (rt_range){0};
+}
+
 int rt_ranges_init(rt_program *prog, char *err, size_t errlen)
 {
     const isa_program *p = prog->p;
-    if (!p->graph || !strstr(p->graph, " range=["))
+    if (!p->graph)
         return 0;
     char msg[1024];
     gr_graph *g = gr_graph_parse(p->graph, "<program graph>", msg, sizeof msg);
@@ -127,24 +140,30 @@ int rt_ranges_init(rt_program *prog, char *err, size_t errlen)
         char tn[GR_TENSOR_NAME_MAX];
         gr_tensor_name(v->name, tn);
         int i = isa_program_find_tensor(p, tn);
-        if (v->ranged && i >= 0)
-            prog->range[i] = (rt_range){v->line, v->lo, v->hi};
+        if (i >= 0 && p->tensors[i].role == ISA_ROLE_INPUT)
+            prog->range[i] = input_range(p, v, i);
     }
     gr_graph_free(g);
     return prog->range ? 0 : isa_errf(err, errlen, "out of host memory");
 }
 
-int rt_ranges_check(const rt_program *prog, char *err, size_t errlen)
+int rt_ranges_check(const rt_program *prog, int *bad, char *err, size_t errlen)
 {
     for (size_t i = 0; prog->range && i < prog->p->ntensors; i++) {
         const rt_range *r = &prog->range[i];
         const float *h = prog->host[i];
         int64_t n = rt_tensor_elems(&prog->p->tensors[i]);
-        for (int64_t k = 0; r->line && h && k < n; k++)
-            if (!(h[k] >= (double)r->lo && h[k] <= (double)r->hi))
-                return isa_errf(err, errlen, "input %%%s (graph line %d): the value %g at element %lld is outside its "
-                                "range=[%lld, %lld]", prog->p->tensors[i].name, r->line, h[k], (long long)k,
-                                (long long)r->lo, (long long)r->hi);
+        for (int64_t k = 0; r->line && h && k < n; k++) {
+            if (h[k] >= (double)r->lo && h[k] <= (double)r->hi)
+                continue;
+            *bad = (int)i;
+            if (r->declared)
+                return isa_errf(err, errlen, "input %%%s: the value %.0f at element %lld is outside its range=[%lld, %lld]",
+                                prog->p->tensors[i].name, h[k], (long long)k, (long long)r->lo, (long long)r->hi);
+            return isa_errf(err, errlen, "input %%%s: the value %.0f at element %lld is past the integers the device "
+                            "holds exactly (DL16: up to %d); declare its range=[LO, HI] (docs/graph-format.md)",
+                            prog->p->tensors[i].name, h[k], (long long)k, ISA_DL16_EXACT_INT);
+        }
     }
     return 0;
 }

@@ -48,7 +48,7 @@ typedef struct cc_result ir_prog;
 
 /* A REDUCTION with keepdim can have rank output dims plus rank reduced dims. */
 #define IR_MAX_VARS (2 * GR_MAX_RANK)
-#define IR_INT_EXACT 1024 /* DL16 keeps every integer up to here (intexact.c) */
+#define IR_INT_EXACT ISA_DL16_EXACT_INT /* (intexact.c) */
 
 /* ---- Affine indices ---- */
 
