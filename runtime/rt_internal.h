@@ -44,11 +44,16 @@ typedef struct {
 /* The values an integer input may hold, checked at each launch: a range
  * declared `range=[lo, hi]` (docs/graph-format.md), which the compiler
  * relied on, or, undeclared, DL16's exact integers when its device copy
- * is DL16; line 0: no check. */
+ * is DL16; line 0: no check.  An input an index op reads directly must
+ * also index within its dim, as PyTorch requires (the device would drop
+ * or clamp the element). */
 typedef struct {
     int line;
     int declared;
     int64_t lo, hi;
+    int64_t size;    /* > 0: the input indexes dim `dim` of this size of op `use` */
+    int dim;
+    char use[ISA_NAME_MAX];
 } rt_range;
 
 struct rt_program {

@@ -761,7 +761,7 @@ static void test_an_input_outside_its_declared_range_exits_2_naming_it(void)
         v[k] = k == 4 ? 3.0f : 1.0f;
     tu_write_file(bin, v, sizeof v);
     expect_spyref("run %s --input v=%s", graph, bin, 2,
-                  "input %v (graph line 2): the value 3 at element 4 is outside its range=[0, 1]");
+                  ":2: input %v: the value 3 at element 4 is outside its range=[0, 1]");
     v[4] = 0;
     tu_write_file(bin, v, sizeof v);
     expect_spyref("run %s --check --input v=%s", graph, bin, 0, "fallback_ops=0");

@@ -379,8 +379,8 @@ int ir_check_int_exact(ir_prog *p)
             int line = node_line(p, c.n, &op);
             if (c.n->nops)
                 p->fail_src = ir_node_op(c.n);
-            rc = ir_error(p, line, "%s: integer values up to %g are not exact on the device (DL16 keeps every "
-                          "integer up to %g; not supported yet)", op, c.worst, EXACT);
+            rc = ir_error(p, line, "%s: integer values up to %.0f are not exact on the device (DL16 keeps every "
+                          "integer up to %.0f; not supported yet)", op, c.worst, EXACT);
         }
     }
     free(c.buf);
