@@ -5122,7 +5122,7 @@ static void test_integer_inputs_past_dl16s_exact_integers_are_exact_or_refused(v
     CU_ASSERT_EQUAL(got[0], sum); /* 192032: DL16 copies would give 192000 */
     snprintf(text, sizeof text, eq, "");
     CU_ASSERT_NOT_EQUAL(launch_int_input(text, v, "f", got, 64, msg), 0);
-    TU_ASSERT_CONTAINS(msg, "input %v: the value 3001 at element 1 is past the integers the device holds exactly");
+    TU_ASSERT_CONTAINS(msg, "input %v: the value 3000 at element 0 is past the integers the device holds exactly");
 }
 
 /* ---- 16-bit host dtypes ---- */
