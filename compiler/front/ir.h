@@ -310,6 +310,13 @@ void ir_sig_print(const ir_sig *s, FILE *f);
 #define IR_KERNEL_NODES 64
 #define IR_KERNEL_LOADS 256
 
+/* The front half plans convolutions for a 128-byte stick of DL16 (the
+ * back half reads the target's lanes): its lanes, and the most K an
+ * im2col product (lower.c conv_shape) or a Conv3d's stacked depth taps
+ * (dec_convt.c) take. */
+#define IR_STICK_LANES 64
+#define IR_IM2COL_MAX_K 256
+
 typedef struct {
     ir_node_kind kind; /* MATMUL if it holds one, else REDUCTION if it holds one, else POINTWISE */
     int *nodes, nnodes; /* in execution order */
