@@ -16,6 +16,7 @@ int rt_launch(rt_program *prog, rt_run_result *res)
     r->fault.core = -1;
     r->fault.unit = ISA_U_SEQ;
     r->fault.index = -1;
+    r->refused = -1;
     rt_device *dev = prog->dev;
     prog->last_use = ++dev->clock;
     size_t from = rt_sched_from(prog, 1);
@@ -166,7 +167,7 @@ void rt_run_format(const rt_run_result *res, char *buf, size_t len)
         return;
     }
     const sim_fault *f = &res->fault;
-    if (res->status == RT_RUN_UNSUPPORTED)
+    if (res->refused >= 0) /* a user error, not the device's */
         snprintf(buf, len, "%s", f->msg);
     else if (f->core < 0)
         snprintf(buf, len, "run: FAULT: %s", f->msg);
