@@ -99,8 +99,9 @@ void rt_dims_str(int rank, const int64_t *shape, char *buf, size_t len);
 int rt_keep_host(rt_program *prog, int i, const float *values, char *err, size_t errlen);
 /* The ranges of the program graph's integer inputs into prog->range. */
 int rt_ranges_init(rt_program *prog, char *err, size_t errlen);
-/* Each ranged input's host copy within its range: 0, or -1 with a message
- * naming the input and the value outside, its tensor index in *bad. */
+/* Each checked input's host copy within its range and, for an index, its
+ * dim: 0, or -1 with a message naming the input and the value outside, its
+ * tensor index in *bad. */
 int rt_ranges_check(const rt_program *prog, int *bad, char *err, size_t errlen);
 /* Tensor i's host copy changed (or went): its packed bytes are stale. */
 void rt_host_changed(rt_program *prog, int i);
