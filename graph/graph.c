@@ -841,6 +841,12 @@ static int parse_range(parser *P, gr_value *v)
         errf(L, "%s:%d: range=[%lld, %lld] is empty", L->path, v->line, (long long)b[0], (long long)b[1]);
         return -1;
     }
+    /* inputs reach the device and the host's reference as fp32 values */
+    if (b[0] < -GR_RANGE_MAX || b[1] > GR_RANGE_MAX) {
+        errf(L, "%s:%d: range=[%lld, %lld] reaches past +-%lld, the integers fp32 holds exactly", L->path, v->line,
+             (long long)b[0], (long long)b[1], (long long)GR_RANGE_MAX);
+        return -1;
+    }
     v->ranged = 1;
     v->lo = b[0];
     v->hi = b[1];

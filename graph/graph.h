@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #define GR_MAX_RANK 8
+#define GR_RANGE_MAX (1LL << 24) /* an input's range=[lo, hi] stays within +-this */
 
 typedef enum { GR_F32, GR_F16, GR_BF16, GR_F64, GR_I64, GR_I32, GR_BOOL, GR_NDTYPES } gr_dtype;
 extern const char *const gr_dtype_names[]; /* "f32", "f16", "bf16", "f64", "i64", "i32", "bool" */
@@ -58,7 +59,7 @@ typedef struct {
     char *param_key; /* GR_VAL_PARAM: its key in the weights file */
     int state;       /* a GR_VAL_PARAM declared by a `state` line: it persists across runs */
     int ranged;      /* an integer input declared with `range=[lo, hi]`: every value is in it */
-    int64_t lo, hi;  /* (the compiler relies on it; the runtime checks it before a run) */
+    int64_t lo, hi;  /* (the compiler relies on it; the runtime checks it before a run), within +-GR_RANGE_MAX */
     int line;        /* where it is defined */
 } gr_value;
 

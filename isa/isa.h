@@ -88,6 +88,8 @@ typedef enum { ISA_T_DL16, ISA_T_F32 } isa_dtype_dev;
  * one, in the compiler's constants, the runtime's uploads and its checks
  * (docs/compiler.md, "Infinities"). */
 #define ISA_DL16_INF 0x1p30f
+/* DL16's 10-bit significand holds every integer up to here exactly. */
+#define ISA_DL16_EXACT_INT 1024
 
 /* SFP operand-b modes (`bm`): a stick, one element broadcast to every lane,
  * or the immediate `imm` broadcast to every lane. */

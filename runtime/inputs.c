@@ -81,7 +81,7 @@ int rt_fill_inputs(rt_program *prog, uint64_t seed, char *err, size_t errlen)
         if (!v)
             return isa_errf(err, errlen, "tensor %s: out of host memory", t->name);
         rt_random_uniform(seed, t->name, v, n);
-        if (prog->range && prog->range[i].line)
+        if (prog->range && prog->range[i].declared)
             into_range(&prog->range[i], v, n);
         int rc = set_input(prog, (int)i, v, err, errlen);
         free(v);

@@ -16,6 +16,7 @@ int rt_launch(rt_program *prog, rt_run_result *res)
     r->fault.core = -1;
     r->fault.unit = ISA_U_SEQ;
     r->fault.index = -1;
+    r->refused = -1;
     rt_device *dev = prog->dev;
     prog->last_use = ++dev->clock;
     size_t from = rt_sched_from(prog, 1);
@@ -24,7 +25,7 @@ int rt_launch(rt_program *prog, rt_run_result *res)
     /* Its weights back if they were evicted, then its activations. */
     /* a timing-only run reads no values: its inputs' transfer is counted, not made */
     const int values = sim_get_options(dev->sim)->values;
-    if (rt_ranges_check(prog, msg, sizeof msg)) { /* the program relies on them: a user error */
+    if (rt_ranges_check(prog, &r->refused, msg, sizeof msg)) { /* the program relies on them: a user error */
         snprintf(r->fault.msg, sizeof r->fault.msg, "%s", msg);
         rc = -1;
         unsupported = 1;
@@ -166,7 +167,9 @@ void rt_run_format(const rt_run_result *res, char *buf, size_t len)
         return;
     }
     const sim_fault *f = &res->fault;
-    if (f->core < 0)
+    if (res->refused >= 0) /* a user error, not the device's */
+        snprintf(buf, len, "%s", f->msg);
+    else if (f->core < 0)
         snprintf(buf, len, "run: FAULT: %s", f->msg);
     else
         snprintf(buf, len, "run: FAULT core %d unit %s insn %ld: %s", f->core, unit_name(f->unit),

@@ -194,7 +194,8 @@ typedef struct {
 
 typedef struct {
     rt_run_status status;
-    sim_fault fault; /* valid when status is RT_RUN_FAULT */
+    sim_fault fault; /* valid when status is RT_RUN_FAULT; RT_RUN_UNSUPPORTED: its msg */
+    int refused;     /* RT_RUN_UNSUPPORTED for an input refused: its program tensor; else -1 */
     sim_stats stats;
     rt_transfer_stats xfer;
     uint64_t state_bytes;  /* device bytes of state the program's dma.scatter updates wrote (docs/graph-format.md,
@@ -277,9 +278,11 @@ int rt_launch_cards(rt_program *const *progs, int ncards, rt_run_result *res);
  * copy, free the activation region.  Returns 0 when it ran to completion,
  * -1 when it faulted (res->fault says where and why; core -1 when its
  * regions could not be placed in device DRAM).  An input whose graph line
- * declares range=[lo, hi] (docs/graph-format.md) holding a value outside it
- * is refused before anything runs: -1, status RT_RUN_UNSUPPORTED, the
- * message naming the input, its line and the value.  res may be NULL. */
+ * declares range=[lo, hi] (docs/graph-format.md) holding a value outside it,
+ * or an undeclared integer input the device keeps in DL16 holding one past
+ * its exact integers, is refused before anything runs: -1, status
+ * RT_RUN_UNSUPPORTED, the message naming the input and the value, its
+ * tensor in res->refused.  res may be NULL. */
 int rt_launch(rt_program *prog, rt_run_result *res);
 /* The means of launches at several phases of the DRAM's refresh. */
 typedef struct {

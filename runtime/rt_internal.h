@@ -41,11 +41,19 @@ typedef struct {
     uint64_t serial; /* sim_dram_serial just after it; 0: not uploaded */
 } rt_packed;
 
-/* An input declared `range=[lo, hi]` (docs/graph-format.md): the compiler
- * relied on it, so a launch checks it; line 0: none declared. */
+/* The values an integer input may hold, checked at each launch: a range
+ * declared `range=[lo, hi]` (docs/graph-format.md), which the compiler
+ * relied on, or, undeclared, DL16's exact integers when its device copy
+ * is DL16; line 0: no check.  An input an index op reads directly must
+ * also index within its dim, as PyTorch requires (the device would drop
+ * or clamp the element). */
 typedef struct {
     int line;
+    int declared;
     int64_t lo, hi;
+    int64_t size;    /* > 0: the input indexes dim `dim` of this size of op `use` */
+    int dim;
+    char use[ISA_NAME_MAX];
 } rt_range;
 
 struct rt_program {
@@ -89,11 +97,12 @@ void rt_dims_str(int rank, const int64_t *shape, char *buf, size_t len);
  * +-2^30 (docs/runtime.md, "Masks").  Every write of an input or a
  * weight, whoever makes it, comes here: one rule for all. */
 int rt_keep_host(rt_program *prog, int i, const float *values, char *err, size_t errlen);
-/* The declared ranges of the program graph's inputs into prog->range. */
+/* The ranges of the program graph's integer inputs into prog->range. */
 int rt_ranges_init(rt_program *prog, char *err, size_t errlen);
-/* Each ranged input's host copy within its range: 0, or -1 with a message
- * naming the input, its graph line and the value outside. */
-int rt_ranges_check(const rt_program *prog, char *err, size_t errlen);
+/* Each checked input's host copy within its range and, for an index, its
+ * dim: 0, or -1 with a message naming the input and the value outside, its
+ * tensor index in *bad. */
+int rt_ranges_check(const rt_program *prog, int *bad, char *err, size_t errlen);
 /* Tensor i's host copy changed (or went): its packed bytes are stale. */
 void rt_host_changed(rt_program *prog, int i);
 /* Does tensor t live in p's weights region? */

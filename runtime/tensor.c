@@ -112,39 +112,105 @@ int rt_keep_host(rt_program *prog, int i, const float *values, char *err, size_t
     return 0;
 }
 
+/* Input v's range in tensor i of program p: declared, or DL16's exact
+ * integers for an undeclared one the device keeps in DL16 (a kernel
+ * comparing 3001 would read 3000; the compiler relies on this check). */
+static rt_range input_range(const isa_program *p, const gr_value *v, int i)
+{
+    if (v->ranged)
+        return (rt_range){.line = v->line, .declared = 1, .lo = v->lo, .hi = v->hi};
+    int integer = v->type.dtype == GR_I64 || v->type.dtype == GR_I32;
+    if (integer && p->tensors[i].dev_dtype == ISA_T_DL16)
+        return (rt_range){.line = v->line, .lo = -ISA_DL16_EXACT_INT, .hi = ISA_DL16_EXACT_INT};
+    return (rt_range){0};
+}
+
+/* Ops reading an index tensor into a dim of another: argument positions
+ * of the tensor indexed, the dim (-1: dim 0) and the indices. */
+static const struct {
+    const char *base;
+    int self, dim, index;
+} index_ops[] = {
+    {"embedding", 0, -1, 1},   {"index_select", 0, 1, 2}, {"gather", 0, 1, 2},    {"scatter", 0, 1, 2},
+    {"scatter_add", 0, 1, 2}, {"scatter_reduce", 0, 1, 2}, {"index_copy", 0, 1, 2}, {"index_add", 0, 1, 2},
+};
+
+/* Node n of g, an index op reading an input directly: the dim it indexes
+ * into the range of that input's tensor, if it is the smallest yet. */
+static void index_use(const isa_program *p, const gr_graph *g, const gr_node *n, rt_range *range)
+{
+    for (size_t k = 0; k < sizeof index_ops / sizeof *index_ops; k++) {
+        const int s = index_ops[k].self, d = index_ops[k].dim, x = index_ops[k].index;
+        if (strcmp(n->base, index_ops[k].base) || n->nargs <= x || n->args[x].kind != GR_ARG_VALUE ||
+            n->args[s].kind != GR_ARG_VALUE || (d >= 0 && n->args[d].kind != GR_ARG_INT))
+            continue;
+        const gr_value *iv = &g->values[n->args[x].value], *sv = &g->values[n->args[s].value];
+        int64_t dim = d < 0 ? 0 : n->args[d].i;
+        dim += dim < 0 ? sv->type.rank : 0;
+        char tn[GR_TENSOR_NAME_MAX];
+        gr_tensor_name(iv->name, tn);
+        int i = isa_program_find_tensor(p, tn);
+        if (iv->kind != GR_VAL_INPUT || i < 0 || dim < 0 || dim >= sv->type.rank)
+            continue;
+        rt_range *r = &range[i];
+        if (r->size && r->size <= sv->type.shape[dim])
+            continue;
+        r->size = sv->type.shape[dim];
+        r->dim = (int)dim;
+        snprintf(r->use, sizeof r->use, "%s", n->op);
+    }
+}
+
 int rt_ranges_init(rt_program *prog, char *err, size_t errlen)
 {
     const isa_program *p = prog->p;
-    if (!p->graph || !strstr(p->graph, " range=["))
+    if (!p->graph)
         return 0;
+    /* a generated program's graph text may be a sketch the parser refuses:
+     * it declares no range the compiler relied on */
     char msg[1024];
     gr_graph *g = gr_graph_parse(p->graph, "<program graph>", msg, sizeof msg);
     if (!g)
-        return isa_errf(err, errlen, "%s", msg);
+        return 0;
     prog->range = calloc(p->ntensors ? p->ntensors : 1, sizeof *prog->range);
     for (int k = 0; prog->range && k < g->ninputs; k++) {
         const gr_value *v = &g->values[g->inputs[k]];
         char tn[GR_TENSOR_NAME_MAX];
         gr_tensor_name(v->name, tn);
         int i = isa_program_find_tensor(p, tn);
-        if (v->ranged && i >= 0)
-            prog->range[i] = (rt_range){v->line, v->lo, v->hi};
+        if (i >= 0 && p->tensors[i].role == ISA_ROLE_INPUT)
+            prog->range[i] = input_range(p, v, i);
     }
+    for (int k = 0; prog->range && k < g->nnodes; k++)
+        index_use(p, g, &g->nodes[k], prog->range);
     gr_graph_free(g);
     return prog->range ? 0 : isa_errf(err, errlen, "out of host memory");
 }
 
-int rt_ranges_check(const rt_program *prog, char *err, size_t errlen)
+int rt_ranges_check(const rt_program *prog, int *bad, char *err, size_t errlen)
 {
     for (size_t i = 0; prog->range && i < prog->p->ntensors; i++) {
         const rt_range *r = &prog->range[i];
         const float *h = prog->host[i];
         int64_t n = rt_tensor_elems(&prog->p->tensors[i]);
-        for (int64_t k = 0; r->line && h && k < n; k++)
-            if (!(h[k] >= (double)r->lo && h[k] <= (double)r->hi))
-                return isa_errf(err, errlen, "input %%%s (graph line %d): the value %g at element %lld is outside its "
-                                "range=[%lld, %lld]", prog->p->tensors[i].name, r->line, h[k], (long long)k,
-                                (long long)r->lo, (long long)r->hi);
+        for (int64_t k = 0; r->size && h && k < n; k++)
+            if (!(truncf(h[k]) >= 0 && truncf(h[k]) < (double)r->size)) { /* read as integers, truncated */
+                *bad = (int)i;
+                return isa_errf(err, errlen, "input %%%s: the value %.0f at element %lld is out of bounds for "
+                                "dim %d of size %lld (%s reads it)", prog->p->tensors[i].name, h[k], (long long)k,
+                                r->dim, (long long)r->size, r->use);
+            }
+        for (int64_t k = 0; r->line && h && k < n; k++) {
+            if (h[k] >= (double)r->lo && h[k] <= (double)r->hi)
+                continue;
+            *bad = (int)i;
+            if (r->declared)
+                return isa_errf(err, errlen, "input %%%s: the value %.0f at element %lld is outside its range=[%lld, %lld]",
+                                prog->p->tensors[i].name, h[k], (long long)k, (long long)r->lo, (long long)r->hi);
+            return isa_errf(err, errlen, "input %%%s: the value %.0f at element %lld is past the integers the device "
+                            "holds exactly (DL16: up to %d); declare its range=[LO, HI] (docs/graph-format.md)",
+                            prog->p->tensors[i].name, h[k], (long long)k, ISA_DL16_EXACT_INT);
+        }
     }
     return 0;
 }

@@ -5208,13 +5208,67 @@ static void test_an_input_outside_its_declared_range_is_refused_at_launch(void)
     rt_run_result res;
     CU_ASSERT_NOT_EQUAL(rt_launch(prog, &res), 0);
     CU_ASSERT_EQUAL(res.status, RT_RUN_UNSUPPORTED);
-    TU_ASSERT_CONTAINS(res.fault.msg, "input %v (graph line 2): the value 3 at element 4 is outside its range=[0, 1]");
+    TU_ASSERT_CONTAINS(res.fault.msg, "input %v: the value 3 at element 4 is outside its range=[0, 1]");
+    CU_ASSERT_STRING_EQUAL(rt_program_isa(prog)->tensors[res.refused].name, "v");
     v[4] = 0;
     CU_ASSERT_EQUAL(rt_set_input(prog, "v", v, err, sizeof err), 0);
     CU_ASSERT_EQUAL(rt_launch(prog, &res), 0);
     rt_unload(prog);
     rt_close(dev);
     gr_graph_free(g);
+}
+
+/* Launch graph text (one input v of 64 integers, vals) and read output
+ * `out` into got[n]: the launch's return code. */
+static int launch_int_input(const char *text, const float *vals, const char *out, float *got, int n, char *msg)
+{
+    char err[1024];
+    gr_graph *g = gr_graph_parse(text, "t.txt", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    chip_config cfg;
+    cc_result *r = compile_for(g, "spyre", &cfg, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    rt_device *dev;
+    rt_program *prog = load_on(&cfg, cc_result_take_program(r), &dev);
+    cc_result_free(r);
+    CU_ASSERT_EQUAL(rt_set_input(prog, "v", vals, err, sizeof err), 0);
+    rt_run_result res;
+    int rc = rt_launch(prog, &res);
+    snprintf(msg, 1024, "%s", rc ? res.fault.msg : "");
+    int64_t count = 0;
+    const float *h = rt_host_tensor(prog, out, &count);
+    for (int k = 0; !rc && h && k < n && k < count; k++)
+        got[k] = h[k];
+    rt_unload(prog);
+    rt_close(dev);
+    gr_graph_free(g);
+    return rc;
+}
+
+/* A kernel reads an integer input in DL16, exact only up to 1024 (3001
+ * would compare equal to 3000): with a declared range past that, its
+ * readers run on the host, which gets the input exactly, as does a host
+ * op reading it; undeclared, such a value is refused at launch. */
+static void test_integer_inputs_past_dl16s_exact_integers_are_exact_or_refused(void)
+{
+    const char *eq = "graph e\ninput %%v: i64[64]%s\n%%e: bool[64] = aten.eq.Scalar(%%v, 3000)\n"
+                     "%%f: f32[64] = aten.mul.Tensor(%%e, 1.0)\noutput %%f\n";
+    float v[64], got[64], sum = 0;
+    char text[512], msg[1024];
+    for (int k = 0; k < 64; k++) {
+        v[k] = k % 2 ? 3001.0f : 3000.0f;
+        sum += v[k];
+    }
+    snprintf(text, sizeof text, eq, " range=[0, 5000]");
+    CU_ASSERT_EQUAL_FATAL(launch_int_input(text, v, "f", got, 64, msg), 0);
+    for (int k = 0; k < 64; k++)
+        CU_ASSERT_EQUAL(got[k], v[k] == 3000.0f);
+    const char *total = "graph s\ninput %v: i64[64] range=[0, 5000]\n%s: i64[] = aten.sum.default(%v)\noutput %s\n";
+    CU_ASSERT_EQUAL_FATAL(launch_int_input(total, v, "s", got, 1, msg), 0);
+    CU_ASSERT_EQUAL(got[0], sum); /* 192032: DL16 copies would give 192000 */
+    snprintf(text, sizeof text, eq, "");
+    CU_ASSERT_NOT_EQUAL(launch_int_input(text, v, "f", got, 64, msg), 0);
+    TU_ASSERT_CONTAINS(msg, "input %v: the value 3000 at element 0 is past the integers the device holds exactly");
 }
 
 /* ---- 16-bit host dtypes ---- */
@@ -6808,6 +6862,8 @@ int main(void)
          test_an_integer_inputs_declared_range_bounds_its_sum_on_both_chips},
         {"an input outside its declared range is refused at launch",
          test_an_input_outside_its_declared_range_is_refused_at_launch},
+        {"integer inputs past DL16's exact integers are exact or refused",
+         test_integer_inputs_past_dl16s_exact_integers_are_exact_or_refused},
         {"bf16 and f16 outputs are narrowed toward zero like the chip",
          test_bf16_and_f16_outputs_are_narrowed_toward_zero_like_the_chip},
         {"statistics over no element are PyTorch's on both chips",

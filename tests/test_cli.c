@@ -746,6 +746,27 @@ static void expect_both_refuse(const char *dir, const char *want)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, want));
 }
 
+/* PyTorch refuses an index past its dim: so does the launch, naming the
+ * input (the device's scatter would drop it); within the dim it checks ok. */
+static void test_an_index_input_past_its_dim_exits_2_naming_it(void)
+{
+    char graph[512], bin[512];
+    tu_tmpfile(".txt", graph, sizeof graph);
+    tu_tmpfile(".f32", bin, sizeof bin);
+    write_file(graph, "graph sr\ninput %s: f32[5, 4]\ninput %i: i64[2, 4]\ninput %u: f32[2, 4]\n"
+                      "%y: f32[5, 4] = aten.scatter_reduce.two(%s, 0, %i, %u, \"amax\")\noutput %y\n");
+    float i[8] = {0, 1, 2, 3, 4, 7, 1, 0};
+    tu_write_file(bin, i, sizeof i);
+    expect_spyref("run %s --input i=%s", graph, bin, 2,
+                  ":3: input %i: the value 7 at element 5 is out of bounds for dim 0 of size 5 "
+                  "(aten.scatter_reduce.two reads it)");
+    i[5] = 4;
+    tu_write_file(bin, i, sizeof i);
+    expect_spyref("run %s --check --input i=%s", graph, bin, 0, " ok\n");
+    remove(graph);
+    remove(bin);
+}
+
 /* An input outside the range its line declares: exit 2 with one line
  * naming the input, its graph line and the value; inside it, the run's
  * count of the mask checks ok against the reference. */
@@ -761,7 +782,7 @@ static void test_an_input_outside_its_declared_range_exits_2_naming_it(void)
         v[k] = k == 4 ? 3.0f : 1.0f;
     tu_write_file(bin, v, sizeof v);
     expect_spyref("run %s --input v=%s", graph, bin, 2,
-                  "input %v (graph line 2): the value 3 at element 4 is outside its range=[0, 1]");
+                  ":2: input %v: the value 3 at element 4 is outside its range=[0, 1]");
     v[4] = 0;
     tu_write_file(bin, v, sizeof v);
     expect_spyref("run %s --check --input v=%s", graph, bin, 0, "fallback_ops=0");
@@ -1365,6 +1386,7 @@ int main(void)
          test_run_and_ref_check_shape_and_dtype_of_every_tensor_they_load},
         {"an input outside its declared range exits 2 naming it",
          test_an_input_outside_its_declared_range_exits_2_naming_it},
+        {"an index input past its dim exits 2 naming it", test_an_index_input_past_its_dim_exits_2_naming_it},
         {"corrupt_expected_outputs_exit_2_in_run_and_ref", test_corrupt_expected_outputs_exit_2_in_run_and_ref},
         {"replaced_inputs_skip_the_comparison_with_pytorch", test_replaced_inputs_skip_the_comparison_with_pytorch},
         {"check_refuses_an_output_held_as_a_weight", test_check_refuses_an_output_held_as_a_weight},

@@ -848,7 +848,8 @@ def timeseries():
 def check_int_range_export(tmp):
     """--int-range valid=0:1 puts range=[0, 1] on the mask's input line, and
     the mask's count (the last valid step's gather) runs on the device with
-    PyTorch's values; a range the example input leaves exits 2 with one line."""
+    PyTorch's values; a range the example input leaves, one given twice, one
+    past 2^24 or one on a state input exits 2 with one line."""
     model = os.path.join(tmp, "timeseries.py")
     with open(model, "w") as f:
         f.write(TIMESERIES)
@@ -867,6 +868,15 @@ def check_int_range_export(tmp):
     check("--int-range an example input leaves exits 2 with one line",
           r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "holds 1" in r.stderr,
           f"status {r.returncode}, stderr {r.stderr.strip()!r}")
+    refused = [(["valid=0:1", "valid=0:1"], "valid is given a range twice", f"{model}:timeseries"),
+               (["valid=0:16777217"], "reaches past +-16777216", f"{model}:timeseries"),
+               (["k_cache0=0:1"], "k_cache0 is state", os.path.join(MODELS, "decoder_gen.py") + ":llama_gen_decode")]
+    for ranges, why, spec in refused:
+        r = subprocess.run([sys.executable, EXPORT, spec, "-o", os.path.join(tmp, "bad")]
+                           + [a for x in ranges for a in ("--int-range", x)], capture_output=True, text=True)
+        check(f"--int-range {' '.join(ranges)} exits 2 with one line",
+              r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and why in r.stderr,
+              f"status {r.returncode}, stderr {r.stderr.strip()!r}")
     spyre = os.path.join(ROOT, "build", "spyre")
     if not os.path.exists(spyre):
         skip("--int-range: spyre run --check matches PyTorch", "no build/spyre")

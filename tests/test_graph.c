@@ -325,7 +325,7 @@ static void test_syntax_errors_name_file_line_and_column(void)
 }
 
 /* `range=[LO, HI]` on an integer input: parsed, printed back; refused on
- * another dtype or empty. */
+ * another dtype, empty, or past +-2^24. */
 static void test_an_integer_inputs_range_parses_and_prints_back(void)
 {
     const char *text = "graph r\ninput %v: i64[3, 9] range=[-2, 40]\ninput %b: bool[3]\noutput %v\n";
@@ -344,6 +344,11 @@ static void test_an_integer_inputs_range_parses_and_prints_back(void)
                  "t.txt:1:19: expected end of line (a range is for an i64 or i32 input), found 'range'");
     expect_error("input %x: i64[2] range=[0]\n", "t.txt:1:26: expected ',', found ']'");
     expect_error("input %x: i64[2] range=[1, 0]\n", "t.txt:1: range=[1, 0] is empty");
+    /* past 2^24 fp32 host copies would round values inside it */
+    expect_error("input %x: i64[2] range=[16777216, 16777219]\n",
+                 "t.txt:1: range=[16777216, 16777219] reaches past +-16777216, the integers fp32 holds exactly");
+    expect_error("input %x: i64[2] range=[-16777217, 0]\n",
+                 "t.txt:1: range=[-16777217, 0] reaches past +-16777216, the integers fp32 holds exactly");
 }
 
 static void test_semantic_errors_name_file_and_line(void)

@@ -729,26 +729,35 @@ def check_shared(path, params):
             raise UserError(f"{path}: {key} is not this module's (missing, or other values)")
 
 
+RANGE_MAX = 1 << 24  # graph.h GR_RANGE_MAX: a range=[LO, HI] stays within +-this
+
+
 def parse_ranges(specs):
     """--int-range NAME=LO:HI options as {NAME: (LO, HI)}."""
     ranges = {}
     for spec in specs or []:
         name, _, span = spec.partition("=")
         lo, _, hi = span.partition(":")
+        if name in ranges:
+            raise UserError(f"--int-range {spec}: {name} is given a range twice")
         try:
             ranges[name] = (int(lo), int(hi))
         except ValueError:
             raise UserError(f"--int-range {spec}: not NAME=LO:HI with integers LO <= HI")
         if ranges[name][0] > ranges[name][1]:
             raise UserError(f"--int-range {spec}: not NAME=LO:HI with integers LO <= HI")
+        if max(-ranges[name][0], ranges[name][1]) > RANGE_MAX:
+            raise UserError(f"--int-range {spec}: reaches past +-{RANGE_MAX}, the integers fp32 holds exactly")
     return ranges
 
 
-def check_ranges(ranges, in_names, inputs, graph_only):
+def check_ranges(ranges, in_names, inputs, graph_only, state):
     """Each ranged input is an integer input whose example values obey it."""
     for name, (lo, hi) in ranges.items():
         if name not in in_names:
             raise UserError(f"--int-range {name}: the module has no input {name} (its inputs: {', '.join(in_names)})")
+        if name in state:
+            raise UserError(f"--int-range {name}: {name} is state (a range is for an input the user gives)")
         x = inputs[in_names.index(name)]
         if not isinstance(x, torch.Tensor) or x.dtype not in (torch.int64, torch.int32):
             raise UserError(f"--int-range {name}: input {name} is not an int64 or int32 tensor (a bool is [0, 1] "
@@ -781,7 +790,7 @@ def export(spec, out_dir, seed, tracer, graph_only=False, func=None, draws=False
     in_names = [sanitize(n) for n in input_names(model, len(inputs))]
     if len(set(in_names)) != len(in_names):
         in_names = [f"input{i}" for i in range(len(inputs))]
-    check_ranges(ranges, in_names, inputs, graph_only)
+    check_ranges(ranges, in_names, inputs, graph_only, state)
 
     if tracer == "auto":
         tracer = "export" if hasattr(torch, "export") and hasattr(torch.export, "export") else "make_fx"

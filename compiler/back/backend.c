@@ -163,15 +163,18 @@ int be_host_only(const ir_prog *p, int b)
 /* Buffer b holds fp32 values on the device, else DL16.  Integer inputs
  * that are row numbers (token ids, a state update's positions) are fp32,
  * exact up to 2^24: dma.gather and dma.scatter read them; so are a host op's integer results (the host writes them,
- * and DL16 would round them unchecked).  Other integer inputs (positions
- * compared, masks) are DL16 like any value; the runtime refuses data DL16
- * cannot hold exactly (rt_load_graph_tensors). */
+ * and DL16 would round them unchecked), and integer inputs only host ops
+ * read (the host gets the user's values).  Other integer inputs (positions
+ * compared, masks) are DL16 like any value; the runtime refuses values
+ * DL16 cannot hold exactly at launch (rt_ranges_check), and a declared
+ * range past them sends their readers to the host (intexact.c). */
 static int dev_f32(ir_prog *p, int b)
 {
     const ir_buf *B = &p->bufs[b];
     int from_host = be_host_result(p, b);
     if (B->type.dtype == GR_I64 || B->type.dtype == GR_I32)
-        return from_host || (B->kind != IR_BUF_COMPUTED && (gather_index(p, b) || be_update_index(p, b)));
+        return from_host ||
+               (B->kind != IR_BUF_COMPUTED && (gather_index(p, b) || be_update_index(p, b) || !device_reads(p, b)));
     /* a host op's float result that only goes back to the host (an output
      * no device kernel reads) stays fp32: DL16 would round it and turn what
      * lies beyond its range into NaN on the way */

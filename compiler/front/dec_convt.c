@@ -513,12 +513,10 @@ static void conv3d_arg(dctx *c, const gr_node *n, int k, int64_t *v)
     v[2] = v[cnt == 1 ? 0 : 2];
 }
 
-/* Depth taps stacked into one product's K (conv3d_depth_taps) while their
- * channels fill one stick channels-last (a stick's lanes: the stacked
- * input is as many sticks as one tap's) and K stays within the 2-D path's
- * bound on an im2col product's (lower.c's CONV_IM2COL_MAX_K). */
-#define C3_STACK_LANES 64
-#define C3_STACK_MAX_K 256
+/* Depth taps are stacked into one product's K (conv3d_depth_taps) while
+ * their channels fill one stick channels-last (the stacked input is as
+ * many sticks as one tap's) and K stays within the 2-D path's bound on an
+ * im2col product's (IR_STICK_LANES, IR_IM2COL_MAX_K). */
 
 /* A 3-D convolution's operands and arguments (conv3d_depth_taps). */
 typedef struct {
@@ -566,7 +564,7 @@ static int c3_taps_stacked(dctx *c, const c3_op *o)
 {
     const int64_t cg = o->wt.shape[1];
     const int64_t tap[6] = {o->xt.shape[0], o->od, o->g, 1, cg, o->xt.shape[3] * o->xt.shape[4]};
-    int v[C3_STACK_MAX_K];
+    int v[IR_IM2COL_MAX_K];
     for (int64_t k = 0; k < o->kd; k++)
         v[k] = c3_tap_input(c, o, k, 6, tap);
     gr_ttype t = dc_T(c, v[0]);
@@ -615,7 +613,7 @@ static int conv3d_depth_taps(dctx *c, const gr_node *n)
     const int64_t dpad[6] = {0, 0, 0, 0, o.p[0], o.p[0]}, perm[5] = {0, 2, 1, 3, 4};
     o.xd = dc_permute(c, o.p[0] ? dc_pad(c, x, 3, dpad, 0) : x, perm);
     const int64_t ck = o.wt.shape[1] * o.kd, k = ck * o.wt.shape[3] * o.wt.shape[4];
-    const int y = o.kd > 1 && ck <= C3_STACK_LANES && k <= C3_STACK_MAX_K ? c3_taps_stacked(c, &o)
+    const int y = o.kd > 1 && ck <= IR_STICK_LANES && k <= IR_IM2COL_MAX_K ? c3_taps_stacked(c, &o)
                                                                          : c3_taps_summed(c, &o);
     const int64_t split[5] = {o.xt.shape[0], o.od, o.wt.shape[0], o.ot.shape[3], o.ot.shape[4]};
     return dc_permute(c, dc_reshape(c, y, 5, split), perm);

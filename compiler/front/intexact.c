@@ -5,7 +5,9 @@
  * an interval is propagated through every node's body, and an integer
  * result that may leave [-1024, 1024] stops the compile at its graph line.
  * An integer input is any value up to 2^24 unless its line declares a
- * range (which the runtime checks before each launch).
+ * range (which the runtime checks before each launch); a kernel reads
+ * one in DL16, so a declared range past 1024 refuses its readers (they
+ * run on the host, which gets the input exactly: backend.c dev_f32).
  * A cast to an integer of a float function of one small integer (the log
  * of a relative position in a T5 bucket) is tabulated here in fp32 as
  * PyTorch computes it, truncated, and becomes a chain of comparisons of
@@ -75,6 +77,18 @@ static ival op_ival(ir_op op, ival a, ival b)
 }
 
 static ival eval(ictx *c, int e);
+
+/* A plain load of buffer b: the kernel reads it in DL16.  An input whose
+ * declared range reaches past DL16's exact integers would be rounded (3001
+ * read as 3000), so it widens c->worst; an undeclared integer input's DL16
+ * copy is refused at launch past them (rt_ranges_check). */
+static ival load_ival(ictx *c, int b)
+{
+    const ir_buf *B = &c->p->bufs[b];
+    if (B->ranged)
+        c->worst = fmax(c->worst, fmax(fabs(c->buf[b].lo), fabs(c->buf[b].hi)));
+    return c->buf[b];
+}
 
 /* The one integer expression the float expression e reads (through casts
  * to float), in *leaf; 0 if it reads anything else (loads, positions as
@@ -263,7 +277,7 @@ static ival eval(ictx *c, int e)
     switch (x.kind) {
     case IR_E_CONST: r = (ival){x.value, x.value}; break;
     case IR_E_INDEX: r = index_ival(c->n, &x.idx); break;
-    case IR_E_LOAD:
+    case IR_E_LOAD: r = load_ival(c, x.buf); break;
     case IR_E_ILOAD: r = c->buf[x.buf]; break; /* a gather's index is read as fp32 */
     case IR_E_CAST: {
         int t = !ir_dtype_is_float(x.dtype) && x.dtype != GR_BOOL && ir_dtype_is_float(c->p->A.e[x.a].dtype)
@@ -365,8 +379,8 @@ int ir_check_int_exact(ir_prog *p)
             int line = node_line(p, c.n, &op);
             if (c.n->nops)
                 p->fail_src = ir_node_op(c.n);
-            rc = ir_error(p, line, "%s: integer values up to %g are not exact on the device (DL16 keeps every "
-                          "integer up to %g; not supported yet)", op, c.worst, EXACT);
+            rc = ir_error(p, line, "%s: integer values up to %.0f are not exact on the device (DL16 keeps every "
+                          "integer up to %.0f; not supported yet)", op, c.worst, EXACT);
         }
     }
     free(c.buf);

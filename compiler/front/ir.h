@@ -48,7 +48,7 @@ typedef struct cc_result ir_prog;
 
 /* A REDUCTION with keepdim can have rank output dims plus rank reduced dims. */
 #define IR_MAX_VARS (2 * GR_MAX_RANK)
-#define IR_INT_EXACT 1024 /* DL16 keeps every integer up to here (intexact.c) */
+#define IR_INT_EXACT ISA_DL16_EXACT_INT /* (intexact.c) */
 
 /* ---- Affine indices ---- */
 
@@ -315,6 +315,13 @@ void ir_sig_print(const ir_sig *s, FILE *f);
  * builds no larger kernel. */
 #define IR_KERNEL_NODES 64
 #define IR_KERNEL_LOADS 256
+
+/* The front half plans convolutions for a 128-byte stick of DL16 (the
+ * back half reads the target's lanes): its lanes, and the most K an
+ * im2col product (lower.c conv_shape) or a Conv3d's stacked depth taps
+ * (dec_convt.c) take. */
+#define IR_STICK_LANES 64
+#define IR_IM2COL_MAX_K 256
 
 typedef struct {
     ir_node_kind kind; /* MATMUL if it holds one, else REDUCTION if it holds one, else POINTWISE */

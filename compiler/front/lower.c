@@ -1581,12 +1581,11 @@ static void conv_ints(lctx *c, int pos, const char *key, int nsp, int64_t dflt, 
  * this many times the input's elements (conv_shape). */
 #define CONV_FOLD_MAX_WEIGHT 8
 /* An im2col copy (conv_shape) for few input channels only for a K of at
- * most this (4 sticks; each row of kw taps is then padded to whole sticks
+ * most IR_IM2COL_MAX_K (4 sticks; each row of kw taps is then padded to whole sticks
  * of CONV_IM2COL_ROW); else only of at most this many times the input's
  * elements (a stride-2 3x3 conv's is 2.25 times) */
-#define CONV_IM2COL_MAX_K 256
 #define CONV_IM2COL_MAX_GROWTH 4
-#define CONV_IM2COL_ROW 64
+#define CONV_IM2COL_ROW IR_STICK_LANES
 #define CONV_IM2COL_MAX_PADDED_ROW 1024
 #define CONV_ROWS_FIRST_MAX_C 16
 
@@ -1675,7 +1674,7 @@ static convshape conv_shape(lctx *c, const gr_ttype *xt, const gr_ttype *wt)
     const int pad_ok = kc == s.kh * s.kw * s.cin || kc / s.kh <= CONV_IM2COL_MAX_PADDED_ROW;
     const int chan = s.cin < CONV_ROWS_FIRST_MAX_C && conv_kc_chan(&s) <= kc;
     if (!s.merged && s.g == 1 && s.kh * s.kw > 1 && (pad_ok || tiles) && ((s.d[0] == 1 && s.d[1] == 1) || chan) &&
-        ((s.cin < CONV_ROWS_FIRST_MAX_C && s.cin * s.kh * s.kw <= CONV_IM2COL_MAX_K) || tiles ||
+        ((s.cin < CONV_ROWS_FIRST_MAX_C && s.cin * s.kh * s.kw <= IR_IM2COL_MAX_K) || tiles ||
          s.oh * s.ow * kc <= CONV_IM2COL_MAX_GROWTH * s.h * s.w * s.cin)) {
         s.kc = kc;
         s.kwf = s.kw;

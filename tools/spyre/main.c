@@ -718,6 +718,17 @@ static int write_stats_json(run_state *s, const rt_run_result *res)
     return -1;
 }
 
+/* An input refused at launch, as FILE:LINE: of its graph line. */
+static void refused_input(const run_state *s, const rt_run_result *res)
+{
+    const isa_program *p = rt_program_isa(s->prog);
+    int v = s->g ? gr_graph_find_tensor(s->g, p->tensors[res->refused].name) : -1;
+    if (v >= 0)
+        fprintf(stderr, "%s:%d: %s\n", s->g->path, s->g->values[v].line, res->fault.msg);
+    else
+        fprintf(stderr, "spyre run: %s: %s\n", s->a->path, res->fault.msg);
+}
+
 /* Run the program and report: the result line, statistics, top kernels,
  * the trace and --stats-json files. An exit status. */
 static int run_report(run_state *s, rt_run_result *res)
@@ -729,7 +740,9 @@ static int run_report(run_state *s, rt_run_result *res)
     int trace_bad = a->trace && sim_write_trace(rt_sim(s->dev), rt_program_isa(s->prog), a->trace, s->err, sizeof s->err);
     if (trace_bad)
         fprintf(stderr, "spyre run: %s\n", s->err);
-    if (rc) {
+    if (rc && res->refused >= 0) /* a user error: the input's graph line */
+        refused_input(s, res);
+    else if (rc) {
         rt_run_format(res, line, sizeof line);
         fprintf(stderr, "spyre run: %s: %s\n", a->path, line);
         /* the statistics up to the fault, beside the trace, for whoever
