@@ -1598,6 +1598,12 @@ static int64_t conv_kc_chan(const convshape *s)
     return s->cin * ((s->kh * s->kw + CONV_IM2COL_ROW - 1) / CONV_IM2COL_ROW * CONV_IM2COL_ROW);
 }
 
+/* One input and one output channel per group (conv_depthwise). */
+static int conv_is_depthwise(const convshape *s)
+{
+    return s->g > 1 && s->g == s->cin && s->cout == s->cin;
+}
+
 /* Grouped convs of at most this many input channels run as one product
  * over a block-diagonal weight (conv_blockdiag). */
 #define CONV_BLOCKDIAG_MAX_C 256
@@ -1610,7 +1616,7 @@ static int64_t conv_kc_chan(const convshape *s)
  * LX ("no block of the product fits" from a batch of 16 at 28x28). */
 static int conv_blockdiag(const convshape *s)
 {
-    return s->g > 1 && !(s->g == s->cin && s->cout == s->cin) && s->cin <= CONV_BLOCKDIAG_MAX_C;
+    return s->g > 1 && !conv_is_depthwise(s) && s->cin <= CONV_BLOCKDIAG_MAX_C;
 }
 
 static convshape conv_shape(lctx *c, const gr_ttype *xt, const gr_ttype *wt)
@@ -2506,7 +2512,7 @@ static void l_convolution(lctx *c, int out, int opi)
     /* the stem's weight copy first: it needs nothing the input's copies make */
     int wq = s.chan ? conv_weight_rows(c, w, &s) : -1;
     int xp = s.chan ? conv_padded_rows(c, x, &s) : conv_padded(c, x, &s), wr = -1;
-    if (s.g == s.cin && s.cout == s.cin && s.g > 1) {
+    if (conv_is_depthwise(&s)) {
         conv_result(c, out, conv_depthwise(c, xp, w, bias, &s, ops), &t);
         free(ops);
         return;
