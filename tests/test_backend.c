@@ -3988,6 +3988,31 @@ static void test_long_1d_convolutions_run_natively_and_validate(void)
         "output %ra, %gv, %e, %d\n");
 }
 
+/* Grouped convs (ResNeXt, RegNet) were refused past small batches: each
+ * group's product held C/G channels of a shared output stick, so its store
+ * staged all of y in LX (64 channels in 8 groups at 28x28: from batch 2 on
+ * the 4-core chip).  They run as one product over a block-diagonal weight
+ * (lower.c, conv_blockdiag).  With 8 and 32 groups (4 channels a group, a
+ * BN-free ResNeXt 3x3 between two relus), stride 2, a channel multiplier,
+ * no bias, and a 1-D one, every output runs natively and validates on both
+ * chips. */
+static void test_grouped_convolutions_run_natively_and_validate(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph grouped\n"
+        "input %x: f32[2, 64, 28, 28]\ninput %w: f32[64, 8, 3, 3]\ninput %b: f32[64]\n"
+        "input %x2: f32[2, 128, 14, 14]\ninput %w2: f32[128, 4, 3, 3]\ninput %wm: f32[32, 1, 3, 3]\ninput %xm: f32[2, 16, 10, 10]\n"
+        "input %x1: f32[2, 32, 50]\ninput %w1: f32[64, 8, 5]\n"
+        "%a: f32[2, 64, 28, 28] = aten.convolution.default(%x, %w, %b, [1, 1], [1, 1], [1, 1], False, [0, 0], 8)\n"
+        "%r: f32[2, 128, 14, 14] = aten.relu.default(%x2)\n"
+        "%c: f32[2, 128, 14, 14] = aten.convolution.default(%r, %w2, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 32)\n"
+        "%rc: f32[2, 128, 14, 14] = aten.relu.default(%c)\n"
+        "%s: f32[2, 128, 7, 7] = aten.convolution.default(%x2, %w2, None, [2, 2], [1, 1], [1, 1], False, [0, 0], 32)\n"
+        "%m: f32[2, 32, 5, 5] = aten.convolution.default(%xm, %wm, None, [2, 2], [1, 1], [1, 1], False, [0, 0], 16)\n"
+        "%o: f32[2, 64, 46] = aten.convolution.default(%x1, %w1, None, [1], [0], [1], False, [0], 4)\n"
+        "output %a, %rc, %s, %m, %o\n");
+}
+
 /* 3-D convolutions (video ResNets' Conv3d) ran on the host: each is the
  * sum over its kernel's depth taps of 2-D convolutions of the depth slices
  * as a batch (dec_convt.c, conv3d_depth_taps).  With padding, bias, stride
@@ -6917,6 +6942,7 @@ int main(void)
         {"transposed convolutions run natively and validate", test_transposed_convolutions_run_natively_and_validate},
         {"long 1-D convolutions run natively and validate", test_long_1d_convolutions_run_natively_and_validate},
         {"3-D convolutions run natively and validate", test_3d_convolutions_run_natively_and_validate},
+        {"grouped convolutions run natively and validate", test_grouped_convolutions_run_natively_and_validate},
         {"3-D transposed convolutions run natively and validate",
          test_3d_transposed_convolutions_run_natively_and_validate},
         {"an embedding of computed indices runs natively and validates",
