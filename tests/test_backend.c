@@ -4055,6 +4055,18 @@ static void test_one_channel_dilated_and_1x1_convs_are_one_nchw_product(void)
     free(rep);
 }
 
+/* A strided 1x1 one-channel conv (padded or not) read x at stride 1 in
+ * the NCHW product: a 1x1 conv keeps its stride as the copy's (cs). */
+static void test_a_strided_1x1_one_channel_conv_validates(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph onestrided\n"
+        "input %x: f32[1, 1, 9, 20]\ninput %w: f32[2, 1, 1, 1]\ninput %b: f32[2]\n"
+        "%y: f32[1, 2, 4, 8] = aten.convolution.default(%x, %w, %b, [3, 3], [1, 1], [1, 1], False, [0, 0], 1)\n"
+        "%z: f32[1, 2, 5, 10] = aten.convolution.default(%x, %w, None, [2, 2], [0, 0], [2, 2], False, [0, 0], 1)\n"
+        "output %y, %z\n");
+}
+
 /* A one-channel Conv3d's summing tap reads its two other taps' products
  * as epilogue tiles: priced from DRAM on every batch split alike, it ran on
  * one core (141,397 cycles, the conv slower than the host).  Priced as
@@ -6817,6 +6829,7 @@ int main(void)
         {"one-channel convs run natively and validate", test_one_channel_convs_run_natively_and_validate},
         {"one-channel dilated and 1x1 convs are one NCHW product",
          test_one_channel_dilated_and_1x1_convs_are_one_nchw_product},
+        {"a strided 1x1 one-channel conv validates", test_a_strided_1x1_one_channel_conv_validates},
         {"a summing conv tap splits its batch as the taps it reads",
          test_a_summing_conv_tap_splits_its_batch_as_the_taps_it_reads},
         {"3-D pools run natively and validate", test_3d_pools_run_natively_and_validate},
