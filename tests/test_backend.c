@@ -6239,6 +6239,19 @@ static void test_scatter_reduce_by_one_hot_runs_natively_on_both_chips(void)
     remove(path);
 }
 
+/* An f16 scatter_reduce mean divided by an f32 count, which promoted it:
+ * the graph's f16 line was refused ("declared f16 but the op produces
+ * f32"). */
+static void test_an_f16_scatter_reduce_mean_stays_f16(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph srh\n"
+        "input %x: f16[1, 4]\ninput %s: f16[1, 6]\ninput %i: i64[1, 5] range=[0, 3]\n"
+        "%m: f16[1, 4] = aten.scatter_reduce.two(%x, 1, %i, %s, \"mean\")\n"
+        "%n: f16[1, 4] = aten.scatter_reduce.two(%x, 1, %i, %s, \"mean\", include_self=False)\n"
+        "output %m, %n\n");
+}
+
 /* eye minus a product (a Kalman filter's I - K H): eye's index comparison
  * fused into the product's epilogue was refused by the back half, and the
  * whole kernel ran on the host; it is kept out of the epilogue instead. */
@@ -7020,6 +7033,7 @@ int main(void)
         {"sort, topk and gather by ranks and one-hot validate on both chips",
          test_sort_topk_and_gather_by_ranks_and_one_hot_validate_on_both_chips},
         {"scatter_reduce by one-hot runs natively on both chips", test_scatter_reduce_by_one_hot_runs_natively_on_both_chips},
+        {"an f16 scatter_reduce mean stays f16", test_an_f16_scatter_reduce_mean_stays_f16},
         {"eye after a product runs natively on both chips", test_eye_after_a_product_runs_natively_on_both_chips},
         {"nll_loss by a one-hot selection validates on both chips",
          test_nll_loss_by_a_one_hot_selection_validates_on_both_chips},
