@@ -4056,15 +4056,19 @@ static void test_one_channel_dilated_and_1x1_convs_are_one_nchw_product(void)
 }
 
 /* A strided 1x1 one-channel conv (padded or not) read x at stride 1 in
- * the NCHW product: a 1x1 conv keeps its stride as the copy's (cs). */
+ * the NCHW product, as did a strided 1x1 Conv1d whose row misses LX on
+ * spyre-4core (the same product): a 1x1 conv keeps its stride as the
+ * copy's (cs). */
 static void test_a_strided_1x1_one_channel_conv_validates(void)
 {
     expect_text_runs_natively_and_validates_on_both_chips(
         "graph onestrided\n"
         "input %x: f32[1, 1, 9, 20]\ninput %w: f32[2, 1, 1, 1]\ninput %b: f32[2]\n"
+        "input %l: f32[1, 1, 9000]\ninput %v: f32[4, 1, 1]\n"
         "%y: f32[1, 2, 4, 8] = aten.convolution.default(%x, %w, %b, [3, 3], [1, 1], [1, 1], False, [0, 0], 1)\n"
         "%z: f32[1, 2, 5, 10] = aten.convolution.default(%x, %w, None, [2, 2], [0, 0], [2, 2], False, [0, 0], 1)\n"
-        "output %y, %z\n");
+        "%c: f32[1, 4, 4500] = aten.convolution.default(%l, %v, None, [2], [0], [2], False, [0], 1)\n"
+        "output %y, %z, %c\n");
 }
 
 /* A one-channel Conv3d's summing tap reads its two other taps' products
