@@ -305,10 +305,12 @@ def col2im(cols, output_size, kernel_size, dilation, padding, stride):
 
 
 def im2col(decomposed):
-    """aten.im2col (F.unfold) by PyTorch's decomposition over an input padded here: PyTorch 1.13's
-    pads height by the width's padding and width by the height's."""
+    """aten.im2col (F.unfold) by PyTorch's decomposition, over an input padded here when the paddings
+    differ: PyTorch 1.13's pads height by the width's padding and width by the height's."""
     def unfold(x, kernel_size, dilation, padding, stride):
         (ph, pw) = padding
+        if ph == pw:
+            return decomposed(x, kernel_size, dilation, padding, stride)
         return decomposed(torch.nn.functional.pad(x, (pw, pw, ph, ph)), kernel_size, dilation, [0, 0], stride)
     return unfold
 
