@@ -4131,6 +4131,22 @@ static void test_one_channel_dilated_and_1x1_convs_are_one_nchw_product(void)
     free(rep);
 }
 
+/* A strided 1x1 one-channel conv (padded or not) read x at stride 1 in
+ * the NCHW product, as did a strided 1x1 Conv1d whose row misses LX on
+ * spyre-4core (the same product): a 1x1 conv keeps its stride as the
+ * copy's (cs). */
+static void test_a_strided_1x1_one_channel_conv_validates(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph onestrided\n"
+        "input %x: f32[1, 1, 9, 20]\ninput %w: f32[2, 1, 1, 1]\ninput %b: f32[2]\n"
+        "input %l: f32[1, 1, 9000]\ninput %v: f32[4, 1, 1]\n"
+        "%y: f32[1, 2, 4, 8] = aten.convolution.default(%x, %w, %b, [3, 3], [1, 1], [1, 1], False, [0, 0], 1)\n"
+        "%z: f32[1, 2, 5, 10] = aten.convolution.default(%x, %w, None, [2, 2], [0, 0], [2, 2], False, [0, 0], 1)\n"
+        "%c: f32[1, 4, 4500] = aten.convolution.default(%l, %v, None, [2], [0], [2], False, [0], 1)\n"
+        "output %y, %z, %c\n");
+}
+
 /* A one-channel Conv3d's summing tap reads its two other taps' products
  * as epilogue tiles: priced from DRAM on every batch split alike, it ran on
  * one core (141,397 cycles, the conv slower than the host).  Priced as
@@ -6357,6 +6373,19 @@ static void test_scatter_reduce_by_one_hot_runs_natively_on_both_chips(void)
     remove(path);
 }
 
+/* An f16 scatter_reduce mean divided by an f32 count, which promoted it:
+ * the graph's f16 line was refused ("declared f16 but the op produces
+ * f32"). */
+static void test_an_f16_scatter_reduce_mean_stays_f16(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph srh\n"
+        "input %x: f16[1, 4]\ninput %s: f16[1, 6]\ninput %i: i64[1, 5] range=[0, 3]\n"
+        "%m: f16[1, 4] = aten.scatter_reduce.two(%x, 1, %i, %s, \"mean\")\n"
+        "%n: f16[1, 4] = aten.scatter_reduce.two(%x, 1, %i, %s, \"mean\", include_self=False)\n"
+        "output %m, %n\n");
+}
+
 /* eye minus a product (a Kalman filter's I - K H): eye's index comparison
  * fused into the product's epilogue was refused by the back half, and the
  * whole kernel ran on the host; it is kept out of the epilogue instead. */
@@ -6950,6 +6979,7 @@ int main(void)
         {"one-channel convs run natively and validate", test_one_channel_convs_run_natively_and_validate},
         {"one-channel dilated and 1x1 convs are one NCHW product",
          test_one_channel_dilated_and_1x1_convs_are_one_nchw_product},
+        {"a strided 1x1 one-channel conv validates", test_a_strided_1x1_one_channel_conv_validates},
         {"a summing conv tap splits its batch as the taps it reads",
          test_a_summing_conv_tap_splits_its_batch_as_the_taps_it_reads},
         {"3-D pools run natively and validate", test_3d_pools_run_natively_and_validate},
@@ -7144,6 +7174,7 @@ int main(void)
         {"sort, topk and gather by ranks and one-hot validate on both chips",
          test_sort_topk_and_gather_by_ranks_and_one_hot_validate_on_both_chips},
         {"scatter_reduce by one-hot runs natively on both chips", test_scatter_reduce_by_one_hot_runs_natively_on_both_chips},
+        {"an f16 scatter_reduce mean stays f16", test_an_f16_scatter_reduce_mean_stays_f16},
         {"eye after a product runs natively on both chips", test_eye_after_a_product_runs_natively_on_both_chips},
         {"nll_loss by a one-hot selection validates on both chips",
          test_nll_loss_by_a_one_hot_selection_validates_on_both_chips},

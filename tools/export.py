@@ -304,10 +304,22 @@ def col2im(cols, output_size, kernel_size, dilation, padding, stride):
     return out.squeeze(0) if unbatched else out
 
 
+def im2col(decomposed):
+    """aten.im2col (F.unfold) by PyTorch's decomposition, over an input padded here when the paddings
+    differ: PyTorch 1.13's pads height by the width's padding and width by the height's."""
+    def unfold(x, kernel_size, dilation, padding, stride):
+        (ph, pw) = padding
+        if ph == pw:
+            return decomposed(x, kernel_size, dilation, padding, stride)
+        return decomposed(torch.nn.functional.pad(x, (pw, pw, ph, ph)), kernel_size, dilation, [0, 0], stride)
+    return unfold
+
+
 def decompositions():
     from torch._decomp import get_decompositions
     aten = torch.ops.aten
     table = get_decompositions([aten.im2col])
+    table[aten.im2col.default] = im2col(table[aten.im2col.default])
     table[aten.col2im.default] = col2im
     table[aten.affine_grid_generator.default] = affine_grid
     return table

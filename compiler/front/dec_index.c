@@ -1044,8 +1044,10 @@ static int scatter_combined(dctx *c, int x, int red, int cnt, const char *rd, in
         v = dc_bin(c, "aten.mul.Tensor", x, red);
     else if (incl)
         v = dc_bin(c, !strcmp(rd, "amax") ? "aten.maximum.default" : "aten.minimum.default", x, red);
-    if (mean)
+    if (mean) { /* the count in self's dtype: an f32 count would promote an f16 mean */
+        cnt = dc_cast(c, cnt, dc_T(c, x).dtype);
         v = dc_bin(c, "aten.div.Tensor", v, incl ? dc_bins(c, "aten.add.Tensor", cnt, 1) : cnt);
+    }
     return dc_where(c, dc_cmps(c, "aten.gt.Scalar", cnt, 0), v, x);
 }
 

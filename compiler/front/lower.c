@@ -2288,7 +2288,7 @@ static ir_index conv_ncw_at(lctx *c, const convshape *s, int i, int o, int k, in
 {
     ir_arena *A = &c->p->A;
     ir_index at = ir_idx_var(o);
-    at.coef[o] = s->s[i];
+    at.coef[o] = s->s[i] * s->cs[i]; /* a 1x1 conv's stride is in cs */
     at.coef[k] = s->d[i];
     *in = -1;
     if (s->p[i]) {
