@@ -4739,6 +4739,32 @@ static void test_a_dense_layer_at_one_pixel_runs_in_k_blocks(void)
         "output %y\n");
 }
 
+/* densenet121's block 3 cat (a 256-channel piece and 18 of 32 at 2x2)
+ * into a 1x1 conv: on spyre-4core a tile per piece at full width and a
+ * condition cell per where of the chain left no row room (216,320 bytes
+ * of LX a row), so the cat ran on the host; its tiles narrowed to each
+ * piece's columns it runs on the device and validates (the conv's K-block
+ * copies, fused horizontally, still go to the host: docs/conformance.md). */
+static void test_a_cat_of_many_pieces_narrows_its_tiles_and_validates(void)
+{
+    char text[4096];
+    int n = snprintf(text, sizeof text, "graph dense_cat19\ninput %%a: f32[1, 256, 2, 2]\n");
+    for (int i = 0; i < 18; i++)
+        n += snprintf(text + n, sizeof text - (size_t)n, "input %%b%d: f32[1, 32, 2, 2]\n", i);
+    n += snprintf(text + n, sizeof text - (size_t)n,
+                  "input %%w: f32[128, 832, 1, 1]\n%%x: f32[1, 832, 2, 2] = aten.cat.default([%%a");
+    for (int i = 0; i < 18; i++)
+        n += snprintf(text + n, sizeof text - (size_t)n, ", %%b%d", i);
+    snprintf(text + n, sizeof text - (size_t)n,
+             "], 1)\n%%r: f32[1, 832, 2, 2] = aten.relu.default(%%x)\n"
+             "%%y: f32[1, 128, 2, 2] = aten.convolution.default(%%r, %%w, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1)\n"
+             "output %%y\n");
+    char err[512];
+    compile_error(text, "spyre-4core", err, sizeof err);
+    CU_ASSERT_PTR_NULL(strstr(err, "832 columns"));
+    expect_text_validates_on_both_chips(text);
+}
+
 /* Swin's bias table and index are parameters (a weight and a buffer): the
  * rows the index picks are the row gather (one DMA a row, not one-hot over
  * the table's 49 rows per element: swin 33,880 -> 18,166 cycles on spyre),
@@ -7103,6 +7129,7 @@ int main(void)
         {"a table indexed by a parameter is a row gather and validates with negative positions",
          test_a_table_indexed_by_a_parameter_is_a_row_gather_and_validates_with_negative_positions},
         {"a dense layer at one pixel runs in K blocks", test_a_dense_layer_at_one_pixel_runs_in_k_blocks},
+        {"a cat of many pieces narrows its tiles and validates", test_a_cat_of_many_pieces_narrows_its_tiles_and_validates},
         {"a gather the back half cannot emit is a clear error", test_a_gather_the_back_half_cannot_emit_is_a_clear_error},
         {"a gather concatenated along its rows runs on the device and validates",
          test_a_gather_concatenated_along_its_rows_runs_on_the_device_and_validates},

@@ -634,6 +634,8 @@ typedef struct {
     /* row kernels: temps reuse LX (above) */
     int *reads;           /* per arena expression; NULL: bump allocation */
     int counting;         /* the dry run that counts reads[] (nothing is given back) */
+    int late_cond;        /* a where's operands before its condition: one cell live down a cat's chain
+                             of wheres, not a condition per level (a narrow row kernel, be_rows.c) */
     int *refs;            /* per cell */
     int ncells, capcells; /* cells opened in this chunk, and room for them */
 } be_tile;
@@ -754,6 +756,8 @@ typedef struct {
     double prev_est;  /* row kernels: the kernel before's estimate (0: not asked yet; rk_can_share) */
     int col_tree;     /* row kernels: the per-column values loaded by core 0 alone and passed down a binary
                          tree of cores over the ring (be_rows.c, rk_col_tree) */
+    int narrow;       /* row kernels: each slot tile holds only the column groups its load supplies
+                         (be_rows.c, rk_slot_place), taken when full-width tiles leave no row room */
 } rk_plan;
 
 typedef struct {

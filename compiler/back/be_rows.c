@@ -54,6 +54,7 @@ static int64_t rk_split_cols(const be_ctx *c, const ir_kernel *K, int colvar)
 }
 
 static void rk_measure(rk_plan *k);
+static void rk_measure_late(rk_plan *k);
 
 /* Plan a row kernel's structure: rows, columns, node values and loads,
  * not yet how its evaluation uses temps (rk_build). */
@@ -309,6 +310,122 @@ static int rk_access(be_ctx *c, int pos, be_access **out, int *n)
     return 0;
 }
 
+/* a / b rounded down (b > 0). */
+static int64_t rk_floor_div(int64_t a, int64_t b)
+{
+    return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+
+/* The columns cond, a comparison of the column's index with a constant
+ * (cat's where: lower.c, l_cat), holds at: [lo, m) when *below, else
+ * [m, hi); 0 when it is no such comparison. */
+static int rk_guard_cut(const rk_plan *k, const ir_expr *x, int64_t *m, int *below)
+{
+    const ir_arena *A = &k->c->p->A;
+    if (x->kind != IR_E_OP || x->a < 0 || x->b < 0)
+        return 0;
+    const ir_expr *i = &A->e[x->a], *v = &A->e[x->b];
+    if (i->kind != IR_E_INDEX || v->kind != IR_E_CONST || i->idx.coef[k->colvar] <= 0)
+        return 0;
+    for (int q = 0; q < k->nvars; q++)
+        if (q != k->colvar && i->idx.coef[q])
+            return 0;
+    const int64_t cc = i->idx.coef[k->colvar], d = (int64_t)v->value - i->idx.offset;
+    if ((double)(int64_t)v->value != v->value)
+        return 0;
+    /* off + cc col < v: col < ceil(d / cc); off + cc col <= v: col < floor(d / cc) + 1 */
+    const int64_t lt = -rk_floor_div(-d, cc), le = rk_floor_div(d, cc) + 1;
+    switch (x->op) {
+    case IR_LT: *m = lt; *below = 1; return 1;
+    case IR_LE: *m = le; *below = 1; return 1;
+    case IR_GE: *m = lt; *below = 0; return 1;
+    case IR_GT: *m = le; *below = 0; return 1;
+    default: return 0;
+    }
+}
+
+/* The columns [lo, hi) at which expression e is evaluated, where-guards
+ * on the column's index cut, joined into [*glo, *ghi) at each use of
+ * load target; *budget counts the expressions visited down (a shared
+ * subexpression is visited per use): at 0 every column is taken. */
+static void rk_guard_walk(const rk_plan *k, int e, int target, int64_t lo, int64_t hi, int64_t *glo, int64_t *ghi,
+                          int64_t *budget)
+{
+    if (e < 0 || lo >= hi)
+        return;
+    if (--*budget < 0) {
+        *glo = 0;
+        *ghi = k->cols;
+        return;
+    }
+    if (e == target) {
+        *glo = cc_min(*glo, lo);
+        *ghi = cc_max(*ghi, hi);
+        return;
+    }
+    const ir_expr *x = &k->c->p->A.e[e];
+    int64_t m = 0, tlo = lo, thi = hi, flo = lo, fhi = hi;
+    int below = 0;
+    if (x->kind == IR_E_WHERE && rk_guard_cut(k, &k->c->p->A.e[x->a], &m, &below)) {
+        if (below) {
+            thi = cc_min(hi, m);
+            flo = cc_max(lo, m);
+        } else {
+            tlo = cc_max(lo, m);
+            fhi = cc_min(hi, m);
+        }
+    }
+    rk_guard_walk(k, x->a, target, lo, hi, glo, ghi, budget);
+    rk_guard_walk(k, x->b, target, tlo, thi, glo, ghi, budget);
+    rk_guard_walk(k, x->c, target, flo, fhi, glo, ghi, budget);
+}
+
+/* The column groups [*g0, *g1) a narrow kernel's tile load L fills: those
+ * of the columns its where-guards let it be read at (a cat piece's own);
+ * else all G.  A staged load restickifies only those (rk_gather), a view
+ * loads groups from 0 to its last (be_dma_rows); each column's value
+ * elsewhere is never used. */
+static void rk_load_groups(const rk_plan *k, const rk_load *L, int64_t *g0, int64_t *g1)
+{
+    const int64_t lanes = k->c->t.lanes16;
+    *g0 = 0;
+    *g1 = L->cls == BE_V_TILE ? k->G : 1;
+    if (!k->narrow || L->cls != BE_V_TILE || L->gather || L->res || (!L->staged && L->v.gper))
+        return;
+    int64_t lo = k->cols, hi = 0, budget = 1 << 16;
+    for (int j = 0; j < k->nn; j++)
+        rk_guard_walk(k, k->nodes[j].expr, L->e, 0, k->cols, &lo, &hi, &budget);
+    if (lo >= hi) { /* read nowhere */
+        *g1 = 0;
+        return;
+    }
+    *g0 = L->staged ? lo / lanes : 0;
+    *g1 = cc_ceil_div(hi, lanes);
+}
+
+/* Where each slot load's tile starts in its slot, in groups (first[i];
+ * -1: not in a slot), and the groups the loads take.  A narrow kernel's
+ * tile holds only its groups [g0, g1), packed after the tile before, its
+ * start moved back by g0 so that group g is still at start + g: the
+ * evaluation reads all G groups of each, past its own into its
+ * neighbours' (in the slot, and unused). */
+static int64_t rk_slot_place(const rk_plan *k, int64_t *first)
+{
+    int64_t cursor = 0, end = 0;
+    for (int i = 0; i < k->nl; i++) {
+        const rk_load *L = &k->loads[i];
+        first[i] = -1;
+        if (L->cls == BE_V_COL || L->shared) /* a shared load's rows are held whole (rk_shared_bytes) */
+            continue;
+        int64_t g0, g1;
+        rk_load_groups(k, L, &g0, &g1);
+        first[i] = cc_max(0, cursor - g0);
+        cursor = first[i] + g1;
+        end = cc_max(end, first[i] + (L->cls == BE_V_TILE ? k->G : 1));
+    }
+    return cc_max(cursor, end);
+}
+
 /* LX bytes per row of a slot, and fixed (outside the slots: per-column
  * loads, a gather's row numbers). */
 static void rk_lx(const rk_plan *k, int64_t *per_row, int64_t *fixed)
@@ -322,9 +439,10 @@ static void rk_lx(const rk_plan *k, int64_t *per_row, int64_t *fixed)
             *fixed += be_buf_bytes(k->c, k->c->p->A.e[k->loads[i].ids].buf);
         if (k->loads[i].cls == BE_V_COL)
             *fixed += (k->G + (k->loads[i].scalar ? 1 : 0)) * sb; /* a scalar's own stick too */
-        else if (!k->loads[i].shared) /* a shared load's rows are held whole (rk_shared_bytes) */
-            *per_row += (k->loads[i].cls == BE_V_TILE ? k->G : 1) * sb;
     }
+    int64_t *first = ir_xalloc((size_t)(k->nl + 1) * sizeof *first);
+    *per_row += rk_slot_place(k, first) * sb;
+    free(first);
     /* temps: a tile per cell (per-row and per-column temps take one too),
      * as many cells as a chunk's evaluation uses (rk_measure) */
     *per_row += k->ntemps * k->G * sb;
@@ -2258,6 +2376,22 @@ static int rk_planned_same(const struct rk_planned *a, const struct rk_planned *
 
 static int rows_plan(be_ctx *c, int pos, rk_plan *k);
 
+/* rk_chunk_rows for a part of rt rows from r0, its tiles full width, or
+ * narrow (rk_load_groups) when then not one row fits: a cat of many
+ * pieces (densenet121's, 19 on 4 cores) fills a tile per piece. */
+static int64_t rk_fit(rk_plan *k, int64_t r0, int64_t rt, int64_t *per_row, int64_t *fixed, int64_t *stage)
+{
+    rk_lx(k, per_row, fixed);
+    int64_t R = rk_chunk_rows(k, r0, rt, *per_row, *fixed, stage);
+    if (R < 1 && !k->narrow) {
+        k->narrow = 1;
+        rk_measure_late(k);
+        rk_lx(k, per_row, fixed);
+        R = rk_chunk_rows(k, r0, rt, *per_row, *fixed, stage);
+    }
+    return R;
+}
+
 int be_rows_plan(be_ctx *c, int pos)
 {
     rk_plan k;
@@ -2319,7 +2453,7 @@ static int rows_plan(be_ctx *c, int pos, rk_plan *k)
         rk_share(k, w->cores);
         rk_col_tree(k, w->cores);
         rk_lx(k, &per_row, &fixed);
-        R = rk_chunk_rows(k, r0, rt, per_row, fixed, &stage);
+        R = rk_fit(k, r0, rt, &per_row, &fixed, &stage);
         if (R < 1 && w->chunk)
             rc = be_error(c, k->K, "work_div chunks of %" PRId64 " rows do not fit %llu bytes of LX", w->chunk,
                           (unsigned long long)be_lx_budget(c, pos));
@@ -2455,7 +2589,9 @@ static void rk_gather(rk_core *rc, const rk_load *L, int64_t lx, int64_t r0, int
     be_rst_begin(&r, rc->e, 0, &c->rst);
     int64_t last = 0;
     int ns = 0;
-    for (int64_t g = 0; g * lanes < k->cols; g++) {
+    int64_t g0, g1;
+    rk_load_groups(k, L, &g0, &g1);
+    for (int64_t g = g0; g < g1 && g * lanes < k->cols; g++) {
         /* the row walked last, when one run: its coordinates, and the
          * moves since (ax -2 before the first walk, or its row not one run) */
         int64_t co[GR_MAX_RANK];
@@ -2614,6 +2750,34 @@ static void rk_measure(rk_plan *k)
     k->ntemps = T.ncells;
 }
 
+/* k->ntemps for the narrow kernel's evaluation (be_tile.late_cond): one
+ * more dry run over the reads rk_measure counted. */
+static void rk_measure_late(rk_plan *k)
+{
+    if (!k->reads)
+        return;
+    be_ctx *c = k->c;
+    cc_emit dry = {0};
+    cc_emit_fail(&dry);
+    cc_sfp_tally tally = {0};
+    dry.tally = &tally;
+    be_tile T = {.c = c, .e = &dry, .K = k->K, .R = 1, .rows_cap = 1, .G = k->G, .gs = c->t.stick, .cols = k->cols,
+                 .rsp = &k->rsp, .colvar = k->colvar, .acc_expr = -1, .end = INT64_MAX / 2, .reads = k->reads,
+                 .late_cond = 1};
+    char *err = c->err;
+    c->err = NULL;
+    for (int i = 0; i < k->nl; i++) {
+        be_val v = {k->loads[i].cls, 0, -1, k->loads[i].v.lane};
+        be_bind(&T, k->loads[i].e, &v);
+    }
+    be_val nv[IR_KERNEL_NODES];
+    if (!rk_eval_nodes(k, &T, nv))
+        k->ntemps = T.ncells;
+    c->err = err;
+    be_tile_memo_end(&T);
+    free(T.refs);
+}
+
 static void rk_eval_keep(rk_evalmemo *m, const int64_t *key, const isa_insn *in, size_t n, const be_val *nv, int nn)
 {
     rk_evalent *x = &m->e[m->next];
@@ -2665,7 +2829,8 @@ static void rk_chunk(rk_core *rc, int64_t r0, int64_t n)
 
     /* loads */
     cc_emit_wait(e, ISA_U_DMAI, rc->empty[s]);
-    int64_t at = base;
+    int64_t *first = ir_xalloc((size_t)(k->nl + 1) * sizeof *first);
+    int64_t at = base + rk_slot_place(k, first) * gs;
     int64_t lx_of[IR_KERNEL_LOADS], st_of[IR_KERNEL_LOADS];
     int64_t *st_lo[IR_KERNEL_LOADS], *st_go[IR_KERNEL_LOADS]; /* only the loads' entries are read: only theirs cleared */
     for (int i = 0; i < k->nl && i < IR_KERNEL_LOADS; i++) {
@@ -2679,16 +2844,17 @@ static void rk_chunk(rk_core *rc, int64_t r0, int64_t n)
             lx_of[i] = L->lx + (r0 - rc->part0) / rc->R * k->G * gs;
             continue;
         }
-        lx_of[i] = at;
-        int64_t ng = L->cls == BE_V_TILE ? k->G : 1;
+        lx_of[i] = base + first[i] * gs;
+        int64_t g0, ng;
+        rk_load_groups(k, L, &g0, &ng);
         if (L->gather)
-            rk_gather_rows(rc, L, at, r0, n);
+            rk_gather_rows(rc, L, lx_of[i], r0, n);
         else if (L->res)
-            be_res_copy(c, e, 0, c->p->A.e[L->e].buf, r0 - rc->part0, n, 0, ng, at, gs);
-        else if (!L->staged)
-            be_dma_rows(c, e, ISA_OP_DMA_LD, at, gs, &L->v, &k->rsp, r0, n, ng);
-        at += ng * gs;
+            be_res_copy(c, e, 0, c->p->A.e[L->e].buf, r0 - rc->part0, n, 0, ng, lx_of[i], gs);
+        else if (!L->staged && ng)
+            be_dma_rows(c, e, ISA_OP_DMA_LD, lx_of[i], gs, &L->v, &k->rsp, r0, n, ng);
     }
+    free(first);
     /* the sticks each restickified load reads in this chunk, in the slot */
     for (int i = 0; i < k->nl && i < IR_KERNEL_LOADS; i++) {
         rk_load *L = &k->loads[i];
@@ -2820,8 +2986,7 @@ static int rk_core_setup(rk_core *rc, rk_plan *k, cc_emit *e, int64_t r0, int64_
     rc->e = e;
     rc->part0 = r0;
     int64_t per_row, fixed, stage;
-    rk_lx(k, &per_row, &fixed);
-    const int64_t R = rk_chunk_rows(k, r0, rt, per_row, fixed, &stage);
+    const int64_t R = rk_fit(k, r0, rt, &per_row, &fixed, &stage);
     if (R < 1)
         return be_error(c, k->K, "no chunk of rows fits LX");
     rc->R = R;
@@ -3131,6 +3296,7 @@ static int rk_core_emit(rk_core *rc, int64_t r0, int64_t rt)
     rc->T.rsp = &k->rsp;
     rc->T.colvar = k->colvar;
     rc->T.reads = k->reads;
+    rc->T.late_cond = k->narrow;
     cc_kernel_begin(e, k->K->name);
     for (int s = 0; s < 2; s++)
         cc_emit_sig(e, ISA_U_DMAI, rc->empty[s]);

@@ -696,7 +696,8 @@ int be_eval(be_tile *T, int e, be_val *out)
         break;
     }
     case IR_E_WHERE: {
-        if (be_eval(T, x->a, &cnd) || be_eval(T, x->b, &a) || be_eval(T, x->c, &b))
+        if (T->late_cond ? be_eval(T, x->c, &b) || be_eval(T, x->b, &a) || be_eval(T, x->a, &cnd)
+                         : be_eval(T, x->a, &cnd) || be_eval(T, x->b, &a) || be_eval(T, x->c, &b))
             return -1;
         be_vclass cls = join(cnd.cls, join(a.cls, b.cls));
         if (cnd.cls == BE_V_CONST) {
