@@ -216,8 +216,8 @@ typedef struct {
     int ranged;       /* INPUT: declared with range=[lo, hi] (the runtime checks it before a run) */
     int64_t lo, hi;
     int nan_axis;     /* INPUT: ir_mask_axis's, IR_MASK_NONE: its -inf uploaded as the stand-in (ISA_TF_NANROW) */
-    int64_t wrap_rows; /* PARAM: the rows of the table gathers index by it, a negative position counted
-                          from the end (ISA_TF_WRAP); 0: none */
+    int64_t wrap_rows; /* PARAM only row gathers read (ir_only_row_gathers): their tables' rows, a
+                          negative position counted from the end (ISA_TF_WRAP); 0: none */
 } ir_buf;
 
 int64_t ir_dtype_size(gr_dtype dt);
