@@ -629,12 +629,13 @@ typedef struct {
  * the row's softmax is NaN, as PyTorch's, with no guard on the device
  * (docs/runtime.md, "Masks"). */
 #define ISA_TF_NANROW 4u
-/* A weight that is only the row numbers of gathers from a table of
+/* A weight that is only the row numbers of gathers from tables of
  * wrap_rows rows, by a PyTorch index that counts a negative one from the
  * end: the host writes each value x as x mod wrap_rows (in [0, wrap_rows)),
- * so dma.gather, which takes row numbers as they are, reads PyTorch's row
- * (one outside [-rows, rows), which PyTorch refuses, reads some row).  Its
- * rows share record bits with nan_axis (never both). */
+ * so dma.gather, which takes row numbers as they are, reads PyTorch's row.
+ * No other op reads the device copy (the compiler sets it only then), and
+ * the launch refuses an x outside [-rows, rows), as PyTorch.  Its rows
+ * share record bits with nan_axis (never both). */
 #define ISA_TF_WRAP 8u
 #define ISA_WRAP_ROWS_MAX 65535
 /* A host op's result that host ops read (the host fallback, docs/runtime.md):

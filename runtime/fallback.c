@@ -268,8 +268,9 @@ int rt_fallback_host(void *ctx, sim *s, const isa_program *p, int64_t node, doub
     }
     for (int i = 0; i < n->nargs && !rc; i++)
         rc = fetch_args(fb, &n->args[i], &in, msg, sizeof msg);
+    int located = 0; /* the reference's messages name the graph line and op themselves */
     if (!rc && fb->values)
-        rc = rt_ref_run_node(fb->ref, (int)node, msg, sizeof msg);
+        located = rc = rt_ref_run_node(fb->ref, (int)node, msg, sizeof msg);
     if (!rc)
         rc = store_results(fb, (int)node, &out, msg, sizeof msg);
     /* an argument the op also writes (rrelu_with_noise's noise) goes back too, where the device holds it */
@@ -278,6 +279,8 @@ int rt_fallback_host(void *ctx, sim *s, const isa_program *p, int64_t node, doub
         rc = store(fb, wrote, &out, msg, sizeof msg);
     if (rc) {
         fb->failed = 1;
+        if (located)
+            return isa_errf(err, errlen, "%s", msg);
         return isa_errf(err, errlen, "graph line %d: %s: %s", n->line, n->op, msg);
     }
     *cycles = host_cycles(&fb->prog->dev->cfg, in, out);

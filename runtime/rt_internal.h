@@ -100,8 +100,9 @@ int rt_keep_host(rt_program *prog, int i, const float *values, char *err, size_t
 /* The ranges of the program graph's integer inputs into prog->range. */
 int rt_ranges_init(rt_program *prog, char *err, size_t errlen);
 /* Each checked input's host copy within its range and, for an index, its
- * dim: 0, or -1 with a message naming the input and the value outside, its
- * tensor index in *bad. */
+ * dim, and each wrapped parameter's (ISA_TF_WRAP) within [-rows, rows): 0,
+ * or -1 with a message naming the tensor and the value outside, its tensor
+ * index in *bad. */
 int rt_ranges_check(const rt_program *prog, int *bad, char *err, size_t errlen);
 /* Tensor i's host copy changed (or went): its packed bytes are stale. */
 void rt_host_changed(rt_program *prog, int i);

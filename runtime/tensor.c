@@ -187,8 +187,28 @@ int rt_ranges_init(rt_program *prog, char *err, size_t errlen)
     return prog->range ? 0 : isa_errf(err, errlen, "out of host memory");
 }
 
+/* A wrapped parameter's row numbers within [-rows, rows), as PyTorch
+ * requires: the device would read x mod rows (transfer.c, pack_wrapped). */
+static int wrap_check(const rt_program *prog, int *bad, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < prog->p->ntensors; i++) {
+        const isa_tensor *t = &prog->p->tensors[i];
+        const float *h = prog->host[i];
+        const double rows = (double)t->wrap_rows;
+        for (int64_t k = 0; (t->flags & ISA_TF_WRAP) && h && k < rt_tensor_elems(t); k++)
+            if (!(h[k] >= -rows && h[k] < rows)) {
+                *bad = (int)i;
+                return isa_errf(err, errlen, "parameter %%%s: the value %.0f at element %lld is out of bounds for "
+                                "a table of %lld rows", t->name, h[k], (long long)k, (long long)t->wrap_rows);
+            }
+    }
+    return 0;
+}
+
 int rt_ranges_check(const rt_program *prog, int *bad, char *err, size_t errlen)
 {
+    if (wrap_check(prog, bad, err, errlen))
+        return -1;
     for (size_t i = 0; prog->range && i < prog->p->ntensors; i++) {
         const rt_range *r = &prog->range[i];
         const float *h = prog->host[i];

@@ -17,8 +17,10 @@ void rt_count_upload(rt_program *prog, const isa_tensor *t, uint64_t bytes)
 }
 
 /* A gather's row numbers (ISA_TF_WRAP) as the device takes them: each x
- * as x mod rows, PyTorch's row for a negative x.  The host copy keeps x:
- * the reference and host ops see the model's values. */
+ * as x mod rows, PyTorch's row for a negative x.  The host copy keeps x
+ * for the reference; the compiler wraps only a parameter no other op reads
+ * (host ops read the device copy), and the launch refuses an x outside
+ * [-rows, rows) (rt_ranges_check). */
 static void pack_wrapped(const isa_tensor *t, uint32_t stick_bytes, const float *values, uint8_t *buf)
 {
     const int64_t n = rt_tensor_elems(t);

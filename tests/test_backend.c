@@ -681,6 +681,70 @@ static void test_a_clamped_relative_position_index_stays_one_hot_and_validates_o
     expect_text_validates_on_both_chips(g);
 }
 
+/* The affine evaluator takes PyTorch's values or none: a slice from
+ * before the start begins at 0 (a view), an i32 cast that would wrap and
+ * an int64 floor_divide that overflows are not evaluated (the general
+ * path), and an operand whose shape does not broadcast to its result's
+ * declared one is not read (the shape check refuses the graph). */
+static void test_the_affine_index_evaluator_keeps_to_pytorchs_values(void)
+{
+    const char *slice = "graph negslice\n"
+                        "input %x: f32[10, 3]\n"
+                        "%a: i64[10] = aten.arange.default(10)\n"
+                        "%s: i64[10] = aten.slice.Tensor(%a, 0, -20, 9223372036854775807)\n"
+                        "%y: f32[10, 3] = aten.index.Tensor(%x, [%s])\n"
+                        "output %y\n";
+    const char *narrow = "graph narrow\n"
+                         "input %x: f32[8, 3]\n"
+                         "%a: i64[4] = aten.arange.default(4)\n"
+                         "%m: i64[4] = aten.mul.Tensor(%a, 4294967297)\n"
+                         "%c: i32[4] = aten._to_copy.default(%m, dtype=i32)\n"
+                         "%c1: i64[4] = aten._to_copy.default(%c, dtype=i64)\n"
+                         "%f: i64[4] = aten.floor_divide.default(%c1, 4294967296)\n"
+                         "%y: f32[4, 3] = aten.index.Tensor(%x, [%f])\n"
+                         "output %y\n";
+    const char *fpe = "graph fpe\n"
+                      "input %x: f32[4, 3]\n"
+                      "%a: i64[2] = aten.arange.default(2)\n"
+                      "%m: i64[2] = aten.mul.Tensor(%a, -9223372036854775808)\n"
+                      "%f: i64[2] = aten.floor_divide.default(%m, -1)\n"
+                      "%y: f32[2, 3] = aten.index.Tensor(%x, [%f])\n"
+                      "output %y\n";
+    const char *bshape = "graph bshape\n"
+                         "input %x: f32[64, 3]\n"
+                         "%a: i64[8] = aten.arange.default(8, dtype=i64)\n"
+                         "%u: i64[8, 1] = aten.unsqueeze.default(%a, -1)\n"
+                         "%b: i64[4] = aten.arange.default(4, dtype=i64)\n"
+                         "%r: i64[16, 4] = aten.add.Tensor(%u, %b)\n"
+                         "%y: f32[16, 4, 3] = aten.index.Tensor(%x, [%r])\n"
+                         "output %y\n";
+    char *report = NULL;
+    isa_program_free(compile_reroll(slice, "spyre", 0, &report));
+    TU_ASSERT_CONTAINS(report, "k0_index: pointwise [30]");
+    free(report);
+    expect_text_validates_on_both_chips(slice);
+    const char *general[] = {narrow, fpe};
+    for (int i = 0; i < 2; i++) {
+        report = NULL;
+        isa_program_free(compile_reroll(general[i], "spyre", 0, &report));
+        CU_ASSERT_PTR_NULL(strstr(report ? report : "", "k0_index: pointwise ["));
+        free(report);
+    }
+    char err[1024];
+    gr_graph *g = gr_graph_parse(bshape, "test.txt", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    chip_config cfg;
+    tu_config("spyre", &cfg);
+    cc_compile_opts o = {0};
+    o.target = &cfg;
+    cc_result *r = cc_compile(g, &o, err, sizeof err);
+    CU_ASSERT_PTR_NULL(r);
+    if (!r)
+        TU_ASSERT_CONTAINS(err, "%r is declared i64[16, 4] but the op produces i64[8, 4]");
+    cc_result_free(r);
+    gr_graph_free(g);
+}
+
 /* Run p on cfgname with seeded inputs: output `out` into vals, the
  * statistics; the outputs not ok against the reference executor. */
 static int run_reroll(isa_program *p, const char *text, const char *cfgname, const char *out, float *vals,
@@ -4806,6 +4870,48 @@ static void test_a_table_indexed_by_a_parameter_is_a_row_gather_and_validates_wi
     remove(path);
 }
 
+/* The device copy of a parameter holds wrapped positions only when row
+ * gathers from tables of one size are its only readers: read also as
+ * values, or indexing two tables of different rows, it stays one-hot and
+ * every reader sees the model's (negative) positions. */
+static void test_a_parameter_read_beside_its_row_gather_keeps_its_values_on_both_chips(void)
+{
+    float t1[50], t2[20];
+    int64_t idx[8] = {-3, 0, 4, -1, 7, -8, 2, 9};
+    for (int k = 0; k < 50; k++)
+        t1[k] = (float)((k * 37) % 50) / 25.0f - 1.0f;
+    for (int k = 0; k < 20; k++)
+        t2[k] = (float)((k * 7) % 20) / 10.0f - 1.0f;
+    rt_st_entry e[3] = {{.name = "t1", .dtype = RT_ST_F32, .rank = 2, .shape = {25, 2}, .data = t1},
+                        {.name = "t2", .dtype = RT_ST_F32, .rank = 2, .shape = {10, 2}, .data = t2},
+                        {.name = "idx", .dtype = RT_ST_I64, .rank = 1, .shape = {8}, .data = idx}};
+    char path[1024], err[256], text[2048];
+    tu_tmpfile(".safetensors", path, sizeof path);
+    CU_ASSERT_EQUAL_FATAL(rt_st_write(path, e, 3, err, sizeof err), 0);
+    const char *readers[] = {
+        "%f: f32[8] = aten._to_copy.default(%idx, dtype=f32)\n"
+        "%u: f32[8, 1] = aten.unsqueeze.default(%f, 1)\n"
+        "%b: f32[8, 2] = aten.add.Tensor(%g1, %u)\n",
+        "%g2: f32[8, 2] = aten.index.Tensor(%t2, [%idx])\n"
+        "%b: f32[8, 2] = aten.add.Tensor(%g1, %g2)\n"};
+    for (int r = 0; r < 2; r++) {
+        snprintf(text, sizeof text,
+                 "graph wrap_readers\n"
+                 "weights \"%s\"\n"
+                 "input %%x: f32[8, 2]\n"
+                 "param %%t1: f32[25, 2] = \"t1\"\n"
+                 "param %%t2: f32[10, 2] = \"t2\"\n"
+                 "param %%idx: i64[8] = \"idx\"\n"
+                 "%%g1: f32[8, 2] = aten.index.Tensor(%%t1, [%%idx])\n"
+                 "%s"
+                 "%%y: f32[8, 2] = aten.add.Tensor(%%b, %%x)\n"
+                 "output %%y\n",
+                 path, readers[r]);
+        expect_text_runs_natively_and_validates_on_both_chips(text);
+    }
+    remove(path);
+}
+
 /* Issue 14: an uneven adaptive max pool refused its indices.  Each is the
  * first maximum of its window in row-major order (window i of an axis:
  * [floor(i in / out), ceil((i + 1) in / out))), which the test finds
@@ -7128,6 +7234,8 @@ int main(void)
          test_a_staged_copy_takes_the_largest_chunk_that_fits_and_validates},
         {"a table indexed by a parameter is a row gather and validates with negative positions",
          test_a_table_indexed_by_a_parameter_is_a_row_gather_and_validates_with_negative_positions},
+        {"a parameter read beside its row gather keeps its values on both chips",
+         test_a_parameter_read_beside_its_row_gather_keeps_its_values_on_both_chips},
         {"a dense layer at one pixel runs in K blocks", test_a_dense_layer_at_one_pixel_runs_in_k_blocks},
         {"a cat of many pieces narrows its tiles and validates", test_a_cat_of_many_pieces_narrows_its_tiles_and_validates},
         {"a gather the back half cannot emit is a clear error", test_a_gather_the_back_half_cannot_emit_is_a_clear_error},
@@ -7137,6 +7245,7 @@ int main(void)
          test_an_affine_arange_index_reads_the_table_as_a_view_and_validates_on_both_chips},
         {"a clamped relative position index stays one-hot and validates on both chips",
          test_a_clamped_relative_position_index_stays_one_hot_and_validates_on_both_chips},
+        {"the affine index evaluator keeps to PyTorch's values", test_the_affine_index_evaluator_keeps_to_pytorchs_values},
         {"the back half's passes dump layout, workdiv, lxplan, codegen and reroll",
          test_back_half_passes_dump_layout_workdiv_lxplan_codegen_and_reroll},
         {"the lxplan dump shows the tensors kept in LX", test_the_lxplan_dump_shows_the_tensors_kept_in_lx},

@@ -767,6 +767,33 @@ static void test_an_index_input_past_its_dim_exits_2_naming_it(void)
     remove(bin);
 }
 
+/* A parameter only gathers read is uploaded as x mod rows (ISA_TF_WRAP):
+ * PyTorch refuses a position outside [-rows, rows), so does the launch,
+ * naming the parameter; a negative one within checks ok. */
+static void test_a_wrapped_row_position_out_of_bounds_exits_2_naming_it(void)
+{
+    char dir[512], path[600], err[512];
+    tu_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/graph.txt", dir);
+    const char *graph = "graph wr\nweights \"w.safetensors\"\ninput %x: f32[4, 2]\n"
+                        "param %tab: f32[5, 2] = \"tab\"\nparam %idx: i64[4] = \"idx\"\n"
+                        "%g: f32[4, 2] = aten.index.Tensor(%tab, [%idx])\n"
+                        "%y: f32[4, 2] = aten.add.Tensor(%g, %x)\noutput %y\n";
+    tu_write_file(path, graph, strlen(graph));
+    float tab[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+    int64_t idx[4] = {0, -5, 4, 7};
+    rt_st_entry e[2] = {{.name = "tab", .dtype = RT_ST_F32, .rank = 2, .shape = {5, 2}, .data = tab},
+                        {.name = "idx", .dtype = RT_ST_I64, .rank = 1, .shape = {4}, .data = idx}};
+    snprintf(path, sizeof path, "%s/w.safetensors", dir);
+    CU_ASSERT_EQUAL_FATAL(rt_st_write(path, e, 2, err, sizeof err), 0);
+    expect_spyref("run %s/graph.txt%s", dir, "", 2,
+                  ":5: parameter %idx: the value 7 at element 3 is out of bounds for a table of 5 rows");
+    idx[3] = -1;
+    CU_ASSERT_EQUAL_FATAL(rt_st_write(path, e, 2, err, sizeof err), 0);
+    expect_spyref("run %s/graph.txt --check%s", dir, "", 0, " ok\n");
+    tu_rmtree(dir);
+}
+
 /* An input outside the range its line declares: exit 2 with one line
  * naming the input, its graph line and the value; inside it, the run's
  * count of the mask checks ok against the reference. */
@@ -1387,6 +1414,8 @@ int main(void)
         {"an input outside its declared range exits 2 naming it",
          test_an_input_outside_its_declared_range_exits_2_naming_it},
         {"an index input past its dim exits 2 naming it", test_an_index_input_past_its_dim_exits_2_naming_it},
+        {"a wrapped row position out of bounds exits 2 naming it",
+         test_a_wrapped_row_position_out_of_bounds_exits_2_naming_it},
         {"corrupt_expected_outputs_exit_2_in_run_and_ref", test_corrupt_expected_outputs_exit_2_in_run_and_ref},
         {"replaced_inputs_skip_the_comparison_with_pytorch", test_replaced_inputs_skip_the_comparison_with_pytorch},
         {"check_refuses_an_output_held_as_a_weight", test_check_refuses_an_output_held_as_a_weight},

@@ -1995,6 +1995,13 @@ static int64_t rk_stage_need(const rk_plan *k, int64_t r0, int64_t rt, int64_t R
     return q.need;
 }
 
+/* Whether chunks of R rows fit LX: fixed, the shared bytes and two slots
+ * (each per_row bytes a row plus s staged bytes). */
+static int rk_fits(const rk_plan *k, int64_t rt, int64_t per_row, int64_t fixed, int64_t R, int64_t s)
+{
+    return fixed + rk_shared_bytes(k, rt, R) + 2 * (per_row * R + s) <= be_lx_budget(k->c, k->pos);
+}
+
 /* A staged load's sticks per chunk need not grow with its rows: chunks
  * that straddle a row variable's wrap span more sticks, so a larger power
  * of two below `top` may fit where the bisection's rows did not
@@ -2002,15 +2009,14 @@ static int64_t rk_stage_need(const rk_plan *k, int64_t r0, int64_t rt, int64_t R
  * bisection took 4, 46,825 cycles on one core, 16 rows 15,716).  The
  * largest that fits, else R. */
 static int64_t rk_chunk_pow2(const rk_plan *k, int64_t r0, int64_t rt, int64_t per_row, int64_t fixed, int64_t R,
-                             int64_t bad, int64_t *stage)
+                             int64_t top, int64_t *stage)
 {
-    const int64_t lx = be_lx_budget(k->c, k->pos);
     int64_t p = 1;
-    while (p * 2 < bad)
+    while (p * 2 < top)
         p *= 2;
     for (; p > R; p /= 2) {
         const int64_t s = rk_stage_need(k, r0, rt, p);
-        if (fixed + rk_shared_bytes(k, rt, p) + 2 * (per_row * p + s) <= lx) {
+        if (rk_fits(k, rt, per_row, fixed, p, s)) {
             *stage = s;
             return p;
         }
@@ -2038,19 +2044,19 @@ static int64_t rk_chunk_rows(const rk_plan *k, int64_t r0, int64_t rt, int64_t p
     if (forced) { /* by work_div: that many rows, if they fit */
         R = cc_min(forced, rt);
         *stage = staged ? rk_stage_need(k, r0, rt, R) : 0;
-        return fixed + rk_shared_bytes(k, rt, R) + 2 * (per_row * R + *stage) <= lx ? R : 0;
+        return rk_fits(k, rt, per_row, fixed, R, *stage) ? R : 0;
     }
     R = cc_min(R, (lx - fixed - rk_shared_bytes(k, rt, 1)) / (2 * per_row));
     const int64_t top = R + 1;
     int64_t bad = 0; /* the last row count that did not fit */
     while (R >= 1) {
         int64_t s = staged ? rk_stage_need(k, r0, rt, R) : 0;
-        if (fixed + rk_shared_bytes(k, rt, R) + 2 * (per_row * R + s) <= lx) {
+        if (rk_fits(k, rt, per_row, fixed, R, s)) {
             *stage = s;
             /* the shrink below can overshoot: bisect up to `bad` a few times */
             for (int step = 0; step < 6 && bad > R + 1; step++) {
                 int64_t mid = R + (bad - R) / 2, ms = rk_stage_need(k, r0, rt, mid);
-                if (fixed + rk_shared_bytes(k, rt, mid) + 2 * (per_row * mid + ms) <= lx) {
+                if (rk_fits(k, rt, per_row, fixed, mid, ms)) {
                     R = mid;
                     *stage = ms;
                 } else {

@@ -45,6 +45,16 @@ static int64_t bcast_at(const ktensor *a, int r, const int64_t *co)
     return f;
 }
 
+/* Whether a broadcasts to t (else reading it at t's coordinates would
+ * pass its end: a declared shape is not trusted). */
+static int bcasts_to(const ktensor *a, const gr_ttype *t)
+{
+    int ok = a->rank <= t->rank;
+    for (int d = 0; ok && d < a->rank; d++)
+        ok = a->shape[d] == 1 || a->shape[d] == t->shape[t->rank - a->rank + d];
+    return ok;
+}
+
 static int kalloc(ktensor *k, const gr_ttype *t)
 {
     int64_t m = knumel(t->rank, t->shape);
@@ -87,19 +97,24 @@ static int operand(dctx *c, const gr_node *n, int pos, const char *key, ktensor 
     return 1;
 }
 
+/* b nonzero, and not INT64_MIN / -1 (which overflows: arith). */
 static int64_t floordiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
 
-/* Elementwise integer ops, by the source op's base name. */
+/* Elementwise integer ops, by the source op's base name; 0 (not
+ * evaluated) where int64 overflows, as PyTorch's result would wrap. */
 static int arith(const char *op, int64_t a, int64_t b, int64_t alpha, int64_t *r)
 {
+    int64_t p;
+    if ((b == -1 && a == INT64_MIN) || (a == -1 && b == INT64_MIN))
+        return 0;
     if (!strcmp(op, "add"))
-        *r = a + alpha * b;
+        return !__builtin_mul_overflow(alpha, b, &p) && !__builtin_add_overflow(a, p, r);
     else if (!strcmp(op, "sub"))
-        *r = a - alpha * b;
+        return !__builtin_mul_overflow(alpha, b, &p) && !__builtin_sub_overflow(a, p, r);
     else if (!strcmp(op, "rsub"))
-        *r = b - alpha * a;
+        return !__builtin_mul_overflow(alpha, a, &p) && !__builtin_sub_overflow(b, p, r);
     else if (!strcmp(op, "mul"))
-        *r = a * b;
+        return !__builtin_mul_overflow(a, b, r);
     else if (!strcmp(op, "minimum") || !strcmp(op, "clamp_max"))
         *r = a < b ? a : b;
     else if (!strcmp(op, "maximum") || !strcmp(op, "clamp_min"))
@@ -119,6 +134,7 @@ static int eval_binary(dctx *c, const gr_node *n, const gr_ttype *t, ktensor *ou
     int64_t alpha, co[GR_MAX_RANK];
     int ok = int_arg(n, 2, "alpha", 1, &alpha) && operand(c, n, 0, "self", &a, depth) &&
              operand(c, n, 1, "other", &b, depth) && kalloc(out, t);
+    ok = ok && bcasts_to(&a, t) && bcasts_to(&b, t);
     for (int64_t i = 0; ok && i < knumel(t->rank, t->shape); i++) {
         unravel(i, t->rank, t->shape, co);
         ok = arith(n->base, a.v[bcast_at(&a, t->rank, co)], b.v[bcast_at(&b, t->rank, co)], alpha, &out->v[i]);
@@ -129,14 +145,14 @@ static int eval_binary(dctx *c, const gr_node *n, const gr_ttype *t, ktensor *ou
 }
 
 /* clamp(self, min, max) with integer bounds. */
-static int eval_clamp(dctx *c, const gr_node *n, const gr_ttype *t, ktensor *out, int depth)
+static int eval_clamp(dctx *c, const gr_node *n, ktensor *out, int depth)
 {
     int64_t lo, hi;
     const gr_arg *l = gr_node_arg(n, 1, "min"), *h = gr_node_arg(n, 2, "max");
     if (!int_arg(n, 1, "min", INT64_MIN, &lo) || !int_arg(n, 2, "max", INT64_MAX, &hi) || (!l && !h) ||
         !keval(c, n->args[0].value, out, depth))
         return 0;
-    for (int64_t i = 0; i < knumel(t->rank, t->shape); i++)
+    for (int64_t i = 0; i < knumel(out->rank, out->shape); i++)
         out->v[i] = out->v[i] < lo ? lo : out->v[i] > hi ? hi : out->v[i];
     return 1;
 }
@@ -153,9 +169,10 @@ static int eval_arange(const gr_node *n, const gr_ttype *t, ktensor *out)
     int64_t start = nums >= 2 ? x[0] : 0, step = nums == 3 ? x[2] : 1;
     if (!nums || t->rank != 1 || !kalloc(out, t))
         return 0;
-    for (int64_t i = 0; i < t->shape[0]; i++)
-        out->v[i] = start + i * step;
-    return 1;
+    int ok = 1;
+    for (int64_t i = 0; ok && i < t->shape[0]; i++)
+        ok = !__builtin_mul_overflow(i, step, &out->v[i]) && !__builtin_add_overflow(start, out->v[i], &out->v[i]);
+    return ok;
 }
 
 /* Ops that move elements: out coordinate co reads self's coordinate sc. */
@@ -175,11 +192,14 @@ static int eval_moved(dctx *c, const gr_node *n, const gr_ttype *t, ktensor *out
     else if (ok && !strcmp(op, "t"))
         d1 = t->rank > 1;
     else if (ok && !strcmp(op, "slice"))
-        ok = int_arg(n, 1, "dim", 0, &d0) && int_arg(n, 2, "start", 0, &start) && int_arg(n, 4, "step", 1, &step);
+        ok = int_arg(n, 1, "dim", 0, &d0) && int_arg(n, 2, "start", 0, &start) && int_arg(n, 4, "step", 1, &step) &&
+             step > 0;
     int r = t->rank ? t->rank : 1;
     d0 = (d0 % r + r) % r, d1 = (d1 % r + r) % r;
-    if (ok && !strcmp(op, "slice"))
-        start = start < 0 ? start + a.shape[d0] : start > a.shape[d0] ? a.shape[d0] : start;
+    if (ok && !strcmp(op, "slice")) { /* as PyTorch: from the end, then clamped to [0, size] */
+        const int64_t size = a.shape[d0];
+        start = start < 0 ? (start < -size ? 0 : start + size) : start > size ? size : start;
+    }
     for (int64_t i = 0; ok && i < knumel(t->rank, t->shape); i++) {
         unravel(i, t->rank, t->shape, co);
         for (int d = 0; d < t->rank; d++)
@@ -194,12 +214,24 @@ static int eval_moved(dctx *c, const gr_node *n, const gr_ttype *t, ktensor *out
         if (!strcmp(op, "slice"))
             sc[d0] = start + co[d0] * step;
         int64_t f = 0;
-        for (int d = 0; d < a.rank; d++)
+        for (int d = 0; d < a.rank; d++) {
+            ok &= sc[d] >= 0 && sc[d] < a.shape[d]; /* a declared shape the operand does not have */
             f = f * a.shape[d] + sc[d];
-        out->v[i] = a.v[f];
+        }
+        out->v[i] = ok ? a.v[f] : 0;
     }
     free(a.v);
     return ok;
+}
+
+/* Whether k's values are those of dtype dt (a cast to i32, or i32
+ * arithmetic, past its range would wrap). */
+static int fits(gr_dtype dt, const ktensor *k)
+{
+    for (int64_t i = 0; dt == GR_I32 && i < knumel(k->rank, k->shape); i++)
+        if (k->v[i] < INT32_MIN || k->v[i] > INT32_MAX)
+            return 0;
+    return 1;
 }
 
 /* The integer values of source value v, if it is made from positions and
@@ -236,20 +268,22 @@ static int keval(dctx *c, int v, ktensor *out, int depth)
         if (!strcmp(n->base, binary[i]))
             ok = eval_binary(c, n, t, out, depth + 1);
     if (!strcmp(n->base, "neg") && first_val && (ok = keval(c, n->args[0].value, out, depth + 1)))
-        for (int64_t i = 0; i < knumel(t->rank, t->shape); i++)
-            out->v[i] = -out->v[i];
+        for (int64_t i = 0; ok && i < knumel(out->rank, out->shape); i++)
+            ok = !__builtin_sub_overflow(0, out->v[i], &out->v[i]);
     if (!strcmp(n->base, "clamp") && first_val)
-        ok = eval_clamp(c, n, t, out, depth + 1);
+        ok = eval_clamp(c, n, out, depth + 1);
     if (!strcmp(n->base, "expand") && first_val) {
         ktensor a;
         int64_t co[GR_MAX_RANK];
-        if ((ok = keval(c, n->args[0].value, &a, depth + 1) && kalloc(out, t)))
+        if ((ok = keval(c, n->args[0].value, &a, depth + 1) && bcasts_to(&a, t) && kalloc(out, t)))
             for (int64_t i = 0; i < knumel(t->rank, t->shape); i++) {
                 unravel(i, t->rank, t->shape, co);
                 out->v[i] = a.v[bcast_at(&a, t->rank, co)];
             }
         free(a.v);
     }
+    ok = ok && out->rank == t->rank && !memcmp(out->shape, t->shape, (size_t)t->rank * sizeof *t->shape) &&
+         fits(t->dtype, out);
     if (!ok) {
         free(out->v);
         out->v = NULL;
@@ -355,7 +389,7 @@ int dc_affine_index(dctx *c, const gr_node *n, int x, int *out)
             int64_t v = k[q].v[bcast_at(&k[q], tb.rank, co)], e = t.shape[dims[q]];
             v += v < 0 ? e : 0;
             ok &= v >= 0 && v < e;
-            off[j] += st[dims[q]] * v;
+            off[j] += ok ? st[dims[q]] * v : 0;
         }
     }
     ok = ok && off && affine_of(off, tb.rank, tb.shape, &base, bst) && t.rank - nk + tb.rank <= GR_MAX_RANK;

@@ -732,12 +732,15 @@ static int several_indices(dctx *c, const gr_node *n, int x)
  * through views: Swin's relative-position index) are the back half's row
  * gather, one DMA per row where one-hot costs the table's rows per
  * element; the host uploads the positions wrapped (a negative one counts
- * from the end: lower.c, wrap_param_rows).  An input's stay one-hot: the
- * gather takes row numbers as they are. */
-static int param_rows(dctx *c, int x, int d, int idx)
+ * from the end: lower.c, wrap_param_rows), so only when every reader of
+ * the parameter is such a gather (ir_only_row_gathers).  An input's stay
+ * one-hot: the gather takes row numbers as they are. */
+static int param_rows(dctx *c, const gr_node *n, int x, int d)
 {
-    return dc_T(c, x).rank == 2 && d == 0 && dc_T(c, x).shape[0] <= IR_WRAP_ROWS_MAX &&
-           c->d->values[viewed_value(c, idx)].kind == GR_VAL_PARAM;
+    if (dc_T(c, x).rank != 2 || d != 0 || dc_T(c, x).shape[0] > IR_WRAP_ROWS_MAX)
+        return 0;
+    const int p = ir_view_root(c->g, gr_node_arg(n, 1, "indices")->items[0].value);
+    return c->g->values[p].kind == GR_VAL_PARAM && ir_only_row_gathers(c->g, p, dc_T(c, x).shape[0]);
 }
 
 /* index.Tensor(self, indices) with one integer index tensor (the others
@@ -765,7 +768,7 @@ int dc_r_index(dctx *c, const gr_node *n, int *out)
                 to.shape[to.rank++] = ti.shape[j];
     if (to.rank > GR_MAX_RANK)
         return 0;
-    if (param_rows(c, x, d, ix)) {
+    if (param_rows(c, n, x, d)) {
         out[0] = DC_EMIT(c, "aten.embedding.default", to, da_val(x), da_val(ix));
         return 1;
     }

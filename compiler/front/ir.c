@@ -147,6 +147,59 @@ ir_index ir_idx_compose(const ir_index *row, int nvars, const ir_index *coords)
     return r;
 }
 
+static int is_view(const gr_node *n)
+{
+    static const char *const views[] = {"unsqueeze", "slice", "expand", "view", "_reshape_alias", "reshape", "squeeze"};
+    for (size_t i = 0; i < sizeof views / sizeof *views; i++)
+        if (!strcmp(n->base, views[i]))
+            return n->nargs && n->args[0].kind == GR_ARG_VALUE;
+    return 0;
+}
+
+int ir_view_root(const gr_graph *g, int v)
+{
+    while (g->values[v].kind == GR_VAL_NODE && is_view(&g->nodes[g->values[v].node]))
+        v = g->nodes[g->values[v].node].args[0].value;
+    return v;
+}
+
+/* Whether node n reads value v only as the row numbers of a gather from
+ * a 2-D table of rows rows. */
+static int row_gather_of(const gr_graph *g, const gr_node *n, int v, int64_t rows)
+{
+    const gr_arg *t = gr_node_arg(n, 0, NULL), *ix = gr_node_arg(n, 1, "indices");
+    if (!t || t->kind != GR_ARG_VALUE || t->value == v || !ix)
+        return 0;
+    const gr_ttype *tt = &g->values[t->value].type;
+    if (tt->rank != 2 || tt->shape[0] != rows)
+        return 0;
+    if (!strcmp(n->base, "embedding"))
+        return ix->kind == GR_ARG_VALUE && ix->value == v;
+    return !strcmp(n->base, "index") && ix->kind == GR_ARG_LIST && ix->nitems == 1 &&
+           ix->items[0].kind == GR_ARG_VALUE && ix->items[0].value == v;
+}
+
+int ir_only_row_gathers(const gr_graph *g, int param, int64_t rows)
+{
+    for (int i = 0; i < g->noutputs; i++)
+        if (ir_view_root(g, g->outputs[i]) == param)
+            return 0;
+    for (int k = 0; k < g->nnodes; k++) {
+        const gr_node *n = &g->nodes[k];
+        for (int a = 0; a < n->nargs; a++) {
+            const gr_arg *x = &n->args[a];
+            int one = x->kind != GR_ARG_LIST, m = one ? 1 : x->nitems;
+            for (int i = 0; i < m; i++) {
+                const gr_arg *y = one ? x : &x->items[i];
+                if (y->kind == GR_ARG_VALUE && ir_view_root(g, y->value) == param &&
+                    !(a == 0 && is_view(n)) && !row_gather_of(g, n, y->value, rows))
+                    return 0;
+            }
+        }
+    }
+    return 1;
+}
+
 int ir_idx_equal(const ir_index *a, const ir_index *b)
 {
     return memcmp(a, b, sizeof *a) == 0;

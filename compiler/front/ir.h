@@ -188,6 +188,15 @@ typedef enum { IR_BUF_INPUT, IR_BUF_PARAM, IR_BUF_COMPUTED } ir_buf_kind;
  * (ir_buf.wrap_rows; ISA_WRAP_ROWS_MAX). */
 #define IR_WRAP_ROWS_MAX 65535
 
+/* Value v of graph g seen through views (unsqueeze, slice, expand, view,
+ * reshape, squeeze): the value they view. */
+int ir_view_root(const gr_graph *g, int v);
+/* Whether every reader of param (through views) in g is a row gather from
+ * a table of rows rows (index.Tensor with it the one index of a 2-D
+ * table's dim 0, or embedding's indices): only then may the device copy
+ * hold its positions wrapped, no other reader seeing x mod rows. */
+int ir_only_row_gathers(const gr_graph *g, int param, int64_t rows);
+
 typedef struct {
     char *name;       /* unique in the program */
     gr_ttype type;    /* contiguous row-major */
@@ -207,8 +216,8 @@ typedef struct {
     int ranged;       /* INPUT: declared with range=[lo, hi] (the runtime checks it before a run) */
     int64_t lo, hi;
     int nan_axis;     /* INPUT: ir_mask_axis's, IR_MASK_NONE: its -inf uploaded as the stand-in (ISA_TF_NANROW) */
-    int64_t wrap_rows; /* PARAM: the rows of the table gathers index by it, a negative position counted
-                          from the end (ISA_TF_WRAP); 0: none */
+    int64_t wrap_rows; /* PARAM only row gathers read (ir_only_row_gathers): their tables' rows, a
+                          negative position counted from the end (ISA_TF_WRAP); 0: none */
 } ir_buf;
 
 int64_t ir_dtype_size(gr_dtype dt);

@@ -944,17 +944,16 @@ static int positions_load(lctx *c, const lval *W, const ir_index *idx, int sub, 
 /* A parameter's positions gathered from a table of rows rows are uploaded
  * wrapped (ir_buf.wrap_rows): a negative one counts from the end, as
  * index.Tensor's (embedding refuses one, so wrapping changes no result;
- * index.Tensor's tables fit IR_WRAP_ROWS_MAX: dec_index.c). */
+ * index.Tensor's tables fit IR_WRAP_ROWS_MAX: dec_index.c), when nothing
+ * else reads them (ir_only_row_gathers, the rule dec_index.c's param_rows
+ * decides by). */
 static void wrap_param_rows(lctx *c, int ix, int64_t rows)
 {
-    const int b = c->bases[val(c, ix)->base].buf;
-    if (b < 0 || c->p->bufs[b].kind != IR_BUF_PARAM || rows > IR_WRAP_ROWS_MAX)
+    const int b = c->bases[val(c, ix)->base].buf, root = ir_view_root(c->d, ix);
+    if (b < 0 || c->p->bufs[b].kind != IR_BUF_PARAM || rows > IR_WRAP_ROWS_MAX ||
+        c->d->values[root].kind != GR_VAL_PARAM || !ir_only_row_gathers(c->d, root, rows))
         return;
-    ir_buf *B = &c->p->bufs[b];
-    if (B->wrap_rows && B->wrap_rows != rows)
-        fail(c, "row numbers %s index tables of %lld and %lld rows (not supported yet)", B->name,
-             (long long)B->wrap_rows, (long long)rows);
-    B->wrap_rows = rows;
+    c->p->bufs[b].wrap_rows = rows;
 }
 
 /* embedding(weight, indices): out[.., d] = weight[indices[..], d], a gather. */
