@@ -218,12 +218,12 @@ static int cut_op(const ir_prog *p, const ir_kernel *K)
     return s;
 }
 
-/* Kernel K joined by fuse_horizontal: its ops, none kept alone yet,
- * marked IR_SRC_ALONE (their kernels join no independent one), and 1;
- * else 0. */
-static int mark_alone(const ir_prog *p, const ir_kernel *K, char *host)
+/* Kernel K joined by fuse_horizontal: its ops (some, none kept alone
+ * yet) marked IR_SRC_ALONE (their kernels join no independent one), and
+ * 1; else 0. */
+static int mark_alone(const ir_kernel *K, char *host)
 {
-    if (!K->joined)
+    if (!K->joined || !K->nops)
         return 0;
     for (int j = 0; j < K->nops; j++)
         if (host[K->ops[j]] & IR_SRC_ALONE)
@@ -250,7 +250,7 @@ static int mark_apart(const ir_prog *p, char *host)
         return 0;
     const ir_kernel *K = &p->kernels[p->fail_kernel];
     if (s < 0 && p->fail_src < 0) {
-        if (mark_alone(p, K, host))
+        if (mark_alone(K, host))
             return 1;
         const int c = cut_op(p, K);
         if (c < 0 || (host[c] & IR_SRC_CUT))
