@@ -218,15 +218,31 @@ static int cut_op(const ir_prog *p, const ir_kernel *K)
     return s;
 }
 
+/* Kernel K joined by fuse_horizontal: its ops (some, none kept alone
+ * yet) marked IR_SRC_ALONE (their kernels join no independent one), and
+ * 1; else 0. */
+static int mark_alone(const ir_kernel *K, char *host)
+{
+    if (!K->joined || !K->nops)
+        return 0;
+    for (int j = 0; j < K->nops; j++)
+        if (host[K->ops[j]] & IR_SRC_ALONE)
+            return 0;
+    for (int j = 0; j < K->nops; j++)
+        host[K->ops[j]] |= IR_SRC_ALONE;
+    return 1;
+}
+
 /* After a failed attempt, before any host op, the fusion the back half
  * refused is undone, and 1 returned (0 when it already was): when a
  * matmul kernel could not load an operand of its epilogue (a bias slice
  * that starts inside a stick), that node's op keeps its pointwise nodes
  * out of matmul epilogues, as row kernels of their own, which restickify
  * what they read; a fused row kernel refused on no op of its own (a row
- * that does not fit LX, say) is cut in two (IR_SRC_CUT at cut_op), halved
- * again as long as a half is refused.  Not host ops: tried with
- * --no-fallback too.  Only for the kernel the error names. */
+ * that does not fit LX, say) first loses its horizontal fusion (mark_alone:
+ * a conv's K-block copies, each fitting), then is cut in two (IR_SRC_CUT
+ * at cut_op), halved again as long as a half is refused.  Not host ops:
+ * tried with --no-fallback too.  Only for the kernel the error names. */
 static int mark_apart(const ir_prog *p, char *host)
 {
     const int s = p->fail_epilogue;
@@ -234,6 +250,8 @@ static int mark_apart(const ir_prog *p, char *host)
         return 0;
     const ir_kernel *K = &p->kernels[p->fail_kernel];
     if (s < 0 && p->fail_src < 0) {
+        if (mark_alone(K, host))
+            return 1;
         const int c = cut_op(p, K);
         if (c < 0 || (host[c] & IR_SRC_CUT))
             return 0;

@@ -230,6 +230,7 @@ enum {
     IR_SRC_APART = 2, /* its pointwise nodes stay out of matmul epilogues (own row kernels) */
     IR_SRC_CUT = 4,   /* no row fusion joins ops before it with it or after (a refused kernel cut) */
     IR_SRC_AHEAD = 8, /* on the host ahead of a product its refused kernel held (back if the product goes) */
+    IR_SRC_ALONE = 16, /* no horizontal fusion joins a kernel holding its nodes (a refused one undone) */
 };
 
 /* ---- Nodes ---- */
@@ -340,6 +341,7 @@ typedef struct {
     int pos;           /* order: position in the execution order */
     int *ops, nops;    /* order: the source ops of its nodes, by line */
     ir_sig sig;        /* its loop structure */
+    int joined;        /* fuse_horizontal joined independent kernels into it */
 } ir_kernel;
 
 

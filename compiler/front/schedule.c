@@ -497,6 +497,21 @@ static int crosses_cut(const ir_prog *p, int k1, int k2)
     return 0;
 }
 
+/* A node of k1 or k2 whose op the host fallback keeps out of horizontal
+ * fusion (IR_SRC_ALONE: a kernel it joined was refused, a row that did
+ * not fit LX, where each part alone fits). */
+static int kept_alone(const ir_prog *p, int k1, int k2)
+{
+    const int ks[2] = {k1, k2};
+    for (int side = 0; side < 2; side++)
+        for (int i = 0; i < p->kernels[ks[side]].nnodes; i++) {
+            const int s = ir_node_op(&p->nodes[p->kernels[ks[side]].nodes[i]]);
+            if (s >= 0 && (p->host[s] & IR_SRC_ALONE))
+                return 1;
+        }
+    return 0;
+}
+
 /* Would kernels k1 and k2 joined into s (not a matmul) make more loads
  * than a row kernel holds?  A load is a read of a buffer neither writes,
  * one per buffer and index over s's loops (be_collect_load); a kernel
@@ -617,6 +632,8 @@ static int fusable(const ir_prog *p, const kgraph *G, fusion_rule rule, int k1, 
     if (epilogue_reads_across_n(p, k1, k2, s) || (s->kind == IR_MATMUL && kept_apart(p, k1, k2)))
         return 0;
     if (s->kind == IR_REDUCTION && some_read(p, k1, k2, s, 1, per_row_read_in_sticks))
+        return 0;
+    if (*dir == DEP_NONE && kept_alone(p, k1, k2))
         return 0;
     if (s->kind != IR_MATMUL && too_many_loads(p, k1, k2, s))
         return 0;
@@ -785,6 +802,7 @@ static int fuse(ir_prog *p, fusion_rule rule)
             continue;
         }
         merge(p, c.a, c.b, &s);
+        p->kernels[c.a].joined |= dir == DEP_NONE;
         kgraph_merge(p, &G, c.a, c.b);
         fuse_rescore(p, &G, &F, c.a, c.b);
     }
