@@ -4001,7 +4001,7 @@ static void test_pixel_shuffle_and_unshuffle_run_natively_and_validate(void)
  * half the phases take no tap and are the bias alone; 3 with stride 2),
  * groups, bias and stride 1, kernel = stride (one 1x1 convolution for
  * every phase, 2-D and 1-D, with and without bias), and one whose weight
- * is large enough to be read by per-tap products (lower.c,
+ * is large enough to be read by per-tap products (lower_conv.c,
  * conv_weight_walks_no_stick), every output runs natively and validates
  * on both chips. */
 static void test_transposed_convolutions_run_natively_and_validate(void)
@@ -4056,7 +4056,7 @@ static void test_long_1d_convolutions_run_natively_and_validate(void)
  * group's product held C/G channels of a shared output stick, so its store
  * staged all of y in LX (64 channels in 8 groups at 28x28: from batch 2 on
  * the 4-core chip).  They run as one product over a block-diagonal weight
- * (lower.c, conv_blockdiag).  With 8 and 32 groups (4 channels a group, a
+ * (lower_conv.c, conv_blockdiag).  With 8 and 32 groups (4 channels a group, a
  * BN-free ResNeXt 3x3 between two relus), stride 2, a channel multiplier,
  * no bias, and a 1-D one, every output runs natively and validates on both
  * chips. */

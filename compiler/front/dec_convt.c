@@ -267,7 +267,7 @@ static int phases_as_sums(dctx *c, const ct_op *o)
  * cycles union / one conv a phase: 16 -> 8 channels (4,608 elements)
  * 29,617 / 41,209; 32 -> 16 (18,432) 48,000 / 58,631; 32 -> 32 (36,864)
  * 73,502 / 64,366; 64 -> 32 229,026 / 75,259 (a phase's weight past
- * 1,024 elements read by per-tap products: lower.c). */
+ * 1,024 elements read by per-tap products: lower_conv.c). */
 #define CT_UNION_MAX_WEIGHT 32768
 /* and of at most this many phases (union_weight's stack of them): a
  * 9x9 stride's 81 fit the weight bound when each is one tap */

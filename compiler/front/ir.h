@@ -328,7 +328,7 @@ void ir_sig_print(const ir_sig *s, FILE *f);
 
 /* The front half plans convolutions for a 128-byte stick of DL16 (the
  * back half reads the target's lanes): its lanes, and the most K an
- * im2col product (lower.c conv_shape) or a Conv3d's stacked depth taps
+ * im2col product (lower_conv.c conv_shape) or a Conv3d's stacked depth taps
  * (dec_convt.c) take. */
 #define IR_STICK_LANES 64
 #define IR_IM2COL_MAX_K 256
