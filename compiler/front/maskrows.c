@@ -122,7 +122,7 @@ static int step(walk *w, const gr_node *n, int v, const int *m, int added, int *
         memcpy(o, m, sizeof *o * (size_t)in->rank);
         return 1;
     }
-    if (!strcmp(n->base, "expand") || !strcmp(n->base, "add"))
+    if ((a & IR_OP_EXPAND) || !strcmp(n->base, "add"))
         broadcast_map(in, m, out, o);
     else if (a & IR_OP_RESHAPE)
         reshape_map(in, m, out, o);
