@@ -238,9 +238,6 @@ static int fits(gr_dtype dt, const ktensor *k)
  * integer constants alone by the ops below; 0 if not (out is then empty). */
 static int keval(dctx *c, int v, ktensor *out, int depth)
 {
-    static const char *const same[] = {"view", "_unsafe_view", "reshape", "_reshape_alias", "unsqueeze", "squeeze",
-                                       "flatten", "alias", "detach", "clone", "lift_fresh_copy", "_to_copy", "to",
-                                       "contiguous", NULL};
     static const char *const moved[] = {"permute", "flip", "transpose", "t", "slice", NULL};
     static const char *const binary[] = {"add", "sub", "rsub", "mul", "minimum", "maximum", "floor_divide",
                                          "remainder", "clamp_min", "clamp_max", NULL};
@@ -255,12 +252,12 @@ static int keval(dctx *c, int v, ktensor *out, int depth)
     int ok = 0;
     if (!strcmp(n->base, "arange"))
         ok = eval_arange(n, t, out);
-    for (int i = 0; same[i] && first_val; i++)
-        if (!strcmp(n->base, same[i]) && keval(c, n->args[0].value, out, depth + 1)) {
-            ok = knumel(out->rank, out->shape) == knumel(t->rank, t->shape);
-            out->rank = t->rank;
-            memcpy(out->shape, t->shape, sizeof out->shape);
-        }
+    const unsigned same = IR_OP_RESHAPE | IR_OP_ALIAS | IR_OP_COPY | IR_OP_CAST; /* its values in row-major order */
+    if (first_val && (ir_op_attrs(n->base) & same) && keval(c, n->args[0].value, out, depth + 1)) {
+        ok = knumel(out->rank, out->shape) == knumel(t->rank, t->shape);
+        out->rank = t->rank;
+        memcpy(out->shape, t->shape, sizeof out->shape);
+    }
     for (int i = 0; moved[i] && first_val; i++)
         if (!strcmp(n->base, moved[i]))
             ok = eval_moved(c, n, t, out, depth + 1);

@@ -566,28 +566,11 @@ static int reads_data(dctx *c, int v)
     return r;
 }
 
-/* The value v is a view of: the first value along its views' sources
- * that is not a view node. */
-static int viewed_value(dctx *c, int v)
-{
-    static const char *const views[] = {"unsqueeze", "slice", "expand", "view", "_reshape_alias", "reshape", "squeeze"};
-    while (c->d->values[v].kind == GR_VAL_NODE) {
-        const gr_node *n = &c->d->nodes[c->d->values[v].node];
-        int view = 0;
-        for (size_t i = 0; i < sizeof views / sizeof *views; i++)
-            view |= !strcmp(n->base, views[i]);
-        if (!view || !n->nargs || n->args[0].kind != GR_ARG_VALUE)
-            return v;
-        v = n->args[0].value;
-    }
-    return v;
-}
-
 /* Whether value v is an arange seen through views (the lowering reads the
  * table's rows at those positions by a plain load). */
 static int is_positions(dctx *c, int v)
 {
-    const gr_value *r = &c->d->values[viewed_value(c, v)];
+    const gr_value *r = &c->d->values[ir_view_root(c->d, v)];
     return r->kind == GR_VAL_NODE && !strcmp(c->d->nodes[r->node].base, "arange");
 }
 
@@ -602,15 +585,12 @@ static int is_positions(dctx *c, int v)
  * reads: DLRM's ids[:, i]). */
 static int computed_indices(dctx *c, int v)
 {
-    static const char *const reads[] = {"_to_copy", "to", "select", "permute", "transpose"};
     for (;;) {
-        v = viewed_value(c, v);
+        v = ir_view_root(c->d, v);
         if (c->d->values[v].kind != GR_VAL_NODE)
             return 0;
         const gr_node *n = &c->d->nodes[c->d->values[v].node];
-        int read = 0;
-        for (size_t i = 0; i < sizeof reads / sizeof *reads; i++)
-            read |= !strcmp(n->base, reads[i]);
+        const int read = (ir_op_attrs(n->base) & (IR_OP_CAST | IR_OP_SELECT | IR_OP_PERMUTE)) != 0;
         if (!read || !n->nargs || n->args[0].kind != GR_ARG_VALUE)
             return 1;
         v = n->args[0].value;

@@ -471,24 +471,16 @@ int dc_r_trilinear(dctx *c, const gr_node *n, int *out)
  * reshape-like view of one?  (as_strided reads its self's storage.) */
 static int own_storage(const gr_graph *g, int v)
 {
-    static const char *const same[] = {"view", "_unsafe_view", "reshape", "_reshape_alias", "alias", "detach",
-                                       "unsqueeze", "squeeze", "flatten", "unflatten", NULL};
-    static const char *const moved[] = {"t", "transpose", "permute", "expand", "slice", "select", "diagonal",
-                                        "narrow", "unfold", "split", "split_with_sizes", "chunk", "unbind",
-                                        "as_strided", "getitem", "view_as_real", "view_as_complex", "movedim", NULL};
     for (int hops = 0; hops < 64; hops++) {
         int n = g->values[v].node;
         if (n < 0)
             return 1;
         const gr_node *s = &g->nodes[n];
-        for (int i = 0; moved[i]; i++)
-            if (!strcmp(s->base, moved[i]))
-                return 0;
-        int reshape = 0;
-        for (int i = 0; same[i]; i++)
-            reshape |= !strcmp(s->base, same[i]);
-        if (!reshape)
+        const unsigned a = ir_op_attrs(s->base);
+        if (!(a & IR_OP_VIEW))
             return 1;
+        if (!(a & (IR_OP_RESHAPE | IR_OP_ALIAS)))
+            return 0;
         if (!s->nargs || s->args[0].kind != GR_ARG_VALUE)
             return 0;
         v = s->args[0].value;

@@ -499,10 +499,11 @@ enum { INF_NEG = 1, INF_ANY = 2 };
 
 static int sign_keeping(const gr_node *n)
 {
-    static const char *const keep[] = {"add", "where", "masked_fill", "view", "_unsafe_view", "reshape",
-                                       "_reshape_alias", "expand", "clone", "_to_copy", "unsqueeze", "squeeze",
-                                       "permute", "transpose", "t", "slice", "select", "cat", "contiguous",
-                                       "full", "fill", "zeros_like", "full_like"};
+    static const char *const keep[] = {"add", "where", "masked_fill", "cat", "full", "fill", "zeros_like", "full_like"};
+    const unsigned moves = IR_OP_RESHAPE | IR_OP_ALIAS | IR_OP_COPY | IR_OP_CAST | IR_OP_PERMUTE | IR_OP_SLICE |
+                           IR_OP_SELECT | IR_OP_EXPAND;
+    if (ir_op_attrs(n->base) & moves)
+        return 1;
     for (size_t i = 0; i < sizeof keep / sizeof *keep; i++)
         if (!strcmp(n->base, keep[i]))
             return !gr_node_arg(n, 99, "alpha");

@@ -147,13 +147,63 @@ ir_index ir_idx_compose(const ir_index *row, int nvars, const ir_index *coords)
     return r;
 }
 
+enum { RS = IR_OP_RESHAPE | IR_OP_VIEW, MV = IR_OP_VIEW };
+static const struct {
+    const char *name;
+    unsigned attrs;
+} OP_ATTRS[] = {
+    {"view", RS},
+    {"_unsafe_view", RS},
+    {"reshape", RS},
+    {"_reshape_alias", RS},
+    {"unsqueeze", RS},
+    {"squeeze", RS},
+    {"flatten", RS},
+    {"unflatten", RS},
+    {"alias", IR_OP_ALIAS | MV},
+    {"detach", IR_OP_ALIAS | MV},
+    {"clone", IR_OP_COPY},
+    {"contiguous", IR_OP_COPY},
+    {"lift_fresh_copy", IR_OP_COPY},
+    {"_to_copy", IR_OP_CAST},
+    {"to", IR_OP_CAST},
+    {"t", IR_OP_PERMUTE | MV},
+    {"transpose", IR_OP_PERMUTE | MV},
+    {"permute", IR_OP_PERMUTE | MV},
+    {"movedim", IR_OP_PERMUTE | MV},
+    {"slice", IR_OP_SLICE | MV},
+    {"narrow", IR_OP_SLICE | MV},
+    {"select", IR_OP_SELECT | MV},
+    {"split", IR_OP_SPLIT | MV},
+    {"split_with_sizes", IR_OP_SPLIT | MV},
+    {"chunk", IR_OP_SPLIT | MV},
+    {"unbind", IR_OP_SPLIT | MV},
+    {"expand", IR_OP_EXPAND | MV},
+    {"diagonal", MV},
+    {"unfold", MV},
+    {"as_strided", MV},
+    {"getitem", MV},
+    {"view_as_real", MV},
+    {"view_as_complex", MV},
+};
+
+unsigned ir_op_attrs_n(const char *name, size_t len)
+{
+    for (size_t i = 0; i < sizeof OP_ATTRS / sizeof *OP_ATTRS; i++)
+        if (strlen(OP_ATTRS[i].name) == len && !strncmp(OP_ATTRS[i].name, name, len))
+            return OP_ATTRS[i].attrs;
+    return 0;
+}
+
+unsigned ir_op_attrs(const char *name)
+{
+    return ir_op_attrs_n(name, strlen(name));
+}
+
 static int is_view(const gr_node *n)
 {
-    static const char *const views[] = {"unsqueeze", "slice", "expand", "view", "_reshape_alias", "reshape", "squeeze"};
-    for (size_t i = 0; i < sizeof views / sizeof *views; i++)
-        if (!strcmp(n->base, views[i]))
-            return n->nargs && n->args[0].kind == GR_ARG_VALUE;
-    return 0;
+    return (ir_op_attrs(n->base) & (IR_OP_RESHAPE | IR_OP_SLICE | IR_OP_EXPAND)) && n->nargs &&
+           n->args[0].kind == GR_ARG_VALUE;
 }
 
 int ir_view_root(const gr_graph *g, int v)

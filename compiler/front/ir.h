@@ -188,8 +188,28 @@ typedef enum { IR_BUF_INPUT, IR_BUF_PARAM, IR_BUF_COMPUTED } ir_buf_kind;
  * (ir_buf.wrap_rows; ISA_WRAP_ROWS_MAX). */
 #define IR_WRAP_ROWS_MAX 65535
 
-/* Value v of graph g seen through views (unsqueeze, slice, expand, view,
- * reshape, squeeze): the value they view. */
+/* What an ATen movement op does to its first argument's elements: the one
+ * table of them (ir.c's OP_ATTRS), each pass asking for the property it
+ * needs.  0 for any other op. */
+enum {
+    IR_OP_RESHAPE = 1 << 0, /* the same elements in the same row-major order, a new shape */
+    IR_OP_ALIAS = 1 << 1,   /* the same tensor */
+    IR_OP_COPY = 1 << 2,    /* the same values in fresh row-major storage */
+    IR_OP_CAST = 1 << 3,    /* the same values in another dtype */
+    IR_OP_PERMUTE = 1 << 4, /* the same elements, dims reordered */
+    IR_OP_SLICE = 1 << 5,   /* a range along one dim, rank kept */
+    IR_OP_SELECT = 1 << 6,  /* one position of a dim, that dim dropped */
+    IR_OP_SPLIT = 1 << 7,   /* ranges along one dim, several results */
+    IR_OP_EXPAND = 1 << 8,  /* elements repeated along broadcast dims */
+    IR_OP_VIEW = 1 << 9,    /* a view of the argument's storage */
+};
+/* The attributes of the ATen op whose base name is the len characters at
+ * name ("view" of aten.view.default). */
+unsigned ir_op_attrs_n(const char *name, size_t len);
+unsigned ir_op_attrs(const char *name);
+
+/* Value v of graph g seen through views (IR_OP_RESHAPE, IR_OP_SLICE,
+ * IR_OP_EXPAND): the value they view. */
 int ir_view_root(const gr_graph *g, int v);
 /* Whether every reader of param (through views) in g is a row gather from
  * a table of rows rows (index.Tensor with it the one index of a 2-D

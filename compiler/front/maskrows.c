@@ -110,8 +110,6 @@ static int softmax_row(walk *w, const gr_node *n, int v, const int *m, int added
  * it, 0 at a softmax, -1 when n may change a row's NaN or -inf. */
 static int step(walk *w, const gr_node *n, int v, const int *m, int added, int *o)
 {
-    static const char *const same[] = {"clone", "contiguous", "_to_copy", "alias", "detach"};
-    static const char *const views[] = {"view", "_unsafe_view", "reshape", "expand", "unsqueeze", "squeeze"};
     static const char *const soft[] = {"_softmax", "softmax", "_log_softmax", "log_softmax"};
     const gr_graph *g = w->g;
     const gr_ttype *in = &g->values[v].type, *out = &g->values[n->out].type;
@@ -119,13 +117,14 @@ static int step(walk *w, const gr_node *n, int v, const int *m, int added, int *
         return softmax_row(w, n, v, m, added) ? -1 : 0;
     if (g->values[n->out].ntuple || !ir_dtype_is_float(out->dtype))
         return -1;
-    if (is_op(n, same, 5) && out->rank == in->rank) {
+    const unsigned a = ir_op_attrs(n->base);
+    if ((a & (IR_OP_ALIAS | IR_OP_COPY | IR_OP_CAST)) && out->rank == in->rank) {
         memcpy(o, m, sizeof *o * (size_t)in->rank);
         return 1;
     }
-    if (!strcmp(n->base, "expand") || !strcmp(n->base, "add"))
+    if ((a & IR_OP_EXPAND) || !strcmp(n->base, "add"))
         broadcast_map(in, m, out, o);
-    else if (is_op(n, views, 6))
+    else if (a & IR_OP_RESHAPE)
         reshape_map(in, m, out, o);
     else if (!strcmp(n->base, "mul") || !strcmp(n->base, "div"))
         memcpy(o, m, sizeof *o * (size_t)in->rank);

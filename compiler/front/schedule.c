@@ -971,9 +971,8 @@ static int64_t freed_bytes(const ir_prog *p, const int *reads, int nr, const int
  * only when it has nothing else), at most three. */
 static char *kernel_name(const ir_prog *p, const ir_kernel *K, int pos)
 {
-    static const char *const views[] = {"view", "_unsafe_view", "reshape", "_reshape_alias", "t", "transpose",
-                                        "permute", "expand", "clone", "contiguous", "slice", "select",
-                                        "unsqueeze", "squeeze", "detach", "alias", "split", NULL};
+    const unsigned moves = IR_OP_RESHAPE | IR_OP_ALIAS | IR_OP_COPY | IR_OP_PERMUTE | IR_OP_SLICE | IR_OP_SELECT |
+                           IR_OP_SPLIT | IR_OP_EXPAND; /* a cast names a kernel */
     char parts[3][48], name[16 + 3 * sizeof parts[0]]; /* "k" and an int, then 3 parts: never cut */
     name[0] = 'k';
     int o = 1 + (int)gr_int_text(pos, name + 1), np = 0; /* not snprintf: graph.c's "Printing" says why */
@@ -982,9 +981,8 @@ static char *kernel_name(const ir_prog *p, const ir_kernel *K, int pos)
             const char *op = p->src[K->ops[i]].op, *s = strchr(op, '.');
             s = s ? s + 1 : op;
             int len = (int)strcspn(s, ".");
-            int view = 0, dup = 0;
-            for (int v = 0; views[v] && !view; v++)
-                view = (int)strlen(views[v]) == len && !strncmp(views[v], s, (size_t)len);
+            const int view = (ir_op_attrs_n(s, (size_t)len) & moves) != 0;
+            int dup = 0;
             if (view && pass == 0)
                 continue;
             while (len > 1 && *s == '_') {
