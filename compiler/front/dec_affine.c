@@ -421,12 +421,14 @@ int dc_affine_index_select(dctx *c, const gr_node *n, int x, int d, int *out)
         ok &= k.v[i] >= 0 && k.v[i] < t.shape[d];
     ok = ok && affine_of(k.v, 1, &m, &base, &s1);
     free(k.v);
+    if (!ok)
+        return 0;
     row_major(&t, st);
     memcpy(size, t.shape, sizeof size);
     size[d] = m;
     base *= st[d];
     st[d] *= s1;
-    return ok && (out[0] = strided_view(c, x, t.rank, size, st, base)) >= 0;
+    return (out[0] = strided_view(c, x, t.rank, size, st, base)) >= 0;
 }
 
 /* gather(x, d, index) with the index known: offsets over the index's
