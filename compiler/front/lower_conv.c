@@ -345,6 +345,29 @@ static int conv_span_unfit(const lctx *c, const convshape *s, int body)
     return 2 * span > (int64_t)cfg->lx_usable_bytes;
 }
 
+/* Whether padded coordinate at (before the padding's offset) along spatial
+ * axis i (0: h, 1: w) lies inside x rather than in the padding's zeros. */
+static int conv_inside(ir_arena *A, const convshape *s, int i, const ir_index *at)
+{
+    int e = ir_indexval(A, at), lo = ir_const(A, (double)s->p[i], GR_I64);
+    int hi = ir_const(A, (double)(s->p[i] + (i ? s->w : s->h)), GR_I64);
+    return ir_op2(A, IR_AND, ir_op2(A, IR_GE, e, lo), ir_op2(A, IR_LT, e, hi));
+}
+
+/* body, zero where padded coordinates at[0] (h) and at[1] (w) fall in
+ * the padding. */
+static int conv_zero_pad(ir_arena *A, const convshape *s, const ir_index at[2], int body, gr_dtype dt)
+{
+    int cond = -1;
+    for (int i = 0; i < 2; i++) {
+        if (!s->p[i])
+            continue;
+        int in = conv_inside(A, s, i, &at[i]);
+        cond = cond < 0 ? in : ir_op2(A, IR_AND, cond, in);
+    }
+    return cond < 0 ? body : ir_where(A, cond, body, ir_const(A, 0, dt));
+}
+
 /* xp[n, hp, wp, c]: x padded with zeros (its every cs-th pixel),
  * channels-last, in a buffer.  One channel: stored as [n, hp, 1, wp] (the
  * same elements in the same order), so that the copy's rows are rows of
@@ -366,27 +389,17 @@ static int conv_padded(lctx *c, int x, const convshape *s)
     wv.offset = -s->p[1];
     co[2] = s->nsp == 2 ? hv : wv;
     co[3] = wv;
-    int body = read_at(c, x, co), cond = -1, strided = 0;
+    int body = read_at(c, x, co), strided = 0;
     if (s->kblocks)
         body = prune_chan(c, body, 5 - vw, s->cin);
     ir_expr_walk(A, body, strided_lane, &strided);
     if (strided && s->cin > 1 &&
         ((s->cin < CONV_ROWS_FIRST_MAX_C && s->w >= CONV_ROWS_FIRST_MIN_W) || conv_span_unfit(c, s, body)))
         body = conv_rows_first(c, x, s, co);
-    for (int i = 0; i < 2; i++) {
-        if (!s->p[i])
-            continue;
-        const int v = i ? vw : 1;
-        ir_index at = ir_idx_var(v);
-        at.coef[v] = s->cs[i];
-        int e = ir_indexval(A, &at), lo = ir_const(A, (double)s->p[i], GR_I64);
-        int hi = ir_const(A, (double)(s->p[i] + (i ? s->w : s->h)), GR_I64);
-        int in = ir_op2(A, IR_AND, ir_op2(A, IR_GE, e, lo), ir_op2(A, IR_LT, e, hi));
-        cond = cond < 0 ? in : ir_op2(A, IR_AND, cond, in);
-    }
-    if (cond >= 0)
-        body = ir_where(A, cond, body, ir_const(A, 0, t.dtype));
-    return conv_copy(c, &t, body, "conv_in", NULL, x);
+    ir_index at[2] = {ir_idx_var(1), ir_idx_var(vw)};
+    at[0].coef[1] = s->cs[0];
+    at[1].coef[vw] = s->cs[1];
+    return conv_copy(c, &t, conv_zero_pad(A, s, at, body, t.dtype), "conv_in", NULL, x);
 }
 
 /* wr[kh, kw, ci, co]: the weight with a row of kw taps and the input
@@ -480,19 +493,9 @@ static int conv_padded_rows(lctx *c, int x, const convshape *s)
     hv.offset = -s->p[0];
     wv.offset = -s->p[1];
     ir_index co[4] = {ir_idx_var(0), ir_idx_var(2), s->nsp == 2 ? hv : wv, wv};
-    int body = s->p[1] ? conv_rows_first(c, x, s, co) : read_at(c, x, co), cond = -1;
-    for (int i = 0; i < 2; i++) {
-        if (!s->p[i])
-            continue;
-        ir_index at = ir_idx_var(i ? 3 : 1);
-        int e = ir_indexval(A, &at), lo = ir_const(A, (double)s->p[i], GR_I64);
-        int hi = ir_const(A, (double)(s->p[i] + (i ? s->w : s->h)), GR_I64);
-        int in = ir_op2(A, IR_AND, ir_op2(A, IR_GE, e, lo), ir_op2(A, IR_LT, e, hi));
-        cond = cond < 0 ? in : ir_op2(A, IR_AND, cond, in);
-    }
-    if (cond >= 0)
-        body = ir_where(A, cond, body, ir_const(A, 0, t.dtype));
-    return conv_copy(c, &t, body, "conv_in", NULL, x);
+    int body = s->p[1] ? conv_rows_first(c, x, s, co) : read_at(c, x, co);
+    const ir_index at[2] = {ir_idx_var(1), ir_idx_var(3)};
+    return conv_copy(c, &t, conv_zero_pad(A, s, at, body, t.dtype), "conv_in", NULL, x);
 }
 
 /* xc[n, oh, ow, ci, j]: channel ci's taps of each output pixel, j = (kh,
@@ -755,12 +758,7 @@ static ir_index conv_ncw_at(lctx *c, const convshape *s, int i, int o, int k, in
     ir_index at = ir_idx_var(o);
     at.coef[o] = s->s[i] * s->cs[i]; /* a 1x1 conv's stride is in cs */
     at.coef[k] = s->d[i];
-    *in = -1;
-    if (s->p[i]) {
-        int e = ir_indexval(A, &at), lo = ir_const(A, (double)s->p[i], GR_I64);
-        int hi = ir_const(A, (double)(s->p[i] + (i ? s->w : s->h)), GR_I64);
-        *in = ir_op2(A, IR_AND, ir_op2(A, IR_GE, e, lo), ir_op2(A, IR_LT, e, hi));
-    }
+    *in = s->p[i] ? conv_inside(A, s, i, &at) : -1;
     at.offset = -s->p[i];
     return at;
 }
