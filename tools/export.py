@@ -5,7 +5,7 @@ Usage (with the system interpreter, which has Debian's python3-torch):
 
     /usr/bin/python3 tools/export.py FILE.py:FUNC -o DIR [--seed N] [--tracer auto|make_fx|export]
                                      [--graph-only] [--record-draws] [--weights FILE]
-                                     [--int-range NAME=LO:HI ...]
+                                     [--int-range NAME=LO:HI ...] [--generate CONTEXT]
 
 FILE.py is imported (its directory first on sys.path) and FUNC() is called.
 It returns (module, inputs) with inputs a tuple of tensors, or
@@ -76,6 +76,14 @@ weights file under NAME) and output N of the module its new value, an
 `update` line; such outputs are not in `output` nor expected.safetensors.
 --weights FILE names another export's weights file instead of writing one
 (the steps of one model: tools/export.py checks it holds the same values).
+
+--generate CONTEXT exports a causal language model for `spyre generate DIR`
+(docs/serving.md, "Generating with a plain causal LM"): FUNC's module maps
+ids, int64 [1, T], to logits [1, T, VOCAB], its inputs are (ids,) with
+T <= CONTEXT.  It is refused (one line, exit 2) unless causal: the logits of
+a prefix must not change when the tokens after it do (generate pads the
+context with token 0).  DIR/step gets the export at ids [1, CONTEXT], the
+example padded with token 0; each generated token reruns it (no KV cache).
 
 --seed N (default 0) seeds torch before FILE.py is imported and before FUNC
 and the module run.  Output is deterministic: the same FILE, FUNC, seed and
