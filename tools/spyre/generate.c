@@ -36,12 +36,13 @@ const char generate_help[] =
     "tools/export.py --generate CONTEXT): each token reruns it on the prompt and the tokens so far,\n"
     "padded with token 0, and reads the logits of the last.  Prints each step's simulated cycles\n"
     "and token, the tokens, the time to first token (the prefill step) and the time per output token\n"
-    "(the mean decode step) at the chip's clock.  --no-values simulates timing only (no weights are\n"
-    "read: graphs exported with --graph-only will do; the tokens are then not computed and every\n"
-    "decode step is fed token 0).  --tp N splits both steps for N cards of --system (default spyre-x8,\n"
-    "its chip that of --config when given; docs/multicard.md): every card holds its shards of the weights\n"
-    "and its part of the KV cache in its own DRAM, the cards meet at the allreduces, a step's cycles are\n"
-    "the slowest card's and the token is card 0's argmax.\n"
+    "(the mean decode step; for DIR/step the mean later step, a whole context's) at the chip's clock.\n"
+    "--no-values simulates timing only (no weights are read: graphs exported with --graph-only will\n"
+    "do; the tokens are then not computed and every decode step is fed token 0).\n"
+    "--tp N splits the steps for N cards of --system (default spyre-x8, its chip that of --config when\n"
+    "given; docs/multicard.md): every card holds its shards of the weights and its part of the KV\n"
+    "cache in its own DRAM, the cards meet at the allreduces, a step's cycles are the slowest card's\n"
+    "and the token is card 0's argmax.\n"
     "Exit status: 0 ok, 2 bad arguments or files, 3 a step faulted.";
 
 typedef struct {
