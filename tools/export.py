@@ -1000,8 +1000,8 @@ def main():
     args = parser.parse_args()  # usage errors exit with status 2
     if args.generate is not None and args.generate < 1:
         parser.error(f"--generate {args.generate}: the context must be at least 1 token")
-    more = dict(draws=args.record_draws, weights=args.weights, int_ranges=parse_ranges(args.int_range))
     try:
+        more = dict(draws=args.record_draws, weights=args.weights, int_ranges=parse_ranges(args.int_range))
         if args.generate is not None:
             export_generate(args.workload, args.out_dir, args.seed, args.tracer, args.generate, args.graph_only,
                             **more)
