@@ -117,8 +117,9 @@ static float cast_to(gr_dtype dt, float f)
 }
 
 /* e at leaf = v, in fp32 op by op (a scalar operand in fp32, as PyTorch's
- * CPU kernels take it); nudge (+-1) moves each transcendental's result one
- * ulp that way. */
+ * CPU kernels take it; each op's double result rounded to fp32, within the
+ * nudge of a float libm's); nudge (+-1) moves each transcendental's result
+ * one ulp that way. */
 static float fval(const ir_arena *A, int e, int leaf, double v, int nudge)
 {
     const ir_expr *x = &A->e[e];

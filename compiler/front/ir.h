@@ -135,7 +135,6 @@ typedef struct {
                                                       would wrap or PyTorch raises */
     double (*f64)(double a, double b);
     ir_ival (*iv)(ir_ival a, ir_ival b); /* every value it may give over a's and b's */
-    int ir;                              /* the IR operator computing it, -1 if none */
     int arity;
 } ir_opsem;
 const ir_opsem *ir_opsem_ir(ir_op op);

@@ -134,17 +134,17 @@ enum { A = IR_SEM_ALPHA, S = IR_SEM_SWAP, L = IR_SEM_LIBM };
 #define SEM_AND "logical_and", 0, NULL, d_and, NULL
 #define SEM_OR "logical_or", 0, NULL, d_or, NULL
 
-/* The IR operators' rows at their ir_op, then the ATen ops that lower
- * to one of them or to none. */
+/* The IR operators' rows at their ir_op, then ATen ops the front half
+ * rewrites (clamp_min, clamp_max: max, min) or decomposes. */
 static const ir_opsem OPSEM[] = {
-#define X(name, arity, text, prec) [IR_##name] = {SEM_##name, IR_##name, arity},
+#define X(name, arity, text, prec) [IR_##name] = {SEM_##name, arity},
     IR_OPS(X)
 #undef X
-    {"clamp_min", 0, i_max, d_max, v_max, IR_MAX, 2},
-    {"clamp_max", 0, i_min, d_min, v_min, IR_MIN, 2},
-    {"rsub", A | S, i_sub, d_sub, v_sub, -1, 2}, /* other - alpha * self */
-    {"floor_divide", 0, i_floordiv, NULL, NULL, -1, 2},
-    {"remainder", 0, i_remainder, NULL, NULL, -1, 2},
+    {"clamp_min", 0, i_max, d_max, v_max, 2},
+    {"clamp_max", 0, i_min, d_min, v_min, 2},
+    {"rsub", A | S, i_sub, d_sub, v_sub, 2}, /* other - alpha * self */
+    {"floor_divide", 0, i_floordiv, NULL, NULL, 2},
+    {"remainder", 0, i_remainder, NULL, NULL, 2},
 };
 
 const ir_opsem *ir_opsem_ir(ir_op op) { return &OPSEM[op]; }
@@ -152,7 +152,7 @@ const ir_opsem *ir_opsem_ir(ir_op op) { return &OPSEM[op]; }
 const ir_opsem *ir_opsem_aten(const char *base)
 {
     for (size_t i = 0; i < sizeof OPSEM / sizeof *OPSEM; i++)
-        if (OPSEM[i].aten && !strcmp(OPSEM[i].aten, base))
+        if (!strcmp(OPSEM[i].aten, base))
             return &OPSEM[i];
     return NULL;
 }
