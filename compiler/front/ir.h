@@ -138,7 +138,7 @@ typedef struct {
     int arity;
 } ir_opsem;
 const ir_opsem *ir_opsem_ir(ir_op op);
-const ir_opsem *ir_opsem_aten(const char *base); /* NULL if not elementwise */
+const ir_opsem *ir_opsem_aten(const char *base); /* NULL: no row for it */
 /* s->i64 on an ATen call's operands, with its alpha and swap applied. */
 int ir_opsem_i64(const ir_opsem *s, int64_t self, int64_t other, int64_t alpha, int64_t *r);
 
