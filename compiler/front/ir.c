@@ -190,7 +190,8 @@ static const struct {
 unsigned ir_op_attrs_n(const char *name, size_t len)
 {
     for (size_t i = 0; i < sizeof OP_ATTRS / sizeof *OP_ATTRS; i++)
-        if (strlen(OP_ATTRS[i].name) == len && !strncmp(OP_ATTRS[i].name, name, len))
+        if (len && OP_ATTRS[i].name[0] == name[0] && strlen(OP_ATTRS[i].name) == len &&
+            !strncmp(OP_ATTRS[i].name, name, len))
             return OP_ATTRS[i].attrs;
     return 0;
 }
