@@ -187,11 +187,16 @@ static const struct {
     {"view_as_complex", MV},
 };
 
+/* A row is name's when their first characters, then their len, match and
+ * the row ends there: no strlen of every row per lookup (kernel_name asks
+ * for each source op of every kernel). */
 unsigned ir_op_attrs_n(const char *name, size_t len)
 {
-    for (size_t i = 0; i < sizeof OP_ATTRS / sizeof *OP_ATTRS; i++)
-        if (strlen(OP_ATTRS[i].name) == len && !strncmp(OP_ATTRS[i].name, name, len))
+    for (size_t i = 0; i < sizeof OP_ATTRS / sizeof *OP_ATTRS; i++) {
+        const char *r = OP_ATTRS[i].name;
+        if (r[0] == name[0] && !strncmp(r, name, len) && !r[len])
             return OP_ATTRS[i].attrs;
+    }
     return 0;
 }
 
