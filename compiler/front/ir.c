@@ -820,7 +820,7 @@ int ir_buf_new(ir_prog *p, const char *name, const gr_ttype *t, ir_buf_kind kind
     for (int k = 1;; k++) {
         int clash = 0;
         for (int i = 0; i < p->nbufs && !clash; i++)
-            clash = !strcmp(p->bufs[i].name, nm);
+            clash = ir_name_eq(p->bufs[i].name, nm);
         if (!clash)
             break;
         free(nm);
