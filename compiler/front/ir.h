@@ -229,7 +229,7 @@ enum {
     IR_OP_VIEW = 1 << 9,    /* a view of the argument's storage */
 };
 /* The attributes of the ATen op whose base name is the len characters at
- * name ("view" of aten.view.default). */
+ * name, none of them NUL ("view" of aten.view.default). */
 unsigned ir_op_attrs_n(const char *name, size_t len);
 unsigned ir_op_attrs(const char *name);
 
