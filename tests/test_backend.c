@@ -4304,9 +4304,10 @@ static void test_3d_pools_run_natively_and_validate(void)
 }
 
 /* A NaN reaching a max or a min is NaN, as PyTorch's maximum, minimum, amax,
- * clamp and max pooling (sfp.max, sfp.min and sfp.rmax; fmaxf dropped it, so
- * a pooled NaN pixel came out as its window's largest other value).  sqrt of
- * a negative makes the NaNs; the reference executor has them NaN too. */
+ * clamp, max pooling and relu (sfp.max, sfp.min, sfp.rmax and sfp.relu; fmaxf
+ * dropped it, so a pooled NaN pixel came out as its window's largest other
+ * value, and relu made it 0).  sqrt of a negative makes the NaNs; the
+ * reference executor has them NaN too. */
 static void test_a_nan_in_a_max_or_a_min_is_nan_as_pytorch(void)
 {
     expect_text_runs_natively_and_validates_on_both_chips(
@@ -4324,7 +4325,8 @@ static void test_a_nan_in_a_max_or_a_min_is_nan_as_pytorch(void)
         "%mv: f32[1, 1, 2, 3] = getitem(%mp, 0)\n"
         "%ap: (f32[1, 1, 2, 2], i64[1, 1, 2, 2]) = aten.adaptive_max_pool2d.default(%x, [2, 2])\n"
         "%av: f32[1, 1, 2, 2] = getitem(%ap, 0)\n"
-        "output %mx, %mn, %cl, %am, %mv, %av\n");
+        "%r: f32[24] = aten.relu.default(%s)\n"
+        "output %mx, %mn, %cl, %am, %mv, %av, %r\n");
 }
 
 /* F.interpolate(mode="nearest-exact") (_upsample_nearest_exact1d/2d/3d)
