@@ -5982,6 +5982,51 @@ static void test_softmax_of_a_row_masked_whole_is_nan_as_pytorch(void)
     }
 }
 
+/* Hugging Face masks with torch.finfo(f32).min, a finite value far beyond
+ * DL16's range, by masked_fill (Llama, Bloom) or by (1 - mask) * min
+ * added (T5).  Written to DL16 it was NINF, and every row NaN; it is now
+ * +-2^29 (isa_dl16_standin), still finite, so a row masked whole is
+ * uniform, as PyTorch's (its scores vanish next to min), and the reference
+ * executor takes it as finite too.  Row 0 is masked whole, row 1 but for
+ * its last four elements. */
+static void test_softmax_masked_with_finfo_min_is_pytorchs(void)
+{
+    const char *text = "graph smmin\n"
+                       "%i: i64[32] = aten.arange.default(32)\n"
+                       "%f: f32[32] = aten.sub.Tensor(%i, 16.0)\n"
+                       "%g: f32[32] = aten.mul.Tensor(%f, 0.125)\n"
+                       "%x: f32[4, 8] = aten.view.default(%g, [4, 8])\n"
+                       "%m: bool[4, 8] = aten.lt.Scalar(%x, -0.5)\n"
+                       "%p: f32[4, 8] = aten.masked_fill.Scalar(%x, %m, -3.4028234663852886e+38)\n"
+                       "%s: f32[4, 8] = aten._softmax.default(%p, 1, False)\n"
+                       "%mf: f32[4, 8] = aten._to_copy.default(%m, dtype=f32)\n"
+                       "%b: f32[4, 8] = aten.mul.Tensor(%mf, -3.4028234663852886e+38)\n"
+                       "%a: f32[4, 8] = aten.add.Tensor(%x, %b)\n"
+                       "%t: f32[4, 8] = aten._softmax.default(%a, 1, False)\n"
+                       "output %s, %t\n";
+    const char *names[] = {"s", "t"};
+    for (int c = 0; c < 2; c++) {
+        float *v[2] = {0};
+        int64_t n[2] = {0};
+        CU_ASSERT_EQUAL_FATAL(run_and_read(text, "smmin.txt", both_chips[c], 2, names, v, n), 0);
+        int ok = 0;
+        for (int r = 0; r < 4; r++) {
+            double s = 0;
+            for (int j = 0; j < 8; j++)
+                s += r == 0 || (r * 8 + j - 16) * 0.125 >= -0.5 ? exp((r * 8 + j - 16) * 0.125) : 0;
+            for (int j = 0; j < 8; j++) {
+                int k = r * 8 + j, masked = (k - 16) * 0.125 < -0.5;
+                double ref = r == 0 ? 0.125 : masked ? 0 : exp((k - 16) * 0.125) / s;
+                for (int o = 0; o < 2; o++)
+                    ok += fabs(v[o][k] - ref) <= 0x1p-8 * ref + 1e-6;
+            }
+        }
+        CU_ASSERT_EQUAL(ok, 64);
+        for (int i = 0; i < 2; i++)
+            free(v[i]);
+    }
+}
+
 static int mask_nan_axis(const char *text, int *guarded);
 
 /* The same over graph inputs: a user's additive attention mask, -inf in
@@ -7016,6 +7061,7 @@ int main(void)
         {"infinities and NaNs are found and replaced on both chips",
          test_infinities_and_nans_are_found_and_replaced_on_both_chips},
         {"softmax of a row masked whole is NaN as PyTorch", test_softmax_of_a_row_masked_whole_is_nan_as_pytorch},
+        {"softmax masked with finfo.min is PyTorch's", test_softmax_masked_with_finfo_min_is_pytorchs},
         {"softmax over an input mask masking a row whole is NaN", test_softmax_over_an_input_mask_masking_a_row_whole_is_nan},
         {"softmax over a broadcast input mask masking a batch whole is NaN",
          test_softmax_over_a_broadcast_input_mask_masking_a_batch_whole_is_nan},
