@@ -6857,6 +6857,24 @@ static void test_scatter_and_its_reductions_validate_on_both_chips(void)
                                         "output %e, %f, %g, %h, %k, %m\n");
 }
 
+/* Hugging Face's top-p filter scatters a bool mask back to vocabulary
+ * order (remove.scatter(1, sorted_indices, remove)): the one-hot sum of a
+ * bool src is an integer, and the decomposition declared it bool, so
+ * the graph did not load ("declared bool but the op produces i64"). */
+static void test_scatter_of_a_bool_mask_runs_natively_on_both_chips(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph scb\n"
+        "input %x: f32[3, 12]\n"
+        "%v: f32[3, 12] = aten.neg.default(%x)\n"
+        "%s: (f32[3, 12], i64[3, 12]) = aten.sort.default(%x)\n"
+        "%i: i64[3, 12] = getitem(%s, 1)\n"
+        "%m: bool[3, 12] = aten.lt.Scalar(%x, 0.2)\n"
+        "%b: bool[3, 12] = aten.scatter.src(%m, 1, %i, %m)\n"
+        "%y: f32[3, 12] = aten.masked_fill.Scalar(%v, %b, -inf)\n"
+        "output %b, %y\n");
+}
+
 /* Issue 14: convs whose windows tile their input (ViT's 16x16 stride-16
  * patch embedding of 3 channels, with a bias; two channels with 50x3
  * windows, K = 300) are one product each over an im2col copy, and validate on both
@@ -7373,6 +7391,7 @@ int main(void)
          test_index_take_index_add_and_repeat_positions_validate_on_both_chips},
         {"index_put validates on both chips", test_index_put_validates_on_both_chips},
         {"scatter and its reductions validate on both chips", test_scatter_and_its_reductions_validate_on_both_chips},
+        {"scatter of a bool mask runs natively on both chips", test_scatter_of_a_bool_mask_runs_natively_on_both_chips},
         {"a scalar bias of a product validates on both chips", test_a_scalar_bias_of_a_product_validates_on_both_chips},
         {"overlapping unfold windows validate on both chips", test_overlapping_unfold_windows_validate_on_both_chips},
         {"a conv weight read over merged taps runs on the device on both chips",

@@ -315,6 +315,26 @@ def im2col(decomposed):
     return unfold
 
 
+def _one_hot(x, num_classes=-1):
+    """F.one_hot with num_classes given, as a compare with arange (PyTorch's kernel reads the
+    indices' max and min to check them, which tracing cannot)."""
+    if num_classes < 0:
+        raise UserError("F.one_hot needs num_classes to be traced (without it the width is the "
+                        "indices' max, a value the graph cannot know)")
+    return (x.unsqueeze(-1) == torch.arange(num_classes, device=x.device)).to(torch.int64)
+
+
+@contextlib.contextmanager
+def traceable_one_hot():
+    """Trace F.one_hot as _one_hot (see there)."""
+    saved = torch.nn.functional.one_hot
+    torch.nn.functional.one_hot = _one_hot
+    try:
+        yield
+    finally:
+        torch.nn.functional.one_hot = saved
+
+
 def decompositions():
     from torch._decomp import get_decompositions
     aten = torch.ops.aten
@@ -367,7 +387,7 @@ def trace_make_fx(model, inputs, fake=False):
     values += [v.detach().clone() for _, v in model.named_buffers()]
     # pass 1: autograd on, so no fused fast path
     mode = "fake" if fake else "real"
-    with instance_norms_as_batch_norm(model):
+    with instance_norms_as_batch_norm(model), traceable_one_hot():
         first, args = with_grad(lambda a: make_fx(run, tracing_mode=mode, decomposition_table=decompositions())(
             values, a), inputs)
     values = [v.detach() for v in values]

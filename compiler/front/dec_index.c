@@ -1090,7 +1090,7 @@ int dc_r_scatter(dctx *c, const gr_node *n, int *out)
         for (int i = 0; i < r; i++)
             if (dc_T(c, src).shape[i] > ti.shape[i])
                 src = dc_slice(c, src, i, 0, ti.shape[i], 1);
-        src = dc_cast(c, src, tx.dtype);
+        src = dc_cast(c, src, tx.dtype == GR_BOOL ? GR_I64 : tx.dtype); /* summed below */
     }
     for (int i = 0; i < r; i++)
         if (i != d && ti.shape[i] > tx.shape[i])
@@ -1105,6 +1105,7 @@ int dc_r_scatter(dctx *c, const gr_node *n, int *out)
     if (src >= 0) {
         int pick = dc_cmpv(c, "aten.eq.Tensor", iota(c, m, r + 1, d), last);
         got = dc_red(c, "aten.sum.dim_IntList", dc_where_s(c, pick, dc_unsqueeze(c, src, d + 1), 0, 0), 1, &ld, 0);
+        got = dc_cast(c, got, tx.dtype);
     } else {
         got = dc_full(c, r, ls, dc_num(c, n, 3, "value", 0), tx.dtype);
     }
