@@ -6875,6 +6875,24 @@ static void test_scatter_of_a_bool_mask_runs_natively_on_both_chips(void)
         "output %b, %y\n");
 }
 
+/* index_copy off a state (a cache cloned from an input, written at an
+ * index input's positions, duplicates included: the last write wins as in
+ * PyTorch's serial loop) runs natively as scatter's one-hot; it was
+ * left to the host ("does not lower aten.index_copy"). */
+static void test_index_copy_runs_natively_on_both_chips(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph ixc\n"
+        "input %c: f32[2, 4, 6, 8]\n"
+        "input %s: f32[2, 4, 3, 8]\n"
+        "%a: i64[3] = aten.arange.default(3)\n"
+        "%p: i64[3] = aten.mul.Tensor(%a, 2)\n"
+        "%z: i64[3] = aten.mul.Tensor(%a, 0)\n"
+        "%y: f32[2, 4, 6, 8] = aten.index_copy.default(%c, 2, %p, %s)\n"
+        "%w: f32[2, 4, 6, 8] = aten.index_copy.default(%c, -2, %z, %s)\n"
+        "output %y, %w\n");
+}
+
 /* Issue 14: convs whose windows tile their input (ViT's 16x16 stride-16
  * patch embedding of 3 channels, with a bias; two channels with 50x3
  * windows, K = 300) are one product each over an im2col copy, and validate on both
@@ -7392,6 +7410,7 @@ int main(void)
         {"index_put validates on both chips", test_index_put_validates_on_both_chips},
         {"scatter and its reductions validate on both chips", test_scatter_and_its_reductions_validate_on_both_chips},
         {"scatter of a bool mask runs natively on both chips", test_scatter_of_a_bool_mask_runs_natively_on_both_chips},
+        {"index_copy runs natively on both chips", test_index_copy_runs_natively_on_both_chips},
         {"a scalar bias of a product validates on both chips", test_a_scalar_bias_of_a_product_validates_on_both_chips},
         {"overlapping unfold windows validate on both chips", test_overlapping_unfold_windows_validate_on_both_chips},
         {"a conv weight read over merged taps runs on the device on both chips",

@@ -1069,24 +1069,15 @@ int dc_r_scatter_reduce(dctx *c, const gr_node *n, int *out)
     return 1;
 }
 
-/* scatter(self, dim, index, src | value): each position along dim gets
- * the src element (or value) of the last index entry equal to it (a serial
- * write's result), others keep self's.  scatter.reduce stays for the host. */
-int dc_r_scatter(dctx *c, const gr_node *n, int *out)
+/* x with each position along dim d set to the src element (or value,
+ * src < 0) of the last index entry equal to it, as a serial write leaves
+ * it; others keep x's (one-hot: the amax of the matching entries, then a
+ * selection). */
+static int scatter_last(dctx *c, int x, int ix, int src, double value, int d, int *out)
 {
-    int x = dc_val(c, n, 0, "self"), ix = dc_val(c, n, 2, "index");
     gr_ttype tx = dc_T(c, x), ti = dc_T(c, ix);
-    const gr_arg *sa = gr_node_arg(n, 3, "src"), *va = sa ? sa : gr_node_arg(n, 3, "value");
-    const gr_arg *ra = gr_node_arg(n, 4, "reduce");
-    if (!va || tx.rank == 0 || ti.rank != tx.rank || !dc_numel(&ti))
-        return 0;
-    if (ra && ra->kind == GR_ARG_STR) /* reduce="add" or "multiply" */
-        return scatter_reduce(c, n, x, ix, !strcmp(ra->s, "multiply"), out);
-    if (ra)
-        return 0;
-    int d = dc_normdim(c, (int64_t)dc_num(c, n, 1, "dim", 0), tx.rank), r = tx.rank, src = -1;
-    if (va->kind == GR_ARG_VALUE) {
-        src = dc_val(c, n, 3, "src");
+    const int r = tx.rank;
+    if (src >= 0) {
         for (int i = 0; i < r; i++)
             if (dc_T(c, src).shape[i] > ti.shape[i])
                 src = dc_slice(c, src, i, 0, ti.shape[i], 1);
@@ -1107,7 +1098,7 @@ int dc_r_scatter(dctx *c, const gr_node *n, int *out)
         got = dc_red(c, "aten.sum.dim_IntList", dc_where_s(c, pick, dc_unsqueeze(c, src, d + 1), 0, 0), 1, &ld, 0);
         got = dc_cast(c, got, tx.dtype);
     } else {
-        got = dc_full(c, r, ls, dc_num(c, n, 3, "value", 0), tx.dtype);
+        got = dc_full(c, r, ls, value, tx.dtype);
     }
     int any = dc_cmps(c, "aten.ge.Scalar", dc_reshape(c, last, r, ls), 0);
     for (int i = 0; i < r; i++)
@@ -1117,6 +1108,45 @@ int dc_r_scatter(dctx *c, const gr_node *n, int *out)
         }
     out[0] = dc_where(c, any, got, x);
     return 1;
+}
+
+/* scatter(self, dim, index, src | value): each position along dim gets
+ * the src element (or value) of the last index entry equal to it (a serial
+ * write's result), others keep self's.  scatter.reduce stays for the host. */
+int dc_r_scatter(dctx *c, const gr_node *n, int *out)
+{
+    int x = dc_val(c, n, 0, "self"), ix = dc_val(c, n, 2, "index");
+    gr_ttype tx = dc_T(c, x), ti = dc_T(c, ix);
+    const gr_arg *sa = gr_node_arg(n, 3, "src"), *va = sa ? sa : gr_node_arg(n, 3, "value");
+    const gr_arg *ra = gr_node_arg(n, 4, "reduce");
+    if (!va || tx.rank == 0 || ti.rank != tx.rank || !dc_numel(&ti))
+        return 0;
+    if (ra && ra->kind == GR_ARG_STR) /* reduce="add" or "multiply" */
+        return scatter_reduce(c, n, x, ix, !strcmp(ra->s, "multiply"), out);
+    if (ra)
+        return 0;
+    int d = dc_normdim(c, (int64_t)dc_num(c, n, 1, "dim", 0), tx.rank), src = -1;
+    if (va->kind == GR_ARG_VALUE)
+        src = dc_val(c, n, 3, "src");
+    return scatter_last(c, x, ix, src, src < 0 ? dc_num(c, n, 3, "value", 0) : 0, d, out);
+}
+
+/* index_copy(self, dim, index, source): scatter of source along dim by
+ * index broadcast over source's other dims (scatter_last). */
+int dc_r_index_copy(dctx *c, const gr_node *n, int *out)
+{
+    int x = dc_val(c, n, 0, "self"), ix = dc_val(c, n, 2, "index"), src = dc_val(c, n, 3, "source");
+    gr_ttype tx = dc_T(c, x), ts = dc_T(c, src);
+    int64_t m = dc_numel((gr_ttype[]){dc_T(c, ix)}), sh[GR_MAX_RANK];
+    if (tx.rank == 0 || ts.rank != tx.rank)
+        return 0;
+    int d = dc_normdim(c, (int64_t)dc_num(c, n, 1, "dim", 0), tx.rank);
+    if (ts.shape[d] != m)
+        return 0;
+    for (int i = 0; i < tx.rank; i++)
+        sh[i] = i == d ? m : 1;
+    ix = dc_expand(c, dc_reshape(c, dc_reshape(c, ix, 1, &m), tx.rank, sh), ts.rank, ts.shape);
+    return scatter_last(c, x, ix, src, 0, d, out);
 }
 
 /* The length L of every bag when the offsets are a graph line's
