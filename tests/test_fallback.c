@@ -967,6 +967,38 @@ static const char *t5_bucket = "graph t5_bucket\n"
                                "%r: f32[20, 20] = aten.add.Tensor(%q, %sq)\n"
                                "output %b, %r\n";
 
+/* The same as Hugging Face writes it, without the clamp: distance 0 takes
+ * log(0) = -inf, cast to int64 (undefined in PyTorch) and discarded by the
+ * where; the tabulation refused the infinity and the bucket ran on the
+ * host ("integer values up to inf are not exact"). */
+static const char *t5_bucket_hf = "graph t5_bucket_hf\n"
+                               "input %q: f32[20, 20]\n"
+                               "%i: i64[20] = aten.arange.default(20)\n"
+                               "%c: i64[20, 1] = aten.unsqueeze.default(%i, 1)\n"
+                               "%m: i64[1, 20] = aten.unsqueeze.default(%i, 0)\n"
+                               "%rel: i64[20, 20] = aten.sub.Tensor(%m, %c)\n"
+                               "%z: i64[20, 20] = aten.zeros_like.default(%rel, dtype=i64)\n"
+                               "%mn: i64[20, 20] = aten.minimum.default(%rel, %z)\n"
+                               "%n: i64[20, 20] = aten.neg.default(%mn)\n"
+                               "%f: f32[20, 20] = aten._to_copy.default(%n, dtype=f32)\n"
+                               "%d: f32[20, 20] = aten.div.Tensor(%f, 8)\n"
+                               "%l: f32[20, 20] = aten.log.default(%d)\n"
+                               "%d1: f32[20, 20] = aten.div.Tensor(%l, 2.772588722239781)\n"
+                               "%s: f32[20, 20] = aten.mul.Tensor(%d1, 8)\n"
+                               "%t: i64[20, 20] = aten._to_copy.default(%s, dtype=i64)\n"
+                               "%a: i64[20, 20] = aten.add.Tensor(%t, 8)\n"
+                               "%full: i64[20, 20] = aten.full_like.default(%a, 15, dtype=i64)\n"
+                               "%large: i64[20, 20] = aten.minimum.default(%a, %full)\n"
+                               "%lt: bool[20, 20] = aten.lt.Scalar(%n, 8)\n"
+                               "%b: i64[20, 20] = aten.where.self(%lt, %n, %large)\n"
+                               "%ar: f32[16] = aten.arange.default(16.0)\n"
+                               "%col: f32[16, 1] = aten.unsqueeze.default(%ar, 1)\n"
+                               "%tab: f32[16, 1] = aten.mul.Tensor(%col, 0.1)\n"
+                               "%e: f32[20, 20, 1] = aten.embedding.default(%tab, %b)\n"
+                               "%sq: f32[20, 20] = aten.squeeze.dim(%e, -1)\n"
+                               "%r: f32[20, 20] = aten.add.Tensor(%q, %sq)\n"
+                               "output %b, %r\n";
+
 /* The i64 values of graph text's value name on the reference executor
  * (its inputs zeros) equal want[0..n). */
 static void reference_values_are(const char *text, const char *name, const int64_t *want, int64_t n)
@@ -1003,6 +1035,20 @@ static void test_a_t5_relative_position_bucket_runs_on_the_device(void)
     const char *chips[] = {" --config spyre --no-fallback", " --config spyre-4core --no-fallback"};
     for (int i = 0; i < 2; i++) { /* the device's buckets are the reference's, so PyTorch's */
         runs_on_the_device(t5_bucket, chips[i], "check b: max_abs_err=0.0e+00 ");
+        TU_ASSERT_CONTAINS(out, "check r: ");
+    }
+}
+
+static void test_a_t5_bucket_without_the_clamp_runs_on_the_device(void)
+{
+    static const int64_t by_distance[20] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 8, 8, 8, 9, 9, 9, 9, 10, 10, 10, 10};
+    int64_t want[400];
+    for (int i = 0; i < 400; i++)
+        want[i] = i / 20 > i % 20 ? by_distance[i / 20 - i % 20] : 0;
+    reference_values_are(t5_bucket_hf, "b", want, 400);
+    const char *chips[] = {" --config spyre --no-fallback", " --config spyre-4core --no-fallback"};
+    for (int i = 0; i < 2; i++) {
+        runs_on_the_device(t5_bucket_hf, chips[i], "check b: max_abs_err=0.0e+00 ");
         TU_ASSERT_CONTAINS(out, "check r: ");
     }
 }
@@ -1285,6 +1331,7 @@ int main(void)
         {"several indices beyond DL16 integers say why", test_several_indices_beyond_dl16_integers_say_why},
         {"a huge factory is refused before it is made", test_a_huge_factory_is_refused_before_it_is_made},
         {"a T5 relative-position bucket runs on the device", test_a_t5_relative_position_bucket_runs_on_the_device},
+        {"a T5 bucket without the clamp runs on the device", test_a_t5_bucket_without_the_clamp_runs_on_the_device},
         {"max-pool indices of -inf and NaN windows run on the device",
          test_max_pool_indices_of_inf_and_nan_windows_run_on_the_device},
         {"a cast to bool inside a tabulated cast is nonzero", test_a_cast_to_bool_inside_a_tabulated_cast_is_nonzero},
