@@ -499,6 +499,24 @@ static void test_embedding_bags_of_every_mode_run_on_the_device(void)
         runs_on_the_device(text, both_chips[i], "check l0: ");
 }
 
+/* Offsets given as a graph input (nn.EmbeddingBag(ids, offsets), as a
+ * recommender passes them): their values are unbounded to the compiler,
+ * and the bag mask's cat of them with N was refused as inexact ("integer
+ * values up to 16777216"), the bag on the host.  Only compares read them
+ * now: sum, and mean with include_last_offset, check on both chips. */
+static void test_embedding_bags_over_input_offsets_run_on_the_device(void)
+{
+    const char *text = "graph ebo\ninput %flat: i64[12]\ninput %off: i64[4]\ninput %w: f32[50, 16]\n"
+                       "%s: (f32[4, 16], i64[0], i64[4], i64[4]) = aten._embedding_bag.default(%w, %flat, %off, False, 0)\n"
+                       "%s0: f32[4, 16] = getitem(%s, 0)\n"
+                       "%l: (f32[3, 16], i64[12], i64[3], i64[3]) = "
+                       "aten._embedding_bag.default(%w, %flat, %off, False, 1, False, None, True)\n"
+                       "%l0: f32[3, 16] = getitem(%l, 0)\n"
+                       "output %s0, %l0\n";
+    for (int i = 0; i < 2; i++)
+        runs_on_the_device(text, both_chips[i], "check l0: ");
+}
+
 /* padding_idx of a large table (4096 x 128) gathers its mask from a
  * table of one stick per row (4096 x 64), not one as large as the
  * weight's; the bags check on both chips. */
@@ -1313,6 +1331,7 @@ int main(void)
         {"a refused kernel sends the op after a conv to the host",
          test_a_refused_kernel_sends_the_op_after_a_conv_to_the_host},
         {"embedding bags of every mode run on the device", test_embedding_bags_of_every_mode_run_on_the_device},
+        {"embedding bags over input offsets run on the device", test_embedding_bags_over_input_offsets_run_on_the_device},
         {"an embedding bag's padding mask of a large table is one stick wide",
          test_an_embedding_bags_padding_mask_of_a_large_table_is_one_stick_wide},
         {"an embedding bag's offset2bag runs on the host saying why",

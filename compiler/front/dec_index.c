@@ -1165,23 +1165,20 @@ static int64_t fixed_bag(dctx *c, const gr_node *n, int64_t nidx, int64_t nbags)
     return start == 0 && step > 0 && step * nbags == nidx ? step : 0;
 }
 
-/* Which of N indices fall in each bag (B, N): offsets[b] <= i < the next
- * offset (or N for the last bag unless the last offset is given). */
+/* Which of N indices fall in each bag (B, N): offsets[b] <= i and not
+ * offsets[b + 1] <= i (the last bag to N unless the last offset is
+ * given).  Only compares read the offsets: an offsets input's values are
+ * unbounded to the compiler, and a compare with an index is exact where
+ * any sum or copy of them would not be. */
 static int bag_members(dctx *c, int off, int64_t N, int64_t B, int last)
 {
-    int64_t one = 1;
-    int starts = dc_slice(c, off, 0, 0, B, 1), ends;
-    int total = dc_full(c, 1, &one, (double)N, GR_I64);
-    if (last)
-        ends = dc_slice(c, off, 0, 1, B + 1, 1);
-    else if (B > 1)
-        ends = DC_EMIT(c, "aten.cat.default", dc_T(c, starts), da_vals(2, (int[]){dc_slice(c, off, 0, 1, B, 1), total}),
-                       da_int(0));
-    else
-        ends = total;
     int i = iota(c, N, 2, 1);
-    int in = dc_cmpv(c, "aten.le.Tensor", dc_unsqueeze(c, starts, 1), i);
-    return dc_bin(c, "aten.logical_and.default", in, dc_cmpv(c, "aten.lt.Tensor", i, dc_unsqueeze(c, ends, 1)));
+    int started = dc_cmpv(c, "aten.le.Tensor", dc_unsqueeze(c, dc_slice(c, off, 0, 0, last ? B + 1 : B, 1), 1), i);
+    int next = dc_slice(c, started, 0, 1, last ? B + 1 : B, 1);
+    if (!last) /* no bag after the last: none started */
+        next = B > 1 ? pad_dim(c, next, 0, B) : dc_full(c, 2, (int64_t[]){1, N}, 0, GR_BOOL);
+    return dc_bin(c, "aten.logical_and.default", dc_slice(c, started, 0, 0, B, 1),
+                  dc_cmps(c, "aten.eq.Scalar", next, 0));
 }
 
 #define STICK_ELEMS 64 /* DL16 elements in one 128-byte stick */
