@@ -255,11 +255,13 @@ static int tabulate(ictx *c, int e)
     double *tab = malloc((size_t)(n > 0 ? n : 1) * sizeof *tab);
     int ok = n > 0 && tab;
     int64_t defined = -1; /* an entry whose float is finite */
-    for (int64_t v = lo; ok && v <= hi; v++)
-        if (isfinite(fval(A, cast, leaf, (double)v, 0)))
-            ok = trunc_sure(A, cast, leaf, (double)v, &tab[v - lo]), defined = v - lo;
-        else
-            tab[v - lo] = NAN;
+    for (int64_t v = lo; ok && v <= hi; v++) {
+        tab[v - lo] = NAN;
+        if (isfinite(fval(A, cast, leaf, (double)v, 0))) {
+            ok = trunc_sure(A, cast, leaf, (double)v, &tab[v - lo]);
+            defined = v - lo;
+        }
+    }
     /* PyTorch's cast of an infinity is undefined (x86 gives INT64_MIN; T5
      * takes log(0) at distance 0 and discards it by a where): it takes a
      * defined neighbour's value, so --check sees any use of it */
