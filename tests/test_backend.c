@@ -5987,8 +5987,9 @@ static void test_softmax_of_a_row_masked_whole_is_nan_as_pytorch(void)
  * added (T5).  Written to DL16 it was NINF, and every row NaN; it is now
  * +-2^29 (isa_dl16_standin), still finite, so a row masked whole is
  * uniform, as PyTorch's (its scores vanish next to min), and the reference
- * executor takes it as finite too.  Row 0 is masked whole, row 1 but for
- * its last four elements. */
+ * executor takes it as finite too; the masked scores, an output, check
+ * (the device's 2^29 stands for min).  Row 0 is masked whole, row 1 but
+ * for its last four elements. */
 static void test_softmax_masked_with_finfo_min_is_pytorchs(void)
 {
     const char *text = "graph smmin\n"
@@ -6003,7 +6004,7 @@ static void test_softmax_masked_with_finfo_min_is_pytorchs(void)
                        "%b: f32[4, 8] = aten.mul.Tensor(%mf, -3.4028234663852886e+38)\n"
                        "%a: f32[4, 8] = aten.add.Tensor(%x, %b)\n"
                        "%t: f32[4, 8] = aten._softmax.default(%a, 1, False)\n"
-                       "output %s, %t\n";
+                       "output %s, %t, %p\n";
     const char *names[] = {"s", "t"};
     for (int c = 0; c < 2; c++) {
         float *v[2] = {0};
