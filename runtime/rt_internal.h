@@ -46,12 +46,13 @@ typedef struct {
  * relied on, or, undeclared, DL16's exact integers when its device copy
  * is DL16; line 0: no check.  An input an index op reads directly must
  * also index within its dim, as PyTorch requires (the device would drop
- * or clamp the element). */
+ * or clamp the element; tensor.c's index_ops lists the ops). */
 typedef struct {
     int line;
     int declared;
     int64_t lo, hi;
     int64_t size;    /* > 0: the input indexes dim `dim` of this size of op `use` */
+    int wrap;        /* a negative index counts from the end: [-size, size) */
     int dim;
     char use[ISA_NAME_MAX];
 } rt_range;
