@@ -767,6 +767,78 @@ static void test_an_index_input_past_its_dim_exits_2_naming_it(void)
     remove(bin);
 }
 
+/* x[i, j] (index.Tensor): PyTorch refuses an index outside [-size, size)
+ * of the dim it indexes, so does the launch, naming the input and dim; a
+ * negative one within counts from the end and checks ok. */
+static void test_an_index_tensor_input_past_its_dim_exits_2_naming_it(void)
+{
+    char graph[512], bi[512], bj[512];
+    tu_tmpfile(".txt", graph, sizeof graph);
+    tu_tmpfile(".f32", bi, sizeof bi);
+    tu_tmpfile(".f32", bj, sizeof bj);
+    write_file(graph, "graph ix\ninput %x: f32[5, 4]\ninput %i: i64[3]\ninput %j: i64[3]\n"
+                      "%y: f32[3] = aten.index.Tensor(%x, [%i, %j])\noutput %y\n");
+    float i[3] = {0, -5, 4}, j[3] = {9, 0, 0};
+    tu_write_file(bi, i, sizeof i);
+    tu_write_file(bj, j, sizeof j);
+    char args[1100];
+    snprintf(args, sizeof args, "%s --check --input i=%s", graph, bi);
+    expect_spyref("run %s --input j=%s", args, bj, 2,
+                  ":4: input %j: the value 9 at element 0 is out of bounds for dim 1 of size 4 "
+                  "(aten.index.Tensor reads it)");
+    j[0] = -4;
+    tu_write_file(bj, j, sizeof j);
+    expect_spyref("run %s --input j=%s", args, bj, 0, " ok\n");
+    i[1] = -6;
+    tu_write_file(bi, i, sizeof i);
+    expect_spyref("run %s --input j=%s", args, bj, 2,
+                  ":3: input %i: the value -6 at element 1 is out of bounds for dim 0 of size 5");
+    remove(graph);
+    remove(bi);
+    remove(bj);
+}
+
+/* An index computed from inputs runs on the device only when proven
+ * within its dim (a one-hot by an out-of-bounds one would give zeros):
+ * a+2 of a in [-1, 9] is not, so the gather runs on the host, which
+ * refuses 11 as PyTorch; a in [-2, 2] proves it, as topk proves its
+ * positions, and those run on the device, checking ok. */
+static void test_a_computed_index_runs_on_the_device_only_proven_in_range(void)
+{
+    char graph[512], bin[512], elf[512];
+    tu_tmpfile(".txt", graph, sizeof graph);
+    tu_tmpfile(".f32", bin, sizeof bin);
+    tu_tmpfile(".elf", elf, sizeof elf);
+    const char *emb = "graph ci\ninput %%a: i64[4] range=[%s]\ninput %%t: f32[5, 2]\n"
+                      "%%k: i64[4] = aten.add.Tensor(%%a, 2)\n"
+                      "%%y: f32[4, 2] = aten.embedding.default(%%t, %%k)\noutput %%y\n";
+    char text[512];
+    snprintf(text, sizeof text, emb, "-1, 9");
+    write_file(graph, text);
+    expect_spyref("compile %s -o %s --no-fallback", graph, elf, 2,
+                  ":5: aten.embedding.default: index %k is computed and not proven within [0, 5) "
+                  "(it may reach [1, 11])");
+    float a[4] = {0, 9, 2, 1};
+    tu_write_file(bin, a, sizeof a);
+    expect_spyref("run %s --input a=%s", graph, bin, 2, "index 11 (element 1 of the indices) out of range [0, 5)");
+    a[1] = -1;
+    tu_write_file(bin, a, sizeof a);
+    expect_spyref("run %s --check --input a=%s", graph, bin, 0, "fallback_ops=1 ");
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, " ok\n"));
+    snprintf(text, sizeof text, emb, "-2, 2");
+    write_file(graph, text);
+    expect_spyref("run %s --check%s", graph, "", 0, "fallback_ops=0 ");
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, " ok\n"));
+    write_file(graph, "graph tk\ninput %x: f32[4, 8]\ninput %y: f32[4, 8]\n"
+                      "%tk: (f32[4, 3], i64[4, 3]) = aten.topk.default(%x, 3, 1)\n"
+                      "%i: i64[4, 3] = getitem(%tk, 1)\n%g: f32[4, 3] = aten.gather.default(%y, 1, %i)\noutput %g\n");
+    expect_spyref("run %s --check%s", graph, "", 0, "fallback_ops=0 ");
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, " ok\n"));
+    remove(graph);
+    remove(bin);
+    remove(elf);
+}
+
 /* A parameter only gathers read is uploaded as x mod rows (ISA_TF_WRAP):
  * PyTorch refuses a position outside [-rows, rows), so does the launch,
  * naming the parameter; a negative one within checks ok. */
@@ -1414,6 +1486,10 @@ int main(void)
         {"an input outside its declared range exits 2 naming it",
          test_an_input_outside_its_declared_range_exits_2_naming_it},
         {"an index input past its dim exits 2 naming it", test_an_index_input_past_its_dim_exits_2_naming_it},
+        {"an index.Tensor input past its dim exits 2 naming it",
+         test_an_index_tensor_input_past_its_dim_exits_2_naming_it},
+        {"a computed index runs on the device only proven in range",
+         test_a_computed_index_runs_on_the_device_only_proven_in_range},
         {"a wrapped row position out of bounds exits 2 naming it",
          test_a_wrapped_row_position_out_of_bounds_exits_2_naming_it},
         {"corrupt_expected_outputs_exit_2_in_run_and_ref", test_corrupt_expected_outputs_exit_2_in_run_and_ref},
