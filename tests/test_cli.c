@@ -802,7 +802,8 @@ static void test_an_index_tensor_input_past_its_dim_exits_2_naming_it(void)
  * within its dim (a one-hot by an out-of-bounds one would give zeros):
  * a+2 of a in [-1, 9] is not, so the gather runs on the host, which
  * refuses 11 as PyTorch; a in [-2, 2] proves it, as topk proves its
- * positions, and those run on the device, checking ok. */
+ * positions and a clamp argmax + 1's, and those run on the device,
+ * checking ok. */
 static void test_a_computed_index_runs_on_the_device_only_proven_in_range(void)
 {
     char graph[512], bin[512], elf[512];
@@ -832,6 +833,12 @@ static void test_a_computed_index_runs_on_the_device_only_proven_in_range(void)
     write_file(graph, "graph tk\ninput %x: f32[4, 8]\ninput %y: f32[4, 8]\n"
                       "%tk: (f32[4, 3], i64[4, 3]) = aten.topk.default(%x, 3, 1)\n"
                       "%i: i64[4, 3] = getitem(%tk, 1)\n%g: f32[4, 3] = aten.gather.default(%y, 1, %i)\noutput %g\n");
+    expect_spyref("run %s --check%s", graph, "", 0, "fallback_ops=0 ");
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, " ok\n"));
+    write_file(graph, "graph am\ninput %x: f32[4, 8]\ninput %y: f32[4, 8]\n"
+                      "%m: i64[4, 1] = aten.argmax.default(%x, 1, True)\n%n: i64[4, 1] = aten.add.Tensor(%m, 1)\n"
+                      "%i: i64[4, 1] = aten.clamp.default(%n, None, 7)\n"
+                      "%g: f32[4, 1] = aten.gather.default(%y, 1, %i)\noutput %g\n");
     expect_spyref("run %s --check%s", graph, "", 0, "fallback_ops=0 ");
     CU_ASSERT_PTR_NOT_NULL(strstr(out, " ok\n"));
     remove(graph);

@@ -172,6 +172,8 @@ enum { FLAT = GR_MAX_RANK + 1 };
  * of the flattened tensor) of n's first argument. */
 static rng positions(rctx *r, const gr_node *n, int pos, int dflt)
 {
+    if (!n->nargs || n->args[0].kind != GR_ARG_VALUE)
+        return ANY;
     const gr_ttype *t = &r->g->values[n->args[0].value].type;
     const gr_arg *a = gr_node_arg(n, pos, "dim");
     int64_t d = a && a->kind == GR_ARG_INT ? a->i : a ? FLAT : dflt, size = 1;
@@ -204,6 +206,8 @@ static rng bucketize(rctx *r, const gr_node *n)
 
 static rng searchsorted(rctx *r, const gr_node *n)
 {
+    if (!n->nargs || n->args[0].kind != GR_ARG_VALUE)
+        return ANY;
     const gr_ttype *t = &r->g->values[n->args[0].value].type;
     return (rng){0, t->rank ? (double)t->shape[t->rank - 1] : 1};
 }
@@ -274,8 +278,10 @@ static const struct {
  * split's pieces are within t's first argument's range. */
 static rng getitem(rctx *r, const gr_node *n)
 {
+    if (n->nargs < 2 || n->args[0].kind != GR_ARG_VALUE || n->args[1].kind != GR_ARG_INT)
+        return ANY;
     const gr_value *t = &r->g->values[n->args[0].value];
-    if (t->kind != GR_VAL_NODE || n->nargs < 2 || n->args[1].kind != GR_ARG_INT)
+    if (t->kind != GR_VAL_NODE)
         return ANY;
     const gr_node *m = &r->g->nodes[t->node];
     int part = (ir_op_attrs(m->base) & IR_OP_SPLIT) != 0;
@@ -319,13 +325,17 @@ static rng of(rctx *r, int v)
     return r->memo[v] = a;
 }
 
-/* Whether v is an input or a parameter seen through movement ops and
- * casts (the launch checks it, or its values are the model's). */
+/* Whether v is an input or a parameter seen through movement ops, casts
+ * and a split's pieces (the launch checks it, or its values are the
+ * model's). */
 static int read_as_is(const gr_graph *g, int v)
 {
     while (g->values[v].kind == GR_VAL_NODE) {
         const gr_node *n = &g->nodes[g->values[v].node];
-        if (!strcmp(n->op, "getitem") || !ir_op_attrs(n->base) || !n->nargs || n->args[0].kind != GR_ARG_VALUE)
+        if (!strcmp(n->op, "getitem") && n->nargs && n->args[0].kind == GR_ARG_VALUE &&
+            g->values[n->args[0].value].kind == GR_VAL_NODE)
+            n = &g->nodes[g->values[n->args[0].value].node];
+        if (!ir_op_attrs(n->base) || !n->nargs || n->args[0].kind != GR_ARG_VALUE)
             return 0;
         v = n->args[0].value;
     }
