@@ -3,6 +3,7 @@
  * where it lives in device DRAM while its region is there (an ISA_TF_LX
  * input never: it is written into its core's LX at each launch). */
 #include "rt_internal.h"
+#include "cc.h"
 
 int64_t rt_tensor_elems(const isa_tensor *t)
 {
@@ -161,10 +162,29 @@ static void index_input(const isa_program *p, const gr_value *iv, const gr_value
     snprintf(r->use, sizeof r->use, "%s", use);
 }
 
-/* Node n of g, an index op reading an input directly: the dim it indexes
- * into the range of that input's tensor, if it is the smallest yet. */
-static void index_use(const isa_program *p, const gr_graph *g, const gr_node *n, rt_range *range)
+/* Index value v of g, read by node `node` over dim of sv's tensor: a
+ * check of prog->icheck if it is computed and not proven. */
+static void index_computed(rt_program *prog, const gr_graph *g, int v, int node, const gr_value *sv, int64_t dim,
+                           int wrap)
 {
+    const gr_value *iv = &g->values[v];
+    if (iv->kind != GR_VAL_NODE || iv->type.dtype == GR_BOOL || dim < 0 || dim >= sv->type.rank ||
+        !cc_index_unproven(g, v, sv->type.shape[dim], wrap))
+        return;
+    rt_icheck *c = realloc(prog->icheck, (size_t)(prog->nicheck + 1) * sizeof *c);
+    if (!c)
+        return; /* out of host memory: the check is lost, not the run */
+    prog->icheck = c;
+    c[prog->nicheck++] = (rt_icheck){.value = v, .node = node, .size = sv->type.shape[dim], .wrap = wrap,
+                                     .dim = (int)dim};
+}
+
+/* Node k of g, an index op: the dim each index tensor it reads indexes,
+ * into the range of an input's tensor (if the smallest yet) or the checks
+ * of a computed one. */
+static void index_use(rt_program *prog, const gr_graph *g, int node)
+{
+    const gr_node *n = &g->nodes[node];
     for (size_t k = 0; k < sizeof index_ops / sizeof *index_ops; k++) {
         const int s = index_ops[k].self, d = index_ops[k].dim, x = index_ops[k].index;
         if (strcmp(n->base, index_ops[k].base) || n->nargs <= x || n->args[s].kind != GR_ARG_VALUE ||
@@ -178,8 +198,10 @@ static void index_use(const isa_program *p, const gr_graph *g, const gr_node *n,
         for (int j = 0; j < (list ? a->nitems : 1); j++) {
             const gr_arg *it = list ? &a->items[j] : a;
             const gr_value *iv = it->kind == GR_ARG_VALUE ? &g->values[it->value] : NULL;
-            if (iv)
-                index_input(p, iv, sv, dim, index_ops[k].wrap, n->op, range);
+            if (iv) {
+                index_input(prog->p, iv, sv, dim, index_ops[k].wrap, n->op, prog->range);
+                index_computed(prog, g, it->value, node, sv, dim, index_ops[k].wrap);
+            }
             dim += iv && iv->type.dtype == GR_BOOL ? iv->type.rank : 1;
         }
     }
@@ -206,8 +228,11 @@ int rt_ranges_init(rt_program *prog, char *err, size_t errlen)
             prog->range[i] = input_range(p, v, i);
     }
     for (int k = 0; prog->range && k < g->nnodes; k++)
-        index_use(p, g, &g->nodes[k], prog->range);
-    gr_graph_free(g);
+        index_use(prog, g, k);
+    if (prog->nicheck)
+        prog->igraph = g;
+    else
+        gr_graph_free(g);
     return prog->range ? 0 : isa_errf(err, errlen, "out of host memory");
 }
 

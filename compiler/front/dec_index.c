@@ -323,15 +323,6 @@ int dc_r_bucketize(dctx *c, const gr_node *n, int *out)
     return 1;
 }
 
-/* Index argument pos (or key) of n indexes a dim of size positions:
- * dc_index_bounded. */
-static void bounded(dctx *c, const gr_node *n, int pos, const char *key, int64_t size, int wrap)
-{
-    const gr_arg *a = gr_node_arg(n, pos, key);
-    if (a && a->kind == GR_ARG_VALUE)
-        dc_index_bounded(c, a->value, size, wrap);
-}
-
 /* One-hot selection along the last dim: sum_k where(pos == k, x, 0) with
  * pos (.., 1) int64 and x (.., n): x's element at pos (pos beyond n: 0). */
 static int pick_last(dctx *c, int x, int pos)
@@ -356,7 +347,6 @@ int dc_r_gather(dctx *c, const gr_node *n, int *out)
         return 1;
     }
     int d = dc_normdim(c, (int64_t)dc_num(c, n, 1, "dim", 0), tx.rank);
-    bounded(c, n, 2, "index", tx.shape[d], 0);
     if (dc_affine_gather(c, n, x, d, out))
         return 1;
     for (int i = 0; i < tx.rank; i++)
@@ -401,7 +391,6 @@ int dc_r_scatter_add(dctx *c, const gr_node *n, int *out)
     if (tx.rank == 0 || ti.rank != tx.rank)
         return 0;
     int d = dc_normdim(c, (int64_t)dc_num(c, n, 1, "dim", 0), tx.rank);
-    bounded(c, n, 2, "index", tx.shape[d], 0);
     for (int i = 0; i < tx.rank; i++) {
         if (ti.shape[i] > dc_T(c, src).shape[i] || (i != d && ti.shape[i] > tx.shape[i]))
             dc_fail(c, "index is larger than src or self in dim %d", i);
@@ -434,7 +423,6 @@ int dc_r_index_fill(dctx *c, const gr_node *n, int *out)
     gr_ttype tx = dc_T(c, x);
     int d = dc_normdim(c, (int64_t)dc_num(c, n, 1, "dim", 0), tx.rank);
     int64_t len = tx.rank ? tx.shape[d] : 1, m = dc_numel((gr_ttype[]){dc_T(c, ix)});
-    bounded(c, n, 2, "index", len, 0);
     ix = dc_reshape(c, ix, 1, &m);
     int hit = dc_cmpv(c, "aten.eq.Tensor", iota(c, len, 2, 0), dc_unsqueeze(c, ix, 0)); /* (len, m) */
     int64_t one = 1;
@@ -532,8 +520,6 @@ int dc_r_index_select(dctx *c, const gr_node *n, int *out)
         out[0] = x;
         return 1;
     }
-    if (t.rank)
-        bounded(c, n, 2, "index", t.shape[d], 0);
     if (t.rank && dc_affine_index_select(c, n, x, d, out))
         return 1;
     if (row_gather(c, x, d, ix) || dc_T(c, ix).rank > 1 || dc_is_float(dc_T(c, ix).dtype) || !t.rank ||
@@ -586,8 +572,6 @@ int dc_r_embedding(dctx *c, const gr_node *n, int *out)
 {
     int w = dc_val(c, n, 0, "weight"), ix = dc_val(c, n, 1, "indices");
     gr_ttype tw = dc_T(c, w), ti = dc_T(c, ix), to = ti;
-    if (tw.rank == 2)
-        bounded(c, n, 1, "indices", tw.shape[0], 0);
     const int computed = computed_indices(c, ix) && tw.rank == 2 && tw.shape[0] <= EMB_COMPUTED_MAX_ROWS;
     if ((reads_data(c, ix) && !computed) || is_positions(c, ix) || tw.rank != 2 || !tw.shape[0] ||
         dc_is_float(ti.dtype) || ti.rank >= GR_MAX_RANK)
@@ -710,21 +694,6 @@ static int param_rows(dctx *c, const gr_node *n, int x, int d)
     return c->g->values[p].kind == GR_VAL_PARAM && ir_only_row_gathers(c->g, p, dc_T(c, x).shape[0]);
 }
 
-/* The integer tensors of n's indices list index x's dims in order, a
- * negative one counting from the end: dc_index_bounded (a bool mask
- * stays on the host). */
-static void list_bounded(dctx *c, const gr_node *n, int x)
-{
-    const gr_arg *l = gr_node_arg(n, 1, "indices");
-    gr_ttype t = dc_T(c, x);
-    for (int i = 0; l && l->kind == GR_ARG_LIST && i < l->nitems; i++)
-        if (l->items[i].kind == GR_ARG_VALUE && c->g->values[l->items[i].value].type.dtype == GR_BOOL)
-            return;
-    for (int i = 0; l && l->kind == GR_ARG_LIST && i < l->nitems && i < t.rank; i++)
-        if (l->items[i].kind == GR_ARG_VALUE)
-            dc_index_bounded(c, l->items[i].value, t.shape[i], 1);
-}
-
 /* index.Tensor(self, indices) with one integer index tensor (the others
  * None): x with that dim replaced by the index's shape; several: as
  * several_indices.  Bool masks (a data-dependent shape) stay for the host. */
@@ -733,7 +702,6 @@ int dc_r_index(dctx *c, const gr_node *n, int *out)
     int x = dc_val(c, n, 0, "self");
     gr_ttype t = dc_T(c, x);
     int d, ix = one_index(c, n, &d);
-    list_bounded(c, n, x);
     if (dc_affine_index(c, n, x, out))
         return 1;
     if (ix < 0 && d >= 0)
@@ -770,7 +738,6 @@ int dc_r_take(dctx *c, const gr_node *n, int *out)
     int64_t all = dc_numel(&t), m = dc_numel(&ti);
     if (!all || dc_is_float(ti.dtype))
         return 0;
-    bounded(c, n, 1, "index", all, 1);
     int r = select_one_hot(c, dc_reshape(c, x, 1, &all), 0, dc_reshape(c, ix, 1, &m), 1);
     out[0] = dc_reshape(c, r, ti.rank, ti.shape);
     return 1;
@@ -790,7 +757,6 @@ int dc_r_index_add(dctx *c, const gr_node *n, int *out)
     int d = dc_normdim(c, (int64_t)dc_num(c, n, 1, "dim", 0), t.rank);
     if (dc_T(c, s1).rank != t.rank || dc_T(c, s1).shape[d] != m || !m)
         return 0;
-    bounded(c, n, 2, "index", t.shape[d], 0);
     int64_t ishape[GR_MAX_RANK];
     for (int i = 0; i <= t.rank; i++)
         ishape[i] = i == d ? m : 1;
@@ -896,7 +862,6 @@ int dc_r_index_put(dctx *c, const gr_node *n, int *out)
     int d, ix = one_index(c, n, &d);
     if (ix < 0 || d >= dc_T(c, x).rank || dc_is_float(dc_T(c, ix).dtype))
         return 0;
-    list_bounded(c, n, x);
     int r = dc_T(c, ix).dtype == GR_BOOL ? (d ? -1 : index_put_mask(c, x, ix, val, acc))
                                           : index_put_int(c, x, d, ix, val, acc);
     if (r < 0)
@@ -1066,7 +1031,6 @@ int dc_r_scatter_reduce(dctx *c, const gr_node *n, int *out)
         (k == 2 && !dc_is_float(tx.dtype)))
         return 0;
     int d = dc_normdim(c, (int64_t)dc_num(c, n, 1, "dim", 0), tx.rank);
-    bounded(c, n, 2, "index", tx.shape[d], 0);
     for (int i = 0; i < tx.rank; i++)
         if (ti.shape[i] > dc_T(c, src).shape[i] || (i != d && ti.shape[i] > tx.shape[i]))
             dc_fail(c, "index is larger than src or self in dim %d", i);
@@ -1087,7 +1051,6 @@ int dc_r_scatter(dctx *c, const gr_node *n, int *out)
     const gr_arg *ra = gr_node_arg(n, 4, "reduce");
     if (!va || tx.rank == 0 || ti.rank != tx.rank || !dc_numel(&ti))
         return 0;
-    bounded(c, n, 2, "index", tx.shape[dc_normdim(c, (int64_t)dc_num(c, n, 1, "dim", 0), tx.rank)], 0);
     if (ra && ra->kind == GR_ARG_STR) /* reduce="add" or "multiply" */
         return scatter_reduce(c, n, x, ix, !strcmp(ra->s, "multiply"), out);
     if (ra)

@@ -1,14 +1,15 @@
 /* dec_range.c: the values an index computed on the device may take,
  * proven from the source graph.  A gather by such an index is one-hot
  * (dec_index.c): an out-of-bounds position would pick no row and give 0
- * where PyTorch raises.  So an index computed from inputs runs on the
- * device only when an interval propagated from its inputs' declared
- * ranges proves every position legal (argmax, topk and sort indices, an
- * arange, clamp, remainder: by construction); else the op stays on the
- * host, whose reference raises as PyTorch.  An input or parameter read as
- * it is (through views) is checked at launch instead (runtime/tensor.c),
- * and an index made from positions and constants alone is the same at
- * every run (PyTorch ran it at export). */
+ * where PyTorch raises.  An interval propagated from the inputs' declared
+ * ranges proves most legal (argmax, topk and sort indices, an arange,
+ * clamp, remainder: by construction); the runtime computes the others
+ * from each launch's inputs on the host and refuses an out-of-bounds one
+ * as PyTorch (runtime/idxcheck.c).  An input or parameter read as it is
+ * (through views) is checked at launch as it is (runtime/tensor.c), and an
+ * index made from positions and constants alone is the same at every run
+ * (PyTorch ran it at export). */
+#include "cc.h"
 #include "decompose.h"
 
 #include <math.h>
@@ -371,21 +372,15 @@ int dc_reads_data(const gr_graph *g, int v)
     return r;
 }
 
-void dc_index_bounded(dctx *c, int v, int64_t size, int wrap)
+int cc_index_unproven(const gr_graph *g, int v, int64_t size, int wrap)
 {
-    const gr_graph *g = c->g;
     if (read_as_is(g, v) || !dc_reads_data(g, v))
-        return;
+        return 0;
     rctx r = {g, calloc((size_t)g->nvalues + 1, sizeof(rng)), calloc((size_t)g->nvalues + 1, 1)};
     if (!r.memo || !r.done)
         abort();
     rng a = of(&r, v);
     free(r.memo);
     free(r.done);
-    const double lo = wrap ? -(double)size : 0;
-    if (a.lo >= lo && a.hi < (double)size)
-        return;
-    dc_fail(c, "index %%%s is computed and not proven within [%.0f, %lld) (it may reach [%g, %g]): the op runs on "
-            "the host, which raises for an out-of-bounds index as PyTorch (declare its inputs' range=[LO, HI] to "
-            "prove it)", g->values[v].name, lo, (long long)size, a.lo, a.hi);
+    return !(a.lo >= (wrap ? -(double)size : 0) && a.hi < (double)size);
 }

@@ -81,10 +81,6 @@ int dc_cmps(dctx *c, const char *op, int a, double s);
 /* Whether value v of g depends on a graph input or parameter (else it is
  * made from positions and constants alone). */
 int dc_reads_data(const gr_graph *g, int v);
-/* Source value v indexes a dim of size positions (wrap: a negative one
- * counts from the end): fails the node, which then runs on the host, when
- * v is computed from inputs and not proven in range (dec_range.c). */
-void dc_index_bounded(dctx *c, int v, int64_t size, int wrap);
 int dc_cmpv(dctx *c, const char *op, int a, int b);
 int dc_neg(dctx *c, int a);
 int dc_scale(dctx *c, int x, double s);
