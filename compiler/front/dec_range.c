@@ -115,20 +115,27 @@ static rng minimum(rctx *r, const gr_node *n)
     return (rng){fmin(a.lo, b.lo), fmin(a.hi, b.hi)};
 }
 
+/* How far inside a bound b a result of n strictly below it lies: an
+ * integer's is b - 1, a float's b itself (the interval is closed). */
+static double inside(rctx *r, const gr_node *n, double b)
+{
+    return dc_is_float(r->g->values[n->out].type.dtype) ? b : b - 1;
+}
+
 /* remainder(x, m), Python's: the sign of m; x already within it stays. */
 static rng remainder_(rctx *r, const gr_node *n)
 {
     rng x = same(r, n), m = arg(r, n, 1, "other", ANY);
     if (m.lo > 0 && x.lo >= 0 && x.hi < m.lo)
         return x;
-    return m.lo > 0 ? (rng){0, m.hi} : m.hi < 0 ? (rng){m.lo, 0} : ANY;
+    return m.lo > 0 ? (rng){0, inside(r, n, m.hi)} : m.hi < 0 ? (rng){-inside(r, n, -m.lo), 0} : ANY;
 }
 
 /* fmod(x, m), C's: the sign of x, smaller than |m|. */
 static rng fmod_(rctx *r, const gr_node *n)
 {
     rng x = same(r, n), m = arg(r, n, 1, "other", ANY);
-    double b = fmax(fabs(m.lo), fabs(m.hi));
+    double b = inside(r, n, fmax(fabs(m.lo), fabs(m.hi)));
     return (rng){x.lo < 0 ? fmax(-b, x.lo) : 0, x.hi > 0 ? fmin(b, x.hi) : 0};
 }
 
