@@ -803,7 +803,8 @@ static void test_an_index_tensor_input_past_its_dim_exits_2_naming_it(void)
  * on the host before each launch: a+2 of a in [-1, 9] holding 11 refuses
  * the launch as PyTorch (exit 2, one line naming the graph line), in range
  * it runs on the device and checks ok; a timing-only run has no values to
- * check.  Proven ones (topk's positions, a clamp of argmax + 1) need no
+ * check; a view of an input is checked so (DLRM's columns, each against
+ * its own table).  Proven ones (topk's positions, a clamp of argmax + 1) need no
  * check and run on the device, checking ok. */
 static void test_a_computed_index_out_of_bounds_refuses_the_launch(void)
 {
@@ -822,6 +823,21 @@ static void test_a_computed_index_out_of_bounds_refuses_the_launch(void)
     a[1] = -1;
     tu_write_file(bin, a, sizeof a);
     expect_spyref("run %s --check --input a=%s", graph, bin, 0, "fallback_ops=0 ");
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, " ok\n"));
+    /* DLRM's ids[:, i]: each column against its own table */
+    write_file(graph, "graph dl\ninput %ids: i64[4, 2]\ninput %t0: f32[5, 2]\ninput %t1: f32[3, 2]\n"
+                      "%c0: i64[4] = aten.select.int(%ids, 1, 0)\n%c1: i64[4] = aten.select.int(%ids, 1, 1)\n"
+                      "%e0: f32[4, 2] = aten.embedding.default(%t0, %c0)\n"
+                      "%e1: f32[4, 2] = aten.embedding.default(%t1, %c1)\n"
+                      "%y: f32[4, 2] = aten.add.Tensor(%e0, %e1)\noutput %y\n");
+    float ids[8] = {4, 3, 1, 0, 0, 1, 3, 2};
+    tu_write_file(bin, ids, sizeof ids);
+    expect_spyref("run %s --input ids=%s", graph, bin, 2,
+                  "graph line 8: aten.embedding.default: the index %c1 computed from the inputs holds 3 at element 0, "
+                  "out of bounds for dim 0 of size 3");
+    ids[1] = 2;
+    tu_write_file(bin, ids, sizeof ids);
+    expect_spyref("run %s --check --input ids=%s", graph, bin, 0, "fallback_ops=0 ");
     CU_ASSERT_PTR_NOT_NULL(strstr(out, " ok\n"));
     write_file(graph, "graph tk\ninput %x: f32[4, 8]\ninput %y: f32[4, 8]\n"
                       "%tk: (f32[4, 3], i64[4, 3]) = aten.topk.default(%x, 3, 1)\n"

@@ -5,10 +5,11 @@
  * ranges proves most legal (argmax, topk and sort indices, an arange,
  * clamp, remainder: by construction); the runtime computes the others
  * from each launch's inputs on the host and refuses an out-of-bounds one
- * as PyTorch (runtime/idxcheck.c).  An input or parameter read as it is
- * (through views) is checked at launch as it is (runtime/tensor.c), and an
- * index made from positions and constants alone is the same at every run
- * (PyTorch ran it at export). */
+ * as PyTorch (runtime/idxcheck.c): a view of an input among them (DLRM's
+ * ids[:, i], each column indexing its own table).  An input itself is
+ * checked at launch as it is (runtime/tensor.c), and an index made from
+ * positions and constants alone is the same at every run (PyTorch ran it
+ * at export). */
 #include "cc.h"
 #include "decompose.h"
 
@@ -333,23 +334,6 @@ static rng of(rctx *r, int v)
     return r->memo[v] = a;
 }
 
-/* Whether v is an input or a parameter seen through movement ops, casts
- * and a split's pieces (the launch checks it, or its values are the
- * model's). */
-static int read_as_is(const gr_graph *g, int v)
-{
-    while (g->values[v].kind == GR_VAL_NODE) {
-        const gr_node *n = &g->nodes[g->values[v].node];
-        if (!strcmp(n->op, "getitem") && n->nargs && n->args[0].kind == GR_ARG_VALUE &&
-            g->values[n->args[0].value].kind == GR_VAL_NODE)
-            n = &g->nodes[g->values[n->args[0].value].node];
-        if (!ir_op_attrs(n->base) || !n->nargs || n->args[0].kind != GR_ARG_VALUE)
-            return 0;
-        v = n->args[0].value;
-    }
-    return 1;
-}
-
 static int reads_data_rec(const gr_graph *g, int v, char *seen)
 {
     if (g->values[v].kind != GR_VAL_NODE)
@@ -381,7 +365,7 @@ int dc_reads_data(const gr_graph *g, int v)
 
 int cc_index_unproven(const gr_graph *g, int v, int64_t size, int wrap)
 {
-    if (read_as_is(g, v) || !dc_reads_data(g, v))
+    if (g->values[v].kind != GR_VAL_NODE || !dc_reads_data(g, v))
         return 0;
     rctx r = {g, calloc((size_t)g->nvalues + 1, sizeof(rng)), calloc((size_t)g->nvalues + 1, 1)};
     if (!r.memo || !r.done)
