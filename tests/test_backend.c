@@ -471,6 +471,57 @@ static void test_a_gather_the_back_half_cannot_emit_is_a_clear_error(void)
     TU_ASSERT_CONTAINS(err, "gather of w: the row numbers are not read directly from an integer input");
 }
 
+/* Whether the output of graph text, an index over a dim of size (wrap:
+ * negatives count from the end), is left unproven. */
+static int unproven(const char *text, int64_t size, int wrap)
+{
+    char err[512];
+    gr_graph *g = gr_graph_parse(text, "test.txt", err, sizeof err);
+    if (!g)
+        fprintf(stderr, "\n%s\n", err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    int r = cc_index_unproven(g, g->outputs[0], size, wrap);
+    gr_graph_free(g);
+    return r;
+}
+
+/* The compiler proves a computed index in range by construction (argmax,
+ * topk, clamp, remainder, where of proven ones) or from an input's
+ * declared range; the runtime checks the rest at launch. */
+static void test_computed_indices_are_proven_in_range_by_construction(void)
+{
+    const char *head = "graph p\ninput %x: f32[4, 8]\ninput %a: i64[4] range=[-2, 2]\ninput %b: i64[4]\n";
+    char text[1024];
+    const struct {
+        const char *body;
+        int64_t size;
+        int wrap, unproven;
+    } cases[] = {
+        {"%i: i64[4] = aten.argmax.default(%x, 1)\n", 8, 0, 0},
+        {"%i: i64[4] = aten.argmax.default(%x, 1)\n", 7, 0, 1},
+        {"%i: i64[] = aten.argmax.default(%x)\n", 32, 0, 0},
+        {"%m: i64[4] = aten.argmax.default(%x, 1)\n%i: i64[4] = aten.add.Tensor(%m, 1)\n", 8, 0, 1},
+        {"%m: i64[4] = aten.argmax.default(%x, 1)\n%n: i64[4] = aten.add.Tensor(%m, 1)\n"
+         "%i: i64[4] = aten.clamp.default(%n, None, 7)\n", 8, 0, 0},
+        {"%t: (f32[4, 3], i64[4, 3]) = aten.topk.default(%x, 3)\n%i: i64[4, 3] = getitem(%t, 1)\n", 8, 0, 0},
+        {"%t: (f32[4, 3], i64[4, 3]) = aten.topk.default(%x, 3)\n%i: i64[4, 3] = getitem(%t, 0)\n", 8, 0, 1},
+        {"%i: i64[4] = aten.add.Tensor(%a, 2)\n", 5, 0, 0},
+        {"%i: i64[4] = aten.add.Tensor(%a, 2)\n", 4, 0, 1},
+        {"%i: i64[4] = aten.mul.Tensor(%a, 2)\n", 5, 1, 0},
+        {"%i: i64[4] = aten.remainder.Scalar(%b, 6)\n", 6, 0, 0},
+        {"%i: i64[4] = aten.add.Tensor(%b, 1)\n", 1000, 1, 1},
+        {"%c: bool[4] = aten.gt.Scalar(%b, 0)\n%i: i64[4] = aten.where.self(%c, %a, 0)\n", 3, 1, 0},
+        {"%r: i64[4] = aten.arange.start(2, 6)\n%i: i64[4] = aten.sub.Tensor(%r, %a)\n", 8, 0, 0},
+        {"%r: i64[4] = aten.arange.start(2, 6)\n%i: i64[4] = aten.sub.Tensor(%r, %a)\n", 7, 0, 1},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        snprintf(text, sizeof text, "%s%soutput %%i\n", head, cases[k].body);
+        if (unproven(text, cases[k].size, cases[k].wrap) != cases[k].unproven)
+            fprintf(stderr, "\ncase %zu: %s", k, cases[k].body);
+        CU_ASSERT_EQUAL(unproven(text, cases[k].size, cases[k].wrap), cases[k].unproven);
+    }
+}
+
 static void test_a_gather_concatenated_along_its_rows_runs_on_the_device_and_validates(void)
 {
     /* a seq2seq decoder step's cat([embedding(tok), context], 1): the
@@ -7382,6 +7433,8 @@ int main(void)
         {"a dense layer at one pixel runs in K blocks", test_a_dense_layer_at_one_pixel_runs_in_k_blocks},
         {"a cat of many pieces narrows its tiles and validates", test_a_cat_of_many_pieces_narrows_its_tiles_and_validates},
         {"a gather the back half cannot emit is a clear error", test_a_gather_the_back_half_cannot_emit_is_a_clear_error},
+        {"computed indices are proven in range by construction",
+         test_computed_indices_are_proven_in_range_by_construction},
         {"a gather concatenated along its rows runs on the device and validates",
          test_a_gather_concatenated_along_its_rows_runs_on_the_device_and_validates},
         {"an affine arange index reads the table as a view and validates on both chips",

@@ -535,36 +535,7 @@ int dc_r_index_select(dctx *c, const gr_node *n, int *out)
  * that read an input stay the back half's row gather (lower.c) or,
  * computed from one, one-hot up to EMB_COMPUTED_MAX_ROWS rows, else the
  * host's. */
-static int reads_data_rec(const gr_graph *g, int v, char *seen)
-{
-    if (g->values[v].kind != GR_VAL_NODE)
-        return 1;
-    if (seen[v])
-        return 0;
-    seen[v] = 1;
-    const gr_node *n = &g->nodes[g->values[v].node];
-    for (int i = 0; i < n->nargs; i++) {
-        const gr_arg *a = &n->args[i];
-        for (int j = 0; j < (a->kind == GR_ARG_LIST ? a->nitems : 1); j++) {
-            const gr_arg *x = a->kind == GR_ARG_LIST ? &a->items[j] : a;
-            if (x->kind == GR_ARG_VALUE && reads_data_rec(g, x->value, seen))
-                return 1;
-        }
-    }
-    return 0;
-}
-
-/* Whether value v depends on a graph input or parameter (else it is made
- * from positions and constants alone). */
-static int reads_data(dctx *c, int v)
-{
-    char *seen = calloc((size_t)c->d->nvalues, 1);
-    if (!seen)
-        abort();
-    int r = reads_data_rec(c->d, v, seen);
-    free(seen);
-    return r;
-}
+static int reads_data(dctx *c, int v) { return dc_reads_data(c->d, v); }
 
 /* Whether value v is an arange seen through views (the lowering reads the
  * table's rows at those positions by a plain load). */
