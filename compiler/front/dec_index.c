@@ -323,6 +323,26 @@ int dc_r_bucketize(dctx *c, const gr_node *n, int *out)
     return 1;
 }
 
+/* bincount(self, weights=None, minlength=0): out[k] = the count of self's elements equal to k (or
+ * their weights' sum), k below the declared length (one-hot; a larger value is past the shape the
+ * graph declares, which PyTorch would have grown). */
+int dc_r_bincount(dctx *c, const gr_node *n, int *out)
+{
+    int x = dc_val(c, n, 0, "self"), w = dc_opt_val(c, n, 1, "weights");
+    gr_ttype tx = dc_T(c, x), to = c->g->values[n->out].type;
+    if (tx.rank != 1 || to.rank != 1)
+        return 0;
+    if (!tx.shape[0] || !to.shape[0]) {
+        out[0] = dc_full(c, 1, to.shape, 0, to.dtype);
+        return 1;
+    }
+    int hit = dc_cmpv(c, "aten.eq.Tensor", dc_unsqueeze(c, x, 1), iota(c, to.shape[0], 2, 1)); /* (m, len) */
+    int v = w >= 0 ? dc_where_s(c, hit, dc_unsqueeze(c, dc_cast(c, w, GR_F32), 1), 0, 0) : dc_cast(c, hit, GR_I64);
+    int64_t d0 = 0;
+    out[0] = dc_cast(c, dc_red(c, "aten.sum.dim_IntList", v, 1, &d0, 0), to.dtype);
+    return 1;
+}
+
 /* One-hot selection along the last dim: sum_k where(pos == k, x, 0) with
  * pos (.., 1) int64 and x (.., n): x's element at pos (pos beyond n: 0). */
 static int pick_last(dctx *c, int x, int pos)

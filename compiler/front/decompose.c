@@ -690,6 +690,24 @@ static void layer_norm(dctx *c, const gr_node *n, int res[3])
     res[2] = rstd;
 }
 
+/* _weight_norm_interface(v, g, dim) -> (w, norm): norm = sqrt(sum(v^2)) over every dim but
+ * dim (kept; dim -1: all of v, 0-d), w = v * (g / norm). */
+static int r_weight_norm(dctx *c, const gr_node *n, int *out)
+{
+    int v = dc_val(c, n, 0, "v"), g = dc_val(c, n, 1, "g");
+    gr_ttype t = dc_T(c, v);
+    int64_t d = (int64_t)dc_num(c, n, 2, "dim", 0), dims[GR_MAX_RANK];
+    int nd = 0;
+    for (int i = 0; i < t.rank; i++)
+        if (i != d)
+            dims[nd++] = i;
+    int sq = dc_bin(c, "aten.mul.Tensor", v, v);
+    int nrm = dc_un(c, "aten.sqrt.default", nd ? dc_red(c, "aten.sum.dim_IntList", sq, nd, dims, d != -1) : sq);
+    out[0] = dc_bin(c, "aten.mul.Tensor", v, dc_bin(c, "aten.div.Tensor", g, nrm));
+    out[1] = nrm;
+    return 2;
+}
+
 /* The fill value of a factory op as a double, and its default dtype. */
 static double fill_value(dctx *c, const gr_node *n, int pos, gr_dtype *dt)
 {
@@ -2973,6 +2991,9 @@ static const struct {
                                    "past 2^22 differences: as _euclidean_dist's matmul"},
     {"_euclidean_dist", dc_r_euclidean_dist, "as _cdist_forward, p = 2: differences up to 2^22 of them, else "
                                              "sqrt(clamp_min([-2a, |a|^2, 1] @ [b, 1, |b|^2]^T, 0)), one matmul"},
+    {"_weight_norm_interface", r_weight_norm, "(v * (g / norm), norm), norm = sqrt(sum(v*v)) over every dim but "
+                                              "dim (kept)"},
+    {"bincount", dc_r_bincount, "sum_j where(self_j == k, weights_j or 1, 0) over k < the declared length (one-hot)"},
 };
 
 /* A rule's description: its row's, or the math function's (r_math). */
