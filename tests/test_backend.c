@@ -6514,6 +6514,33 @@ static void test_scatter_reduce_by_one_hot_runs_natively_on_both_chips(void)
     remove(path);
 }
 
+/* GraphSAGE's degree by torch.bincount and a TCN's nn.utils.weight_norm faulted: the host had
+ * neither op.  bincount is one-hot over the declared length (a ranged index, minlength past its
+ * largest value, and weights), weight_norm v * g / ||v|| per slice along dim 0 and over all of v. */
+static void test_bincount_and_weight_norm_run_natively_on_both_chips(void)
+{
+    const char *text = "graph bw\n"
+                       "input %i: i64[30] range=[0, 6]\n"
+                       "input %w: f32[30]\n"
+                       "input %v: f32[8, 4, 3]\n"
+                       "input %g: f32[8, 1, 1]\n"
+                       "input %s: f32[]\n"
+                       "%c: i64[9] = aten.bincount.default(%i, minlength=9)\n"
+                       "%cw: f32[9] = aten.bincount.default(%i, %w, 9)\n"
+                       "%n: (f32[8, 4, 3], f32[8, 1, 1]) = aten._weight_norm_interface.default(%v, %g)\n"
+                       "%nw: f32[8, 4, 3] = getitem(%n, 0)\n"
+                       "%nr: f32[8, 1, 1] = getitem(%n, 1)\n"
+                       "%a: (f32[8, 4, 3], f32[]) = aten._weight_norm_interface.default(%v, %s, -1)\n"
+                       "%aw: f32[8, 4, 3] = getitem(%a, 0)\n"
+                       "output %c, %cw, %nw, %nr, %aw\n";
+    char err[512];
+    for (int c = 0; c < 2; c++) {
+        compile_error(text, both_chips[c], err, sizeof err);
+        CU_ASSERT_STRING_EQUAL(err, "");
+    }
+    expect_text_validates_on_both_chips(text);
+}
+
 /* An f16 scatter_reduce mean divided by an f32 count, which promoted it:
  * the graph's f16 line was refused ("declared f16 but the op produces
  * f32"). */
@@ -7319,6 +7346,7 @@ int main(void)
         {"sort, topk and gather by ranks and one-hot validate on both chips",
          test_sort_topk_and_gather_by_ranks_and_one_hot_validate_on_both_chips},
         {"scatter_reduce by one-hot runs natively on both chips", test_scatter_reduce_by_one_hot_runs_natively_on_both_chips},
+        {"bincount and weight_norm run natively on both chips", test_bincount_and_weight_norm_run_natively_on_both_chips},
         {"an f16 scatter_reduce mean stays f16", test_an_f16_scatter_reduce_mean_stays_f16},
         {"eye after a product runs natively on both chips", test_eye_after_a_product_runs_natively_on_both_chips},
         {"nll_loss by a one-hot selection validates on both chips",
