@@ -6541,6 +6541,35 @@ static void test_bincount_and_weight_norm_run_natively_on_both_chips(void)
     expect_text_validates_on_both_chips(text);
 }
 
+/* CenterNet's decode (class = index // (H W), pixel = index % (H W) of a topk over the flattened
+ * heatmap) ran its integer divisions on the host ("floor_divide only of float tensors"): the
+ * quotient's cast is tabulated exact (intexact.c), floor corrected by the remainder's sign.
+ * Every rounding and sign of a ranged input; a divisor tensor (two integers under the cast)
+ * still goes to the host. */
+static void test_integer_division_by_a_number_runs_natively_and_exactly(void)
+{
+    const char *text = "graph idiv\n"
+                       "input %i: i64[4, 50] range=[-300, 300]\n"
+                       "%q: i64[4, 50] = aten.floor_divide.default(%i, 7)\n"
+                       "%qn: i64[4, 50] = aten.floor_divide.default(%i, -5)\n"
+                       "%r: i64[4, 50] = aten.remainder.Scalar(%i, 7)\n"
+                       "%rn: i64[4, 50] = aten.remainder.Scalar(%i, -6)\n"
+                       "%f: i64[4, 50] = aten.fmod.Scalar(%i, 7)\n"
+                       "%dt: i64[4, 50] = aten.div.Tensor_mode(%i, 3, rounding_mode=\"trunc\")\n"
+                       "%df: i64[4, 50] = aten.div.Tensor_mode(%i, 3, rounding_mode=\"floor\")\n"
+                       "output %q, %qn, %r, %rn, %f, %dt, %df\n";
+    char err[512];
+    for (int c = 0; c < 2; c++) {
+        compile_error(text, both_chips[c], err, sizeof err);
+        CU_ASSERT_STRING_EQUAL(err, "");
+    }
+    expect_text_validates_on_both_chips(text);
+    compile_error("graph idt\ninput %i: i64[8] range=[0, 99]\ninput %b: i64[8] range=[1, 9]\n"
+                  "%q: i64[8] = aten.floor_divide.default(%i, %b)\noutput %q\n",
+                  "spyre", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "test.txt:4: aten.floor_divide.default: integer values"));
+}
+
 /* An f16 scatter_reduce mean divided by an f32 count, which promoted it:
  * the graph's f16 line was refused ("declared f16 but the op produces
  * f32"). */
@@ -7347,6 +7376,7 @@ int main(void)
          test_sort_topk_and_gather_by_ranks_and_one_hot_validate_on_both_chips},
         {"scatter_reduce by one-hot runs natively on both chips", test_scatter_reduce_by_one_hot_runs_natively_on_both_chips},
         {"bincount and weight_norm run natively on both chips", test_bincount_and_weight_norm_run_natively_on_both_chips},
+        {"integer division by a number runs natively and exactly", test_integer_division_by_a_number_runs_natively_and_exactly},
         {"an f16 scatter_reduce mean stays f16", test_an_f16_scatter_reduce_mean_stays_f16},
         {"eye after a product runs natively on both chips", test_eye_after_a_product_runs_natively_on_both_chips},
         {"nll_loss by a one-hot selection validates on both chips",

@@ -1400,7 +1400,53 @@ static int r_sign(dctx *c, const gr_node *n, int *out)
     return 1;
 }
 
-/* div with rounding_mode "trunc" / "floor": the true quotient, rounded */
+/* b (the value bv, or the number bs when bv < 0) applied to x by op */
+/* b (the value bv, or the number bs when bv < 0) applied to x by op; an integer x keeps its
+ * dtype by an integer number */
+static int by_b(dctx *c, const char *op, int x, int bv, double bs)
+{
+    if (bv >= 0)
+        return dc_bin(c, op, x, bv);
+    if (dc_is_float(dc_T(c, x).dtype))
+        return dc_bins(c, op, x, bs);
+    return DC_EMIT(c, op, dc_T(c, x), da_val(x), da_int((int64_t)bs));
+}
+
+/* Integer a / b rounded to trunc or floor (as a's dtype): the cast of the fp32 quotient truncates
+ * as PyTorch's does, and intexact.c tabulates that cast of a bounded integer into comparisons of
+ * it, exact (or refuses it); floor is one less where a and b differ in sign and b does not
+ * divide a. */
+static int int_div(dctx *c, int a, int bv, double bs, int which)
+{
+    gr_dtype dt = dc_T(c, a).dtype;
+    int af = dc_cast(c, a, GR_F32);
+    int q = dc_cast(c, by_b(c, "aten.div.Tensor", af, bv >= 0 ? dc_cast(c, bv, GR_F32) : -1, bs), dt);
+    if (which == RD_TRUNC)
+        return q;
+    int r = dc_bin(c, "aten.sub.Tensor", a, by_b(c, "aten.mul.Tensor", q, bv, bs));
+    int apart = bv >= 0 ? dc_cmpv(c, "aten.ne.Tensor", dc_cmps(c, "aten.lt.Scalar", a, 0), dc_cmps(c, "aten.lt.Scalar", bv, 0))
+                        : dc_cmps(c, bs < 0 ? "aten.ge.Scalar" : "aten.lt.Scalar", a, 0);
+    int down = dc_bin(c, "aten.logical_and.default", apart, dc_cmps(c, "aten.ne.Scalar", r, 0));
+    return dc_bin(c, "aten.sub.Tensor", q, as_num(c, down, dt));
+}
+
+/* Whether a / other divides integers: a integer, other an integer number or tensor */
+static int int_operands(dctx *c, const gr_node *n, int a, int *bv, double *bs)
+{
+    const gr_arg *o = gr_node_arg(n, 1, "other");
+    *bv = -1;
+    *bs = 0;
+    if (dc_is_float(dc_T(c, a).dtype))
+        return 0;
+    if (dc_is_number(o)) {
+        *bs = dc_num(c, n, 1, "other", 1);
+        return o->kind == GR_ARG_INT;
+    }
+    *bv = dc_val(c, n, 1, "other");
+    return !dc_is_float(dc_T(c, *bv).dtype);
+}
+
+/* div with rounding_mode "trunc" / "floor": the true quotient, rounded (integers: int_div) */
 static int r_div_mode(dctx *c, const gr_node *n, int *out)
 {
     const gr_arg *m = gr_node_arg(n, 2, "rounding_mode");
@@ -1408,35 +1454,52 @@ static int r_div_mode(dctx *c, const gr_node *n, int *out)
         return 0;
     if (m->kind != GR_ARG_STR || (strcmp(m->s, "trunc") && strcmp(m->s, "floor")))
         dc_fail(c, "rounding_mode must be None, \"trunc\" or \"floor\"");
-    int x = dc_val(c, n, 0, "self");
+    int x = dc_val(c, n, 0, "self"), bv;
+    double bs;
+    int which = strcmp(m->s, "trunc") ? RD_FLOOR : RD_TRUNC;
+    if (int_operands(c, n, x, &bv, &bs)) {
+        out[0] = int_div(c, x, bv, bs, which);
+        return 1;
+    }
     const gr_arg *o = gr_node_arg(n, 1, "other");
     int q = dc_is_number(o) ? dc_bins(c, "aten.div.Tensor", x, dc_num(c, n, 1, "other", 1))
                          : dc_bin(c, "aten.div.Tensor", x, dc_val(c, n, 1, "other"));
-    out[0] = round_to_int(c, q, strcmp(m->s, "trunc") ? RD_FLOOR : RD_TRUNC);
+    out[0] = round_to_int(c, q, which);
     return 1;
 }
 
-/* floor_divide(a, b): floor(a / b) (float tensors) */
+/* floor_divide(a, b): floor(a / b) (integers: int_div) */
 static int r_floor_divide(dctx *c, const gr_node *n, int *out)
 {
-    int x = dc_val(c, n, 0, "self");
+    int x = dc_val(c, n, 0, "self"), bv;
+    double bs;
+    if (int_operands(c, n, x, &bv, &bs)) {
+        out[0] = int_div(c, x, bv, bs, RD_FLOOR);
+        return 1;
+    }
     const gr_arg *o = gr_node_arg(n, 1, "other");
     int q = dc_is_number(o) ? dc_bins(c, "aten.div.Tensor", x, dc_num(c, n, 1, "other", 1))
                          : dc_bin(c, "aten.div.Tensor", x, dc_val(c, n, 1, "other"));
     if (!dc_is_float(dc_T(c, x).dtype) || !dc_is_float(dc_T(c, q).dtype))
-        dc_fail(c, "the compiler lowers floor_divide only of float tensors");
+        dc_fail(c, "the compiler lowers floor_divide of float tensors or of integers by integers");
     out[0] = round_to_int(c, q, RD_FLOOR);
     return 1;
 }
 
-/* remainder: a - floor(a / b) b; fmod: a - trunc(a / b) b */
+/* remainder: a - floor(a / b) b; fmod: a - trunc(a / b) b (integers: int_div's quotient) */
 static int r_remainder(dctx *c, const gr_node *n, int *out)
 {
-    int a = dc_val(c, n, 0, "self");
+    int a = dc_val(c, n, 0, "self"), bv;
     const gr_arg *o = gr_node_arg(n, 1, "other");
     int fm = !strcmp(n->base, "fmod");
+    double bs;
+    if (int_operands(c, n, a, &bv, &bs)) {
+        int q = int_div(c, a, bv, bs, fm ? RD_TRUNC : RD_FLOOR);
+        out[0] = dc_bin(c, "aten.sub.Tensor", a, by_b(c, "aten.mul.Tensor", q, bv, bs));
+        return 1;
+    }
     if (!dc_is_float(dc_T(c, a).dtype))
-        dc_fail(c, "the compiler lowers %s only of a float tensor", n->base);
+        dc_fail(c, "the compiler lowers %s of a float tensor or of integers by integers", n->base);
     int q, p;
     if (dc_is_number(o)) {
         double b = dc_num(c, n, 1, "other", 1);
