@@ -5343,9 +5343,11 @@ static void test_an_integer_inputs_declared_range_bounds_its_sum_on_both_chips(v
     snprintf(text, sizeof text, fmt, "");
     compile_error(text, "spyre", err, sizeof err);
     TU_ASSERT_CONTAINS(err, "test.txt:3: aten.sum.dim_IntList: integer values up to");
+    TU_ASSERT_CONTAINS(err, "declare one (tools/export.py --int-range NAME=LO:HI)");
     snprintf(text, sizeof text, fmt, " range=[0, 5000]");
     compile_error(text, "spyre", err, sizeof err);
     TU_ASSERT_CONTAINS(err, "test.txt:3: aten.sum.dim_IntList: integer values up to 45000 are not exact");
+    CU_ASSERT_PTR_NULL(strstr(err, "--int-range")); /* declared: the hint would mislead */
     snprintf(text, sizeof text, fmt, " range=[0, 1]");
     for (int c = 0; c < 2; c++) {
         const char *names[] = {"v", "l"};
