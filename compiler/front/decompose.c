@@ -2869,7 +2869,7 @@ static const struct {
     {"frac", r_frac, "x - trunc(x)"},
     {"sign", r_sign, "(x > 0) - (x < 0), NaN kept (where(x != x, x, ..))"},
     {"sgn", r_sign, "as sign (real tensors)"},
-    {"div", r_div_mode, "with rounding_mode: div, then trunc or floor (as floor)"},
+    {"div", r_div_mode, "with rounding_mode: div, then trunc or floor (as floor); integers as floor_divide"},
     {"remainder", r_remainder, "a - floor(a / b) * b"},
     {"fmod", r_remainder, "a - trunc(a / b) * b"},
     {"hardtanh", r_hardtanh, "clamp_min, clamp_max"},
@@ -2906,7 +2906,9 @@ static const struct {
     {"erfc", r_math, NULL},
     {"angle", r_math, NULL},
     {"special_entr", r_math, NULL},
-    {"floor_divide", r_floor_divide, "div, then floor (as floor)"},
+    {"floor_divide", r_floor_divide, "div, then floor (as floor); integers: the fp32 quotient cast to the "
+                                     "integer (tabulated exact, intexact.c), minus 1 where the signs differ and "
+                                     "a - q b != 0"},
     {"hypot", r_hypot, "m * sqrt(r*r + 1), m = maximum(|a|, |b|), r = minimum / m; m == 0: 0"},
     {"isinf", r_isinf, "|x| >= 2^30 (the device's infinity: the stand-in 2^30 and beyond)"},
     {"isposinf", r_isinf, "x >= 2^30"},
