@@ -6572,6 +6572,25 @@ static void test_integer_division_by_a_number_runs_natively_and_exactly(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "test.txt:4: aten.floor_divide.default: integer values"));
 }
 
+/* A GAT's aggregation, index_add of 40 edges' messages (4 heads x 8) into 12 nodes, went to
+ * the host on spyre-4core ("one row of 40 columns needs 486400 bytes of LX"): along dim 0 it
+ * is the one-hot (nodes, edges) times the messages, a product, on both chips; alpha scales it. */
+static void test_index_add_along_dim_0_is_a_product_on_both_chips(void)
+{
+    const char *text = "graph ia\n"
+                       "input %x: f32[12, 4, 8]\n"
+                       "input %s: f32[40, 4, 8]\n"
+                       "input %i: i64[40] range=[0, 11]\n"
+                       "%a: f32[12, 4, 8] = aten.index_add.default(%x, 0, %i, %s, alpha=0.5)\n"
+                       "output %a\n";
+    char err[512];
+    for (int c = 0; c < 2; c++) {
+        compile_error(text, both_chips[c], err, sizeof err);
+        CU_ASSERT_STRING_EQUAL(err, "");
+    }
+    expect_text_validates_on_both_chips(text);
+}
+
 /* An f16 scatter_reduce mean divided by an f32 count, which promoted it:
  * the graph's f16 line was refused ("declared f16 but the op produces
  * f32"). */
@@ -7379,6 +7398,7 @@ int main(void)
         {"scatter_reduce by one-hot runs natively on both chips", test_scatter_reduce_by_one_hot_runs_natively_on_both_chips},
         {"bincount and weight_norm run natively on both chips", test_bincount_and_weight_norm_run_natively_on_both_chips},
         {"integer division by a number runs natively and exactly", test_integer_division_by_a_number_runs_natively_and_exactly},
+        {"index_add along dim 0 is a product on both chips", test_index_add_along_dim_0_is_a_product_on_both_chips},
         {"an f16 scatter_reduce mean stays f16", test_an_f16_scatter_reduce_mean_stays_f16},
         {"eye after a product runs natively on both chips", test_eye_after_a_product_runs_natively_on_both_chips},
         {"nll_loss by a one-hot selection validates on both chips",

@@ -793,7 +793,11 @@ int dc_r_take(dctx *c, const gr_node *n, int *out)
 }
 
 /* index_add(self, dim, index, source, alpha): self + alpha * the sum of
- * source's slices sent to each position (one-hot, as scatter_add). */
+ * source's slices sent to each position (one-hot, as scatter_add); along
+ * dim 0 of a float tensor of rank > 1 the one-hot (n, m) times source as
+ * (m, rest), a product (a where-and-sum over m reads source across its
+ * sticks: more LX than a 4-core chip has at a GNN's 40 edges x 384
+ * features; a 1-D count is as fast either way). */
 int dc_r_index_add(dctx *c, const gr_node *n, int *out)
 {
     int x = dc_val(c, n, 0, "self"), ix = dc_val(c, n, 2, "index"), src = dc_val(c, n, 3, "source");
@@ -806,6 +810,14 @@ int dc_r_index_add(dctx *c, const gr_node *n, int *out)
     int d = dc_normdim(c, (int64_t)dc_num(c, n, 1, "dim", 0), t.rank);
     if (dc_T(c, s1).rank != t.rank || dc_T(c, s1).shape[d] != m || !m)
         return 0;
+    if (d == 0 && t.rank > 1 && dc_is_float(t.dtype)) { /* a GNN's aggregation: one product on the PT units */
+        int64_t f = dc_numel(&t) / t.shape[0], s2[2] = {m, f}, i2[2] = {1, m};
+        int hit = dc_cmpv(c, "aten.eq.Tensor", iota(c, t.shape[0], 2, 0), dc_reshape(c, ix, 2, i2)); /* (n, m) */
+        int add = dc_matmul(c, "aten.mm.default", dc_cast(c, hit, dc_T(c, s1).dtype), dc_reshape(c, s1, 2, s2));
+        add = dc_scale(c, dc_reshape(c, add, t.rank, t.shape), alpha);
+        out[0] = dc_bin(c, "aten.add.Tensor", x1, dc_cast(c, add, t.dtype));
+        return 1;
+    }
     int64_t ishape[GR_MAX_RANK];
     for (int i = 0; i <= t.rank; i++)
         ishape[i] = i == d ? m : 1;
