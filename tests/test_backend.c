@@ -6574,15 +6574,19 @@ static void test_integer_division_by_a_number_runs_natively_and_exactly(void)
 
 /* A GAT's aggregation, index_add of 40 edges' messages (4 heads x 8) into 12 nodes, went to
  * the host on spyre-4core ("one row of 40 columns needs 486400 bytes of LX"): along dim 0 it
- * is the one-hot (nodes, edges) times the messages, a product, on both chips; alpha scales it. */
-static void test_index_add_along_dim_0_is_a_product_on_both_chips(void)
+ * is the one-hot (nodes, edges) times the messages, a product, on both chips; alpha scales it.
+ * So is scatter_add by the edge index expanded over the features (GIN's form). */
+static void test_index_add_and_scatter_add_along_dim_0_are_products_on_both_chips(void)
 {
     const char *text = "graph ia\n"
                        "input %x: f32[12, 4, 8]\n"
                        "input %s: f32[40, 4, 8]\n"
                        "input %i: i64[40] range=[0, 11]\n"
                        "%a: f32[12, 4, 8] = aten.index_add.default(%x, 0, %i, %s, alpha=0.5)\n"
-                       "output %a\n";
+                       "%u: i64[40, 1, 1] = aten.view.default(%i, [40, 1, 1])\n"
+                       "%e: i64[40, 4, 8] = aten.expand.default(%u, [40, 4, 8])\n"
+                       "%b: f32[12, 4, 8] = aten.scatter_add.default(%x, 0, %e, %s)\n"
+                       "output %a, %b\n";
     char err[512];
     for (int c = 0; c < 2; c++) {
         compile_error(text, both_chips[c], err, sizeof err);
@@ -7398,7 +7402,7 @@ int main(void)
         {"scatter_reduce by one-hot runs natively on both chips", test_scatter_reduce_by_one_hot_runs_natively_on_both_chips},
         {"bincount and weight_norm run natively on both chips", test_bincount_and_weight_norm_run_natively_on_both_chips},
         {"integer division by a number runs natively and exactly", test_integer_division_by_a_number_runs_natively_and_exactly},
-        {"index_add along dim 0 is a product on both chips", test_index_add_along_dim_0_is_a_product_on_both_chips},
+        {"index_add and scatter_add along dim 0 are products on both chips", test_index_add_and_scatter_add_along_dim_0_are_products_on_both_chips},
         {"an f16 scatter_reduce mean stays f16", test_an_f16_scatter_reduce_mean_stays_f16},
         {"eye after a product runs natively on both chips", test_eye_after_a_product_runs_natively_on_both_chips},
         {"nll_loss by a one-hot selection validates on both chips",

@@ -398,8 +398,41 @@ static int pad_dim(dctx *c, int t, int d, int64_t n)
     return DC_EMIT(c, "aten.cat.default", tt, da_vals(2, parts), da_int(d));
 }
 
+/* src's rows (m, ..) summed into n rows at the m positions ix holds: the
+ * one-hot (n, m) times src as (m, rest), one product on the PT units (a
+ * where-and-sum over m reads src across its sticks: more LX than a 4-core
+ * chip has at a GNN's 40 edges x 384 features). */
+static int rows_by_product(dctx *c, int64_t n, int ix, int src)
+{
+    gr_ttype ts = dc_T(c, src), to = ts;
+    int64_t m = ts.shape[0], s2[2] = {m, dc_numel(&ts) / m}, i2[2] = {1, m};
+    int hit = dc_cmpv(c, "aten.eq.Tensor", iota(c, n, 2, 0), dc_reshape(c, ix, 2, i2)); /* (n, m) */
+    to.shape[0] = n;
+    return dc_reshape(c, dc_matmul(c, "aten.mm.default", dc_cast(c, hit, ts.dtype), dc_reshape(c, src, 2, s2)),
+                      to.rank, to.shape);
+}
+
+/* The 1-D index an index of extent m along dim 0 repeats along the others
+ * (expand of an (m, 1, ..) tensor: a GNN's dst[:, None].expand_as(msg)),
+ * or -1. */
+static int index_rows(dctx *c, int ix)
+{
+    const gr_value *v = &c->d->values[ix];
+    const gr_node *e = v->kind == GR_VAL_NODE ? &c->d->nodes[v->node] : NULL;
+    if (!e || strcmp(e->base, "expand") || e->nargs < 1 || e->args[0].kind != GR_ARG_VALUE)
+        return -1;
+    gr_ttype ts = dc_T(c, e->args[0].value);
+    if (ts.rank != v->type.rank || ts.shape[0] != v->type.shape[0])
+        return -1;
+    for (int i = 1; i < ts.rank; i++)
+        if (ts.shape[i] != 1)
+            return -1;
+    return e->args[0].value;
+}
+
 /* scatter_add(self, dim, index, src): self + the sum of src's elements
- * sent to each position (one-hot over self's dim). */
+ * sent to each position (one-hot over self's dim; along dim 0 of a float
+ * self with an index repeated along the other dims: rows_by_product). */
 int dc_r_scatter_add(dctx *c, const gr_node *n, int *out)
 {
     int x = dc_val(c, n, 0, "self"), ix = dc_val(c, n, 2, "index"), src = dc_val(c, n, 3, "src");
@@ -419,6 +452,14 @@ int dc_r_scatter_add(dctx *c, const gr_node *n, int *out)
     }
     if (dc_numel(&ti) == 0) {
         out[0] = x;
+        return 1;
+    }
+    int rows = d == 0 && tx.rank > 1 && dc_is_float(tx.dtype) ? index_rows(c, ix) : -1;
+    for (int i = 1; rows >= 0 && i < tx.rank; i++)
+        if (ti.shape[i] != tx.shape[i]) /* positions no entry reaches keep self's */
+            rows = -1;
+    if (rows >= 0) {
+        out[0] = dc_bin(c, "aten.add.Tensor", x, dc_cast(c, rows_by_product(c, tx.shape[0], rows, src), tx.dtype));
         return 1;
     }
     /* (.., m at d, n, ..): the sum runs over index's positions m, the
@@ -794,10 +835,8 @@ int dc_r_take(dctx *c, const gr_node *n, int *out)
 
 /* index_add(self, dim, index, source, alpha): self + alpha * the sum of
  * source's slices sent to each position (one-hot, as scatter_add); along
- * dim 0 of a float tensor of rank > 1 the one-hot (n, m) times source as
- * (m, rest), a product (a where-and-sum over m reads source across its
- * sticks: more LX than a 4-core chip has at a GNN's 40 edges x 384
- * features; a 1-D count is as fast either way). */
+ * dim 0 of a float tensor of rank > 1 rows_by_product (a 1-D count is as
+ * fast either way). */
 int dc_r_index_add(dctx *c, const gr_node *n, int *out)
 {
     int x = dc_val(c, n, 0, "self"), ix = dc_val(c, n, 2, "index"), src = dc_val(c, n, 3, "source");
@@ -810,11 +849,8 @@ int dc_r_index_add(dctx *c, const gr_node *n, int *out)
     int d = dc_normdim(c, (int64_t)dc_num(c, n, 1, "dim", 0), t.rank);
     if (dc_T(c, s1).rank != t.rank || dc_T(c, s1).shape[d] != m || !m)
         return 0;
-    if (d == 0 && t.rank > 1 && dc_is_float(t.dtype)) { /* a GNN's aggregation: one product on the PT units */
-        int64_t f = dc_numel(&t) / t.shape[0], s2[2] = {m, f}, i2[2] = {1, m};
-        int hit = dc_cmpv(c, "aten.eq.Tensor", iota(c, t.shape[0], 2, 0), dc_reshape(c, ix, 2, i2)); /* (n, m) */
-        int add = dc_matmul(c, "aten.mm.default", dc_cast(c, hit, dc_T(c, s1).dtype), dc_reshape(c, s1, 2, s2));
-        add = dc_scale(c, dc_reshape(c, add, t.rank, t.shape), alpha);
+    if (d == 0 && t.rank > 1 && dc_is_float(t.dtype)) { /* a GNN's aggregation */
+        int add = dc_scale(c, rows_by_product(c, t.shape[0], ix, s1), alpha);
         out[0] = dc_bin(c, "aten.add.Tensor", x1, dc_cast(c, add, t.dtype));
         return 1;
     }
