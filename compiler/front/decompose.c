@@ -2998,7 +2998,8 @@ static const struct {
                             "sum_k where(index == k, self[.., k, ..], 0) along dim (one-hot)"},
     {"scatter", dc_r_scatter, "src or value: each position gets the last equal index entry's (one-hot: amax of "
                               "the matching positions, then a selection), else self; .reduce stays for the host"},
-    {"scatter_add", dc_r_scatter_add, "self + sum_j where(index_j == k, src_j, 0) along dim (one-hot)"},
+    {"scatter_add", dc_r_scatter_add, "self + sum_j where(index_j == k, src_j, 0) along dim (one-hot); dim 0 by an "
+                                      "index repeating one column: one-hot (n, m) @ src as (m, rest)"},
     {"scatter_reduce", dc_r_scatter_reduce, "sum, prod, mean, amax, amin of where(index_j == k, src_j, ..) along dim "
                                             "(one-hot), with self's (include_self), where a position gets any; else self"},
     {"index_fill", dc_r_index_fill, "where(any(arange == index) along dim, value, self)"},
@@ -3046,7 +3047,8 @@ static const struct {
     {"index_put", dc_r_index_put, "one integer index tensor: the values of the entries equal to each position, "
                                   "summed (accumulate) or the last one's; a bool mask over the leading dims with values "
                                   "that broadcast: where(mask, values, self)"},
-    {"index_add", dc_r_index_add, "self + alpha * sum_j where(index_j == k, source[.., j, ..], 0) (one-hot)"},
+    {"index_add", dc_r_index_add, "self + alpha * sum_j where(index_j == k, source[.., j, ..], 0) (one-hot); dim 0 "
+                                  "of a float tensor of rank > 1: one-hot (n, m) @ source as (m, rest)"},
     {"addmv", dc_r_addmv, "mm of vec as a row and mat^T, add (bias*beta + product*alpha)"},
     {"addr", dc_r_addmv, "mm of a column and a row (K = 1), add"},
     {"addbmm", dc_r_addmv, "one mm over K = batch*K: batch1 permuted to (N, B, K) and flattened, batch2 flattened; add"},
