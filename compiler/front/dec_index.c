@@ -398,10 +398,6 @@ static int pad_dim(dctx *c, int t, int d, int64_t n)
     return DC_EMIT(c, "aten.cat.default", tt, da_vals(2, parts), da_int(d));
 }
 
-/* src's rows (m, ..) summed into n rows at the m positions ix holds: the
- * one-hot (n, m) times src as (m, rest), one product on the PT units (a
- * where-and-sum over m reads src across its sticks: more LX than a 4-core
- * chip has at a GNN's 40 edges x 384 features). */
 /* Below this many elements of the one-hot sum's (n, m, rest) terms the sum stays: one small
  * kernel, which fuses with a sibling scatter's over the same index (a graph readout's sum, mean
  * and amax of 12 nodes into 3 graphs: 5,263 cycles, 6,754 as a product). */
@@ -410,9 +406,14 @@ static int pad_dim(dctx *c, int t, int d, int64_t n)
 /* Whether n rows gathering m rows of src are worth rows_by_product. */
 static int rows_product_pays(dctx *c, int64_t n, int src)
 {
-    return dc_is_float(dc_T(c, src).dtype) && (double)n * (double)dc_numel((gr_ttype[]){dc_T(c, src)}) >= ROWS_PRODUCT_MIN;
+    gr_ttype t = dc_T(c, src);
+    return dc_is_float(t.dtype) && (double)n * (double)dc_numel(&t) >= ROWS_PRODUCT_MIN;
 }
 
+/* src's rows (m, ..) summed into n rows at the m positions ix holds: the
+ * one-hot (n, m) times src as (m, rest), one product on the PT units (a
+ * where-and-sum over m reads src across its sticks: more LX than a 4-core
+ * chip has at a GNN's 40 edges x 384 features). */
 static int rows_by_product(dctx *c, int64_t n, int ix, int src)
 {
     gr_ttype ts = dc_T(c, src), to = ts;
@@ -465,7 +466,7 @@ int dc_r_scatter_add(dctx *c, const gr_node *n, int *out)
         out[0] = x;
         return 1;
     }
-    int rows = d == 0 && tx.rank > 1 && dc_is_float(tx.dtype) && rows_product_pays(c, tx.shape[0], src) ? index_rows(c, ix) : -1;
+    int rows = d == 0 && tx.rank > 1 && rows_product_pays(c, tx.shape[0], src) ? index_rows(c, ix) : -1;
     for (int i = 1; rows >= 0 && i < tx.rank; i++)
         if (ti.shape[i] != tx.shape[i]) /* positions no entry reaches keep self's */
             rows = -1;
@@ -860,7 +861,7 @@ int dc_r_index_add(dctx *c, const gr_node *n, int *out)
     int d = dc_normdim(c, (int64_t)dc_num(c, n, 1, "dim", 0), t.rank);
     if (dc_T(c, s1).rank != t.rank || dc_T(c, s1).shape[d] != m || !m)
         return 0;
-    if (d == 0 && t.rank > 1 && dc_is_float(t.dtype) && rows_product_pays(c, t.shape[0], s1)) { /* a GNN's aggregation */
+    if (d == 0 && t.rank > 1 && rows_product_pays(c, t.shape[0], s1)) { /* a GNN's aggregation */
         int add = dc_scale(c, rows_by_product(c, t.shape[0], ix, s1), alpha);
         out[0] = dc_bin(c, "aten.add.Tensor", x1, dc_cast(c, add, t.dtype));
         return 1;
