@@ -1400,7 +1400,6 @@ static int r_sign(dctx *c, const gr_node *n, int *out)
     return 1;
 }
 
-/* b (the value bv, or the number bs when bv < 0) applied to x by op */
 /* b (the value bv, or the number bs when bv < 0) applied to x by op; an integer x keeps its
  * dtype by an integer number */
 static int by_b(dctx *c, const char *op, int x, int bv, double bs)
