@@ -638,8 +638,8 @@ int isa_tensor_check_lx(const isa_program *p, const isa_tensor *t, char *msg, si
 
 int isa_program_find_tensor(const isa_program *p, const char *name)
 {
-    for (size_t i = 0; i < p->ntensors; i++)
-        if (strcmp(p->tensors[i].name, name) == 0)
+    for (size_t i = 0; i < p->ntensors; i++) /* (most names differ in their first character) */
+        if (p->tensors[i].name[0] == name[0] && strcmp(p->tensors[i].name, name) == 0)
             return (int)i;
     return -1;
 }

@@ -745,6 +745,34 @@ static void test_the_affine_index_evaluator_keeps_to_pytorchs_values(void)
     gr_graph_free(g);
 }
 
+/* The affine evaluator's integer ops are PyTorch's (opsem.c's table):
+ * clamp with min above max gives max everywhere (a constant index, row
+ * 2 not row 10), floor_divide rounds toward -infinity (1 // -3 is -1)
+ * and remainder takes the divisor's sign (1 % -5 is -4); each index is
+ * read as a view, no one-hot reduction, and matches the reference. */
+static void test_the_affine_index_evaluator_clamps_divides_and_takes_remainders_as_pytorch(void)
+{
+    const char *g = "graph intsem\n"
+                    "input %x: f32[16, 3]\n"
+                    "%a: i64[4] = aten.arange.default(4, dtype=i64)\n"
+                    "%k: i64[4] = aten.clamp.default(%a, 10, 2)\n"
+                    "%y: f32[4, 3] = aten.index.Tensor(%x, [%k])\n"
+                    "%n: i64[5] = aten.arange.start_step(1, 15, 3, dtype=i64)\n"
+                    "%q: i64[5] = aten.floor_divide.default(%n, -3)\n"
+                    "%p: i64[5] = aten.neg.default(%q)\n"
+                    "%z: f32[5, 3] = aten.index.Tensor(%x, [%p])\n"
+                    "%b: i64[4] = aten.arange.start(1, 5, dtype=i64)\n"
+                    "%r: i64[4] = aten.remainder.Scalar(%b, -5)\n"
+                    "%s: i64[4] = aten.add.Tensor(%r, 4)\n"
+                    "%w: f32[4, 3] = aten.index.Tensor(%x, [%s])\n"
+                    "output %y, %z, %w\n";
+    char *report = NULL;
+    isa_program_free(compile_reroll(g, "spyre", 0, &report));
+    CU_ASSERT_PTR_NULL(strstr(report ? report : "", ": reduction ["));
+    free(report);
+    expect_text_validates_on_both_chips(g);
+}
+
 /* Run p on cfgname with seeded inputs: output `out` into vals, the
  * statistics; the outputs not ok against the reference executor. */
 static int run_reroll(isa_program *p, const char *text, const char *cfgname, const char *out, float *vals,
@@ -774,6 +802,27 @@ static int run_reroll(isa_program *p, const char *text, const char *cfgname, con
     rt_close(dev);
     gr_graph_free(g);
     return bad;
+}
+
+/* A maximum of two constants folds as the SFP computes it: a NaN either
+ * side propagates (PyTorch's maximum), where the fold once took the
+ * other operand for a NaN on the left. */
+static void test_a_folded_maximum_of_a_nan_constant_is_nan(void)
+{
+    const char *g = "graph maxnan\n"
+                    "input %x: f32[64]\n"
+                    "%n: f32[64] = aten.full.default([64], nan)\n"
+                    "%m: f32[64] = aten.clamp_min.default(%n, 1.0)\n"
+                    "%y: f32[64] = aten.add.Tensor(%m, %x)\n"
+                    "output %y\n";
+    isa_program *p = compile_reroll(g, "spyre", 0, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    float y[64];
+    sim_stats st;
+    CU_ASSERT_EQUAL(run_reroll(p, g, "spyre", "y", y, &st), 0);
+    for (int i = 0; i < 64; i++)
+        CU_ASSERT(isnan(y[i])); /* run_reroll's unload freed p */
+    expect_text_validates_on_both_chips(g);
 }
 
 static size_t total_insns(const isa_program *p)
@@ -4255,9 +4304,10 @@ static void test_3d_pools_run_natively_and_validate(void)
 }
 
 /* A NaN reaching a max or a min is NaN, as PyTorch's maximum, minimum, amax,
- * clamp and max pooling (sfp.max, sfp.min and sfp.rmax; fmaxf dropped it, so
- * a pooled NaN pixel came out as its window's largest other value).  sqrt of
- * a negative makes the NaNs; the reference executor has them NaN too. */
+ * clamp, max pooling and relu (sfp.max, sfp.min, sfp.rmax and sfp.relu; fmaxf
+ * dropped it, so a pooled NaN pixel came out as its window's largest other
+ * value, and relu made it 0).  sqrt of a negative makes the NaNs; the
+ * reference executor has them NaN too. */
 static void test_a_nan_in_a_max_or_a_min_is_nan_as_pytorch(void)
 {
     expect_text_runs_natively_and_validates_on_both_chips(
@@ -4275,7 +4325,8 @@ static void test_a_nan_in_a_max_or_a_min_is_nan_as_pytorch(void)
         "%mv: f32[1, 1, 2, 3] = getitem(%mp, 0)\n"
         "%ap: (f32[1, 1, 2, 2], i64[1, 1, 2, 2]) = aten.adaptive_max_pool2d.default(%x, [2, 2])\n"
         "%av: f32[1, 1, 2, 2] = getitem(%ap, 0)\n"
-        "output %mx, %mn, %cl, %am, %mv, %av\n");
+        "%r: f32[24] = aten.relu.default(%s)\n"
+        "output %mx, %mn, %cl, %am, %mv, %av, %r\n");
 }
 
 /* F.interpolate(mode="nearest-exact") (_upsample_nearest_exact1d/2d/3d)
@@ -7336,6 +7387,9 @@ int main(void)
         {"a clamped relative position index stays one-hot and validates on both chips",
          test_a_clamped_relative_position_index_stays_one_hot_and_validates_on_both_chips},
         {"the affine index evaluator keeps to PyTorch's values", test_the_affine_index_evaluator_keeps_to_pytorchs_values},
+        {"the affine index evaluator clamps, divides and takes remainders as PyTorch",
+         test_the_affine_index_evaluator_clamps_divides_and_takes_remainders_as_pytorch},
+        {"a folded maximum of a NaN constant is NaN", test_a_folded_maximum_of_a_nan_constant_is_nan},
         {"the back half's passes dump layout, workdiv, lxplan, codegen and reroll",
          test_back_half_passes_dump_layout_workdiv_lxplan_codegen_and_reroll},
         {"the lxplan dump shows the tensors kept in LX", test_the_lxplan_dump_shows_the_tensors_kept_in_lx},

@@ -752,6 +752,76 @@ def check_state_exports(tmp):
               f"status {r.returncode}, stderr {r.stderr.strip()!r}")
 
 
+NOT_PLAIN_LMS = """
+import torch
+
+
+class Bidirectional(torch.nn.Module):
+    # every position sees the mean of the whole sequence: not causal
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(32, 16)
+        self.head = torch.nn.Linear(16, 32)
+
+    def forward(self, ids):
+        x = self.emb(ids)
+        return self.head(x + x.mean(1, keepdim=True))
+
+
+class WithLoss(Bidirectional):
+    # nanoGPT's own signature: (logits, loss)
+    def forward(self, ids):
+        return self.head(self.emb(ids)), None
+
+
+def bidirectional():
+    return Bidirectional(), (torch.tensor([[1, 2, 3]]),)
+
+
+def with_loss():
+    return WithLoss(), (torch.tensor([[1, 2, 3]]),)
+
+
+def float_ids():
+    return Bidirectional(), (torch.zeros(1, 3),)
+"""
+
+
+def check_generate_exports(tmp):
+    """--generate CONTEXT (docs/serving.md, "Generating with a plain causal
+    LM"): nanogpt_gen.py's module exports into DIR/step with ids [1,
+    CONTEXT], as committed; a module that is not causal, that returns more
+    than the logits, or whose input is not ids, exits 2 with one line."""
+    out = os.path.join(tmp, "nanogpt_gen")
+    r = subprocess.run([sys.executable, EXPORT, os.path.join(MODELS, "nanogpt_gen.py") + ":nanogpt_gen", "-o", out,
+                        "--generate", "48"], capture_output=True, text=True)
+    if check("nanogpt_gen --generate 48: export exits 0", r.returncode == 0, r.stderr.strip()):
+        with open(os.path.join(out, "step", "graph.txt")) as f:
+            text = f.read()
+        check("nanogpt_gen --generate 48: one input, the ids padded to the context",
+              re.findall(r"^input .*$", text, re.M) == ["input %idx: i64[1, 48]"])
+        check("nanogpt_gen --generate 48: the example ids are the prompt padded with token 0",
+              read_safetensors(os.path.join(out, "step", "inputs.safetensors"))["idx"].tolist()
+              == [list(range(1, 9)) + [0] * 40])
+        committed = os.path.join(ROOT, "traces", "nanogpt_gen", "step", "graph.txt")
+        if os.path.exists(committed) and f"torch {torch.__version__}," in text:
+            with open(committed) as f:
+                check("traces/nanogpt_gen/step: graph.txt identical to a fresh export", f.read() == text,
+                      "run traces/export_all.sh")
+    path = os.path.join(tmp, "not_plain_lms.py")
+    with open(path, "w") as f:
+        f.write(NOT_PLAIN_LMS)
+    for func, why in [("bidirectional", "the module is not causal: the logits at position 0 change"),
+                      ("with_loss", "the module must return logits [1, T, VOCAB]"),
+                      ("float_ids", "FUNC's inputs must be one int64 tensor of ids [1, T]")]:
+        r = subprocess.run([sys.executable, EXPORT, f"{path}:{func}", "-o", os.path.join(tmp, func),
+                            "--generate", "8"], capture_output=True, text=True)
+        check(f"--generate refuses {func} with one line, exit 2",
+              r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and why in r.stderr
+              and not os.path.exists(os.path.join(tmp, func)),
+              f"status {r.returncode}, stderr {r.stderr.strip()!r}")
+
+
 HOSTCHAIN = """
 import torch
 
@@ -898,6 +968,7 @@ def main():
         check_int_range_export(tmp)
         check_recorded_draws(tmp)
         check_state_exports(tmp)
+        check_generate_exports(tmp)
         check_recurrent_exports(tmp)
         check_vision_exports(tmp)
         check_fold_exports(tmp)

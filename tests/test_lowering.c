@@ -4,11 +4,13 @@
  * kernels (count, kind, fused ops and their lines), the IR text of the
  * passes, which buffers stay inside their kernel, and the errors. */
 #include <CUnit/CUnit.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cc.h"
+#include "ir.h"
 #include "testutil.h"
 
 /* ---- helpers ---- */
@@ -585,6 +587,53 @@ static void test_fusion_dumps_show_each_step(void)
     free(l);
 }
 
+/* opsem.c's integer ops give PyTorch's values (torch 1.13's, written
+ * here): floor_divide rounds toward -infinity and remainder takes the
+ * divisor's sign, at INT64_MIN too; rsub swaps and scales by alpha; a
+ * zero divisor or an int64 wrap gives no value.  maximum and minimum in
+ * double propagate a NaN on either side. */
+static void test_elementwise_op_semantics_are_pytorchs(void)
+{
+    static const struct {
+        const char *op;
+        int64_t a, b, alpha, want;
+    } cases[] = {
+        {"floor_divide", 7, 2, 1, 3},
+        {"floor_divide", -7, 2, 1, -4},
+        {"floor_divide", 7, -2, 1, -4},
+        {"floor_divide", -7, -2, 1, 3},
+        {"floor_divide", INT64_MIN, 3, 1, -3074457345618258603},
+        {"floor_divide", INT64_MIN, -3, 1, 3074457345618258602},
+        {"floor_divide", 5, INT64_MAX, 1, 0},
+        {"remainder", 7, 2, 1, 1},
+        {"remainder", -7, 2, 1, 1},
+        {"remainder", 7, -2, 1, -1},
+        {"remainder", -7, -2, 1, -1},
+        {"remainder", INT64_MIN, 3, 1, 1},
+        {"remainder", INT64_MIN, -3, 1, -2},
+        {"remainder", 5, INT64_MAX, 1, 5},
+        {"rsub", 3, 10, 2, 4},
+        {"sub", 3, 10, 2, -17},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        int64_t r = 0;
+        CU_ASSERT_EQUAL(ir_opsem_i64(ir_opsem_aten(cases[i].op), cases[i].a, cases[i].b, cases[i].alpha, &r), 1);
+        CU_ASSERT_EQUAL(r, cases[i].want);
+    }
+    static const struct {
+        const char *op;
+        int64_t a, b;
+    } none[] = {{"floor_divide", 1, 0}, {"remainder", 1, 0}, {"floor_divide", INT64_MIN, -1}, {"add", INT64_MAX, 1},
+                {"mul", INT64_MIN, -1}, {"neg", INT64_MIN, 0}};
+    for (size_t i = 0; i < sizeof none / sizeof *none; i++) {
+        int64_t r;
+        CU_ASSERT_EQUAL(ir_opsem_i64(ir_opsem_aten(none[i].op), none[i].a, none[i].b, 1, &r), 0);
+    }
+    CU_ASSERT(isnan(ir_opsem_ir(IR_MAX)->f64(NAN, 1)) && isnan(ir_opsem_ir(IR_MAX)->f64(1, NAN)));
+    CU_ASSERT(isnan(ir_opsem_ir(IR_MIN)->f64(NAN, 1)) && isnan(ir_opsem_ir(IR_MIN)->f64(1, NAN)));
+    CU_ASSERT_PTR_NULL(ir_opsem_aten("where"));
+}
+
 static void test_decomposition_table_is_printable(void)
 {
     char *buf = NULL;
@@ -724,6 +773,7 @@ int main(void)
         {"dump_after_every_pass_and_unknown_pass_rejected", test_dump_after_every_pass_and_unknown_pass_rejected},
         {"fusion_dumps_show_each_step", test_fusion_dumps_show_each_step},
         {"decomposition_table_is_printable", test_decomposition_table_is_printable},
+        {"elementwise_op_semantics_are_pytorchs", test_elementwise_op_semantics_are_pytorchs},
         {"bert_encoder_layer_is_11_kernels", test_bert_encoder_layer_is_11_kernels},
         {NULL, NULL},
     };

@@ -5,7 +5,7 @@ Usage (with the system interpreter, which has Debian's python3-torch):
 
     /usr/bin/python3 tools/export.py FILE.py:FUNC -o DIR [--seed N] [--tracer auto|make_fx|export]
                                      [--graph-only] [--record-draws] [--weights FILE]
-                                     [--int-range NAME=LO:HI ...]
+                                     [--int-range NAME=LO:HI ...] [--generate CONTEXT]
 
 FILE.py is imported (its directory first on sys.path) and FUNC() is called.
 It returns (module, inputs) with inputs a tuple of tensors, or
@@ -76,6 +76,14 @@ weights file under NAME) and output N of the module its new value, an
 `update` line; such outputs are not in `output` nor expected.safetensors.
 --weights FILE names another export's weights file instead of writing one
 (the steps of one model: tools/export.py checks it holds the same values).
+
+--generate CONTEXT exports a causal language model for `spyre generate DIR`
+(docs/serving.md, "Generating with a plain causal LM"): FUNC's module maps
+ids, int64 [1, T], to logits [1, T, VOCAB], its inputs are (ids,) with
+T <= CONTEXT.  It is refused (one line, exit 2) unless causal: the logits of
+a prefix must not change when the tokens after it do (generate pads the
+context with token 0).  DIR/step gets the export at ids [1, CONTEXT], the
+example padded with token 0; each generated token reruns it (no KV cache).
 
 --seed N (default 0) seeds torch before FILE.py is imported and before FUNC
 and the module run.  Output is deterministic: the same FILE, FUNC, seed and
@@ -900,6 +908,65 @@ def export(spec, out_dir, seed, tracer, graph_only=False, func=None, draws=False
                       [(f"output{i}", o) for i, o in enumerate(shown)])
 
 
+def causal_logits(spec, model, ids):
+    """The module's logits for ids [1, T], checked to be [1, T, VOCAB]."""
+    try:
+        with torch.no_grad():
+            logits = model(ids)
+    except Exception as e:
+        raise UserError(f"{spec}: --generate: the module raised {describe(e)}")
+    if not isinstance(logits, torch.Tensor) or not logits.is_floating_point() or logits.dim() != 3 \
+            or tuple(logits.shape[:2]) != tuple(ids.shape):
+        got = tuple(logits.shape) if isinstance(logits, torch.Tensor) else type(logits).__name__
+        raise UserError(f"{spec}: --generate: the module must return logits [1, T, VOCAB] for ids [1, T]; "
+                        f"for ids {tuple(ids.shape)} it returned {got}")
+    return logits
+
+
+def check_causal(spec, model, context):
+    """Refuse a module whose logits at a position depend on the tokens
+    after it: spyre generate pads the context with token 0 after the tokens
+    so far and reads the last one's logits.  Random tokens against the
+    same ones with their tail set to 0, at three split points."""
+    vocab = causal_logits(spec, model, torch.zeros(1, context, dtype=torch.int64)).shape[2]
+    full = torch.randint(0, vocab, (1, context), generator=torch.Generator().manual_seed(0))
+    ref = causal_logits(spec, model, full)
+    tol = 1e-4 * max(1.0, float(ref.abs().max()))
+    for k in sorted({1, context // 2, context - 1} - {0}):
+        padded = full.clone()
+        padded[:, k:] = 0
+        diff = (causal_logits(spec, model, padded)[0, :k] - ref[0, :k]).abs().amax(dim=1)
+        if bool((diff > tol).any()):
+            raise UserError(f"{spec}: --generate: the module is not causal: the logits at position "
+                            f"{int((diff > tol).nonzero()[0])} change when the tokens from position {k} on do "
+                            f"(spyre generate pads the context with token 0 after the tokens so far)")
+
+
+def export_generate(spec, out_dir, seed, tracer, context, graph_only=False, **more):
+    """--generate CONTEXT: FUNC's causal LM (forward(ids [1, T]) -> logits
+    [1, T, VOCAB]) exported into out_dir/step with ids [1, CONTEXT]: the
+    example ids padded with token 0 (docs/serving.md); more: export's
+    options."""
+    torch.manual_seed(seed)
+    model, inputs, options = load_workload(spec)
+    if options.get("state"):
+        raise UserError(f"{spec}: --generate takes a module without state (the step rereads the whole context); "
+                        f"the state option is for the prefill and decode steps")
+    ids = inputs[0]
+    if len(inputs) != 1 or ids.dtype != torch.int64 or ids.dim() != 2 or ids.shape[0] != 1 \
+            or not 1 <= ids.shape[1] <= context:
+        raise UserError(f"{spec}: --generate {context}: FUNC's inputs must be one int64 tensor of ids [1, T] with "
+                        f"T <= {context}; got {[f'{x.dtype} {tuple(x.shape)}' for x in inputs]}")
+    if options.get("eval", True):
+        model.eval()
+    padded = torch.zeros(1, context, dtype=torch.int64)
+    padded[:, :ids.shape[1]] = ids
+    if not graph_only:  # timing only computes no token: any module will do
+        check_causal(spec, model, context)
+    export(spec, os.path.join(out_dir, "step"), seed, tracer, graph_only, func=lambda: (model, (padded,), options),
+           **more)
+
+
 def main():
     parser = argparse.ArgumentParser(
         prog="export.py", description="Export a PyTorch module as an ATen graph "
@@ -925,10 +992,21 @@ def main():
                         "token ids: 0:VOCAB-1): the compiler may rely on it (integer arithmetic on the device is "
                         "exact only for small values) and spyre run refuses (exit 2) an input outside it; "
                         "repeatable; bool inputs are [0, 1] by their type")
+    parser.add_argument("--generate", type=int, metavar="CONTEXT",
+                        help="export a causal language model (forward(ids [1, T]) -> logits [1, T, VOCAB], FUNC's "
+                        "inputs (ids,)) for spyre generate DIR: one step over CONTEXT tokens, written to DIR/step, "
+                        "each new token rerunning it (no KV cache); refused (exit 2) unless the logits of a "
+                        "prefix are unchanged by the tokens after it (docs/serving.md)")
     args = parser.parse_args()  # usage errors exit with status 2
+    if args.generate is not None and args.generate < 1:
+        parser.error(f"--generate {args.generate}: the context must be at least 1 token")
     try:
-        export(args.workload, args.out_dir, args.seed, args.tracer, args.graph_only, draws=args.record_draws,
-               weights=args.weights, int_ranges=parse_ranges(args.int_range))
+        more = dict(draws=args.record_draws, weights=args.weights, int_ranges=parse_ranges(args.int_range))
+        if args.generate is not None:
+            export_generate(args.workload, args.out_dir, args.seed, args.tracer, args.generate, args.graph_only,
+                            **more)
+        else:
+            export(args.workload, args.out_dir, args.seed, args.tracer, args.graph_only, **more)
     except UserError as e:
         print(f"export.py: {e}", file=sys.stderr)
         sys.exit(2)

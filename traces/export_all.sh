@@ -37,6 +37,13 @@ export_steps() {  # MODEL
 export_steps llama
 export_steps gpt2
 
+# A causal LM as users write it (nanogpt_gen.py), exported for generation
+# without a KV cache (--generate: one step over the whole context), and
+# PyTorch's own greedy generation of it.
+echo "traces/nanogpt_gen"
+"$python" "$root/tools/export.py" "$here/models/nanogpt_gen.py:nanogpt_gen" -o "$here/nanogpt_gen" --generate 48
+"$python" "$here/models/nanogpt_gen.py" tokens "$here/nanogpt_gen/expected_tokens.txt"
+
 # A whole tiny Llama-style model's serving step graphs (llama_serve.py,
 # graph only) at a grid of shapes, for tests/test_serve.c.
 echo "traces/serve_tiny"

@@ -380,18 +380,12 @@ static void rk_guard_walk(const rk_plan *k, int e, int target, int64_t lo, int64
     rk_guard_walk(k, x->c, target, flo, fhi, glo, ghi, budget);
 }
 
-/* The column groups [*g0, *g1) a narrow kernel's tile load L fills: those
- * of the columns its where-guards let it be read at (a cat piece's own);
- * else all G.  A staged load restickifies only those (rk_gather), a view
- * loads groups from 0 to its last (be_dma_rows); each column's value
- * elsewhere is never used. */
-static void rk_load_groups(const rk_plan *k, const rk_load *L, int64_t *g0, int64_t *g1)
+/* rk_load_groups of a narrow kernel's load whose guards tell its groups
+ * (apart, so that the rest, asked of every load whenever rk_lx prices a
+ * plan, is inlined). */
+static __attribute__((noinline)) void rk_guard_groups(const rk_plan *k, const rk_load *L, int64_t *g0, int64_t *g1)
 {
     const int64_t lanes = k->c->t.lanes16;
-    *g0 = 0;
-    *g1 = L->cls == BE_V_TILE ? k->G : 1;
-    if (!k->narrow || L->cls != BE_V_TILE || L->gather || L->res || (!L->staged && L->v.gper))
-        return;
     int64_t lo = k->cols, hi = 0, budget = 1 << 16;
     for (int j = 0; j < k->nn; j++)
         rk_guard_walk(k, k->nodes[j].expr, L->e, 0, k->cols, &lo, &hi, &budget);
@@ -403,25 +397,41 @@ static void rk_load_groups(const rk_plan *k, const rk_load *L, int64_t *g0, int6
     *g1 = cc_ceil_div(hi, lanes);
 }
 
+/* The column groups [*g0, *g1) a narrow kernel's tile load L fills: those
+ * of the columns its where-guards let it be read at (a cat piece's own);
+ * else all G.  A staged load restickifies only those (rk_gather), a view
+ * loads groups from 0 to its last (be_dma_rows); each column's value
+ * elsewhere is never used. */
+static void rk_load_groups(const rk_plan *k, const rk_load *L, int64_t *g0, int64_t *g1)
+{
+    *g0 = 0;
+    *g1 = L->cls == BE_V_TILE ? k->G : 1;
+    if (k->narrow && L->cls == BE_V_TILE && !L->gather && !L->res && (L->staged || !L->v.gper))
+        rk_guard_groups(k, L, g0, g1);
+}
+
 /* Where each slot load's tile starts in its slot, in groups (first[i];
- * -1: not in a slot), and the groups the loads take.  A narrow kernel's
- * tile holds only its groups [g0, g1), packed after the tile before, its
- * start moved back by g0 so that group g is still at start + g: the
- * evaluation reads all G groups of each, past its own into its
- * neighbours' (in the slot, and unused). */
+ * -1: not in a slot; first NULL: not asked), and the groups the loads
+ * take.  A narrow kernel's tile holds only its groups [g0, g1), packed
+ * after the tile before, its start moved back by g0 so that group g is
+ * still at start + g: the evaluation reads all G groups of each, past its
+ * own into its neighbours' (in the slot, and unused). */
 static int64_t rk_slot_place(const rk_plan *k, int64_t *first)
 {
     int64_t cursor = 0, end = 0;
     for (int i = 0; i < k->nl; i++) {
         const rk_load *L = &k->loads[i];
-        first[i] = -1;
+        if (first)
+            first[i] = -1;
         if (L->cls == BE_V_COL || L->shared) /* a shared load's rows are held whole (rk_shared_bytes) */
             continue;
         int64_t g0, g1;
         rk_load_groups(k, L, &g0, &g1);
-        first[i] = cc_max(0, cursor - g0);
-        cursor = first[i] + g1;
-        end = cc_max(end, first[i] + (L->cls == BE_V_TILE ? k->G : 1));
+        const int64_t at = cc_max(0, cursor - g0);
+        if (first)
+            first[i] = at;
+        cursor = at + g1;
+        end = cc_max(end, at + (L->cls == BE_V_TILE ? k->G : 1));
     }
     return cc_max(cursor, end);
 }
@@ -440,9 +450,7 @@ static void rk_lx(const rk_plan *k, int64_t *per_row, int64_t *fixed)
         if (k->loads[i].cls == BE_V_COL)
             *fixed += (k->G + (k->loads[i].scalar ? 1 : 0)) * sb; /* a scalar's own stick too */
     }
-    int64_t *first = ir_xalloc((size_t)(k->nl + 1) * sizeof *first);
-    *per_row += rk_slot_place(k, first) * sb;
-    free(first);
+    *per_row += rk_slot_place(k, NULL) * sb;
     /* temps: a tile per cell (per-row and per-column temps take one too),
      * as many cells as a chunk's evaluation uses (rk_measure) */
     *per_row += k->ntemps * k->G * sb;
@@ -2437,8 +2445,6 @@ static int rows_plan(be_ctx *c, int pos, rk_plan *k)
     if (w->cores > k->rows) /* a work_div override (backend.c checked the core count) */
         rc = be_error(c, k->K, "work_div %d: the kernel has %" PRId64 " rows, fewer than %d cores", w->cores, k->rows,
                       w->cores);
-    int64_t per_row, fixed;
-    rk_lx(k, &per_row, &fixed);
     /* a staged result's sticks run across rows: every core's part a
      * whole number of sticks' rows, else one core; a split taken from
      * the producer (be_rows_align) that breaks this is dropped */
@@ -2454,11 +2460,10 @@ static int rows_plan(be_ctx *c, int pos, rk_plan *k)
     }
     int64_t R = 0, rt = 0, stage = 0;
     if (!rc) { /* the first (largest) part's chunk, as be_rows_emit picks it */
-        int64_t r0;
+        int64_t r0, per_row, fixed;
         cc_split(k->rows, w->cores, 0, &r0, &rt);
         rk_share(k, w->cores);
         rk_col_tree(k, w->cores);
-        rk_lx(k, &per_row, &fixed);
         R = rk_fit(k, r0, rt, &per_row, &fixed, &stage);
         if (R < 1 && w->chunk)
             rc = be_error(c, k->K, "work_div chunks of %" PRId64 " rows do not fit %llu bytes of LX", w->chunk,
@@ -2835,7 +2840,7 @@ static void rk_chunk(rk_core *rc, int64_t r0, int64_t n)
 
     /* loads */
     cc_emit_wait(e, ISA_U_DMAI, rc->empty[s]);
-    int64_t *first = ir_xalloc((size_t)(k->nl + 1) * sizeof *first);
+    int64_t first[IR_KERNEL_LOADS]; /* (rk_prepare checked k->nl) */
     int64_t at = base + rk_slot_place(k, first) * gs;
     int64_t lx_of[IR_KERNEL_LOADS], st_of[IR_KERNEL_LOADS];
     int64_t *st_lo[IR_KERNEL_LOADS], *st_go[IR_KERNEL_LOADS]; /* only the loads' entries are read: only theirs cleared */
@@ -2860,7 +2865,6 @@ static void rk_chunk(rk_core *rc, int64_t r0, int64_t n)
         else if (!L->staged && ng)
             be_dma_rows(c, e, ISA_OP_DMA_LD, lx_of[i], gs, &L->v, &k->rsp, r0, n, ng);
     }
-    free(first);
     /* the sticks each restickified load reads in this chunk, in the slot */
     for (int i = 0; i < k->nl && i < IR_KERNEL_LOADS; i++) {
         rk_load *L = &k->loads[i];

@@ -315,41 +315,8 @@ static int mirrored(int op)
     }
 }
 
-static double fold(ir_op op, double a, double b)
-{
-    switch (op) {
-    case IR_NEG: return -a;
-    case IR_EXP: return exp(a);
-    case IR_LOG: return log(a);
-    case IR_SQRT: return sqrt(a);
-    case IR_RSQRT: return 1 / sqrt(a);
-    case IR_RECIP: return 1 / a;
-    case IR_TANH: return tanh(a);
-    case IR_SIGMOID: return 1 / (1 + exp(-a));
-    case IR_ERF: return erf(a);
-    case IR_RELU: return a > 0 ? a : 0;
-    case IR_SIN: return sin(a);
-    case IR_COS: return cos(a);
-    case IR_ABS: return fabs(a);
-    case IR_NOT: return a == 0;
-    case IR_ADD: return a + b;
-    case IR_SUB: return a - b;
-    case IR_MUL: return a * b;
-    case IR_DIV: return a / b;
-    case IR_MAX: return a > b ? a : b;
-    case IR_MIN: return a < b ? a : b;
-    case IR_POW: return pow(a, b);
-    case IR_EQ: return a == b;
-    case IR_NE: return a != b;
-    case IR_LT: return a < b;
-    case IR_LE: return a <= b;
-    case IR_GT: return a > b;
-    case IR_GE: return a >= b;
-    case IR_AND: return a != 0 && b != 0;
-    case IR_OR: return a != 0 || b != 0;
-    default: return NAN;
-    }
-}
+/* op on constants, as opsem.c's table computes it in double. */
+static double fold(ir_op op, double a, double b) { return ir_opsem_ir(op)->f64(a, b); }
 
 /* A folded arithmetic result as the SFP would store it: rounded to DL16
  * (decompositions rely on the store's rounding, as floor's (a + 512) - 512

@@ -97,63 +97,40 @@ static int operand(dctx *c, const gr_node *n, int pos, const char *key, ktensor 
     return 1;
 }
 
-/* b nonzero, and not INT64_MIN / -1 (which overflows: arith). */
-static int64_t floordiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
-
-/* Elementwise integer ops, by the source op's base name; 0 (not
- * evaluated) where int64 overflows, as PyTorch's result would wrap. */
-static int arith(const char *op, int64_t a, int64_t b, int64_t alpha, int64_t *r)
-{
-    int64_t p;
-    if ((b == -1 && a == INT64_MIN) || (a == -1 && b == INT64_MIN))
-        return 0;
-    if (!strcmp(op, "add"))
-        return !__builtin_mul_overflow(alpha, b, &p) && !__builtin_add_overflow(a, p, r);
-    else if (!strcmp(op, "sub"))
-        return !__builtin_mul_overflow(alpha, b, &p) && !__builtin_sub_overflow(a, p, r);
-    else if (!strcmp(op, "rsub"))
-        return !__builtin_mul_overflow(alpha, a, &p) && !__builtin_sub_overflow(b, p, r);
-    else if (!strcmp(op, "mul"))
-        return !__builtin_mul_overflow(a, b, r);
-    else if (!strcmp(op, "minimum") || !strcmp(op, "clamp_max"))
-        *r = a < b ? a : b;
-    else if (!strcmp(op, "maximum") || !strcmp(op, "clamp_min"))
-        *r = a > b ? a : b;
-    else if (!strcmp(op, "floor_divide") && b)
-        *r = floordiv(a, b);
-    else if (!strcmp(op, "remainder") && b)
-        *r = a - b * floordiv(a, b);
-    else
-        return 0;
-    return 1;
-}
-
-static int eval_binary(dctx *c, const gr_node *n, const gr_ttype *t, ktensor *out, int depth)
+/* An elementwise op (its row of opsem.c's table) over its operands,
+ * broadcast to t. */
+static int eval_elementwise(dctx *c, const gr_node *n, const ir_opsem *s, const gr_ttype *t, ktensor *out,
+                            int depth)
 {
     ktensor a = {0}, b = {0};
-    int64_t alpha, co[GR_MAX_RANK];
-    int ok = int_arg(n, 2, "alpha", 1, &alpha) && operand(c, n, 0, "self", &a, depth) &&
-             operand(c, n, 1, "other", &b, depth) && kalloc(out, t);
-    ok = ok && bcasts_to(&a, t) && bcasts_to(&b, t);
+    int64_t alpha = 1, co[GR_MAX_RANK];
+    int ok = (!(s->flags & IR_SEM_ALPHA) || int_arg(n, 2, "alpha", 1, &alpha)) &&
+             operand(c, n, 0, "self", &a, depth) && (s->arity == 1 || operand(c, n, 1, "other", &b, depth)) &&
+             kalloc(out, t);
+    ok = ok && bcasts_to(&a, t) && (s->arity == 1 || bcasts_to(&b, t));
     for (int64_t i = 0; ok && i < knumel(t->rank, t->shape); i++) {
         unravel(i, t->rank, t->shape, co);
-        ok = arith(n->base, a.v[bcast_at(&a, t->rank, co)], b.v[bcast_at(&b, t->rank, co)], alpha, &out->v[i]);
+        const int64_t y = s->arity == 1 ? 0 : b.v[bcast_at(&b, t->rank, co)];
+        ok = ir_opsem_i64(s, a.v[bcast_at(&a, t->rank, co)], y, alpha, &out->v[i]);
     }
     free(a.v);
     free(b.v);
     return ok;
 }
 
-/* clamp(self, min, max) with integer bounds. */
+/* clamp(self, min, max) with integer bounds: clamp_max(clamp_min(self,
+ * min), max), as PyTorch (max wins where min > max). */
 static int eval_clamp(dctx *c, const gr_node *n, ktensor *out, int depth)
 {
     int64_t lo, hi;
     const gr_arg *l = gr_node_arg(n, 1, "min"), *h = gr_node_arg(n, 2, "max");
+    const ir_opsem *mx = ir_opsem_aten("clamp_min"), *mn = ir_opsem_aten("clamp_max");
     if (!int_arg(n, 1, "min", INT64_MIN, &lo) || !int_arg(n, 2, "max", INT64_MAX, &hi) || (!l && !h) ||
         !keval(c, n->args[0].value, out, depth))
         return 0;
     for (int64_t i = 0; i < knumel(out->rank, out->shape); i++)
-        out->v[i] = out->v[i] < lo ? lo : out->v[i] > hi ? hi : out->v[i];
+        if (!mx->i64(out->v[i], lo, &out->v[i]) || !mn->i64(out->v[i], hi, &out->v[i]))
+            return 0;
     return 1;
 }
 
@@ -239,8 +216,6 @@ static int fits(gr_dtype dt, const ktensor *k)
 static int keval(dctx *c, int v, ktensor *out, int depth)
 {
     static const char *const moved[] = {"permute", "flip", "transpose", "t", "slice", NULL};
-    static const char *const binary[] = {"add", "sub", "rsub", "mul", "minimum", "maximum", "floor_divide",
-                                         "remainder", "clamp_min", "clamp_max", NULL};
     const gr_value *val = &c->g->values[v];
     out->v = NULL;
     if (val->kind != GR_VAL_NODE || val->ntuple || dc_is_float(val->type.dtype) || val->type.dtype == GR_BOOL ||
@@ -261,12 +236,9 @@ static int keval(dctx *c, int v, ktensor *out, int depth)
     for (int i = 0; moved[i] && first_val; i++)
         if (!strcmp(n->base, moved[i]))
             ok = eval_moved(c, n, t, out, depth + 1);
-    for (int i = 0; binary[i]; i++)
-        if (!strcmp(n->base, binary[i]))
-            ok = eval_binary(c, n, t, out, depth + 1);
-    if (!strcmp(n->base, "neg") && first_val && (ok = keval(c, n->args[0].value, out, depth + 1)))
-        for (int64_t i = 0; ok && i < knumel(out->rank, out->shape); i++)
-            ok = !__builtin_sub_overflow(0, out->v[i], &out->v[i]);
+    const ir_opsem *sem = ir_opsem_aten(n->base);
+    if (sem && sem->i64 && (sem->arity == 2 || first_val))
+        ok = eval_elementwise(c, n, sem, t, out, depth + 1);
     if (!strcmp(n->base, "clamp") && first_val)
         ok = eval_clamp(c, n, out, depth + 1);
     if (!strcmp(n->base, "expand") && first_val) {

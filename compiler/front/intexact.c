@@ -19,9 +19,7 @@
 
 #define EXACT ((double)IR_INT_EXACT)
 
-typedef struct {
-    double lo, hi;
-} ival;
+typedef ir_ival ival;
 
 typedef struct {
     ir_prog *p;
@@ -38,20 +36,6 @@ typedef struct {
 
 static const ival WIDE = {-INFINITY, INFINITY};
 
-static ival span(double a, double b) { return (ival){fmin(a, b), fmax(a, b)}; }
-
-static ival mul(ival a, ival b)
-{
-    double c[4] = {a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi};
-    ival r = {INFINITY, -INFINITY};
-    for (int i = 0; i < 4; i++) {
-        double v = isnan(c[i]) ? 0 : c[i]; /* 0 times an infinity: an exact zero */
-        r.lo = fmin(r.lo, v);
-        r.hi = fmax(r.hi, v);
-    }
-    return r;
-}
-
 /* The values of index idx over the node's loops. */
 static ival index_ival(const ir_node *n, const ir_index *idx)
 {
@@ -66,17 +50,8 @@ static ival index_ival(const ir_node *n, const ir_index *idx)
 
 static ival op_ival(ir_op op, ival a, ival b)
 {
-    switch (op) {
-    case IR_NEG: return span(-a.lo, -a.hi);
-    case IR_ABS: return (ival){a.lo > 0 ? a.lo : a.hi < 0 ? -a.hi : 0, fmax(fabs(a.lo), fabs(a.hi))};
-    case IR_RELU: return (ival){fmax(a.lo, 0), fmax(a.hi, 0)};
-    case IR_ADD: return (ival){a.lo + b.lo, a.hi + b.hi};
-    case IR_SUB: return (ival){a.lo - b.hi, a.hi - b.lo};
-    case IR_MUL: return mul(a, b);
-    case IR_MAX: return (ival){fmax(a.lo, b.lo), fmax(a.hi, b.hi)};
-    case IR_MIN: return (ival){fmin(a.lo, b.lo), fmin(a.hi, b.hi)};
-    default: return WIDE;
-    }
+    const ir_opsem *s = ir_opsem_ir(op);
+    return s->iv ? s->iv(a, b) : WIDE;
 }
 
 static ival eval(ictx *c, int e);
@@ -116,49 +91,6 @@ static int float_leaf(const ir_arena *A, int e, int *leaf)
     }
 }
 
-static float fp1(ir_op op, float a)
-{
-    switch (op) {
-    case IR_NEG: return -a;
-    case IR_EXP: return expf(a);
-    case IR_LOG: return logf(a);
-    case IR_SQRT: return sqrtf(a);
-    case IR_RSQRT: return 1.0f / sqrtf(a);
-    case IR_RECIP: return 1.0f / a;
-    case IR_TANH: return tanhf(a);
-    case IR_SIGMOID: return 1.0f / (1.0f + expf(-a));
-    case IR_ERF: return erff(a);
-    case IR_RELU: return a > 0 ? a : 0;
-    case IR_SIN: return sinf(a);
-    case IR_COS: return cosf(a);
-    case IR_ABS: return fabsf(a);
-    case IR_NOT: return a == 0;
-    default: return NAN;
-    }
-}
-
-static float fp2(ir_op op, float a, float b)
-{
-    switch (op) {
-    case IR_ADD: return a + b;
-    case IR_SUB: return a - b;
-    case IR_MUL: return a * b;
-    case IR_DIV: return a / b;
-    case IR_MAX: return isnan(a) || isnan(b) ? NAN : fmaxf(a, b);
-    case IR_MIN: return isnan(a) || isnan(b) ? NAN : fminf(a, b);
-    case IR_POW: return powf(a, b);
-    case IR_EQ: return a == b;
-    case IR_NE: return a != b;
-    case IR_LT: return a < b;
-    case IR_LE: return a <= b;
-    case IR_GT: return a > b;
-    case IR_GE: return a >= b;
-    case IR_AND: return a != 0 && b != 0;
-    case IR_OR: return a != 0 || b != 0;
-    default: return NAN;
-    }
-}
-
 /* Whether op's result at a is the same in every libm (glibc's, PyTorch's
  * SLEEF): the log of a power of two is k ln2 rounded once, an op at 0 is
  * exactly 0, 1 or 1/2. */
@@ -172,17 +104,8 @@ static int same_everywhere(ir_op op, float a)
  * transcendental whose last bit another libm may round the other way. */
 static float moved(ir_op op, float a, float r, int nudge)
 {
-    switch (op) {
-    case IR_EXP:
-    case IR_LOG:
-    case IR_TANH:
-    case IR_SIGMOID:
-    case IR_ERF:
-    case IR_SIN:
-    case IR_COS:
-    case IR_POW: return nudge && !same_everywhere(op, a) ? nextafterf(r, nudge * INFINITY) : r;
-    default: return r;
-    }
+    const int libm = (ir_opsem_ir(op)->flags & IR_SEM_LIBM) != 0;
+    return libm && nudge && !same_everywhere(op, a) ? nextafterf(r, nudge * INFINITY) : r;
 }
 
 /* A cast of f to dt as PyTorch's: a bool is f != 0, an integer the
@@ -197,8 +120,9 @@ static float cast_to(gr_dtype dt, float f)
 }
 
 /* e at leaf = v, in fp32 op by op (a scalar operand in fp32, as PyTorch's
- * CPU kernels take it); nudge (+-1) moves each transcendental's result one
- * ulp that way. */
+ * CPU kernels take it; each op's double result rounded to fp32, within the
+ * nudge of a float libm's); nudge (+-1) moves each transcendental's result
+ * one ulp that way. */
 static float fval(const ir_arena *A, int e, int leaf, double v, int nudge)
 {
     const ir_expr *x = &A->e[e];
@@ -211,7 +135,8 @@ static float fval(const ir_arena *A, int e, int leaf, double v, int nudge)
         return fval(A, x->a, leaf, v, nudge) != 0 ? fval(A, x->b, leaf, v, nudge) : fval(A, x->c, leaf, v, nudge);
     case IR_E_OP: {
         float a = fval(A, x->a, leaf, v, nudge);
-        float r = ir_ops[x->op].arity == 1 ? fp1(x->op, a) : fp2(x->op, a, fval(A, x->b, leaf, v, nudge));
+        float b = ir_ops[x->op].arity == 1 ? 0 : fval(A, x->b, leaf, v, nudge);
+        float r = (float)ir_opsem_ir(x->op)->f64(a, b); /* rounded to fp32 op by op */
         return moved(x->op, a, r, nudge);
     }
     default: return NAN;
@@ -340,7 +265,7 @@ static ival node_ival(ictx *c)
         double count = 1;
         for (int v = n->nvars - n->nred; v < n->nvars; v++)
             count *= (double)n->ranges[v];
-        r = mul(r, (ival){count, count});
+        r = op_ival(IR_MUL, r, (ival){count, count});
         if (!ir_dtype_is_float(c->p->bufs[n->out].type.dtype))
             c->worst = fmax(c->worst, fmax(fabs(r.lo), fabs(r.hi)));
     }

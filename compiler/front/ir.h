@@ -117,6 +117,31 @@ typedef struct {
 } ir_op_info;
 extern const ir_op_info ir_ops[IR_NOPS];
 
+/* What an elementwise ATen op computes (opsem.c, the one table of it):
+ * per domain a function, NULL where the compiler does not evaluate the
+ * op in that domain.  Unary ops ignore b. */
+typedef struct {
+    double lo, hi;
+} ir_ival;
+enum {
+    IR_SEM_ALPHA = 1 << 0, /* other is scaled by the op's alpha first */
+    IR_SEM_SWAP = 1 << 1,  /* self and other swapped (rsub: other - self) */
+    IR_SEM_LIBM = 1 << 2,  /* transcendental: the last bit differs between libms */
+};
+typedef struct {
+    const char *aten; /* the op's base name ("floor_divide") */
+    unsigned flags;
+    int (*i64)(int64_t a, int64_t b, int64_t *r); /* exact, as PyTorch's integer op; 0 where int64
+                                                      would wrap or PyTorch raises */
+    double (*f64)(double a, double b);
+    ir_ival (*iv)(ir_ival a, ir_ival b); /* every value it may give over a's and b's */
+    int arity;
+} ir_opsem;
+const ir_opsem *ir_opsem_ir(ir_op op);
+const ir_opsem *ir_opsem_aten(const char *base); /* NULL: no row for it */
+/* s->i64 on an ATen call's operands, with its alpha and swap applied. */
+int ir_opsem_i64(const ir_opsem *s, int64_t self, int64_t other, int64_t alpha, int64_t *r);
+
 typedef enum {
     IR_E_LOAD,  /* load(buf, idx): the element at flat offset idx           */
     IR_E_ILOAD, /* load(buf, idx + stride*a): a gather, a an integer expr   */
@@ -204,7 +229,7 @@ enum {
     IR_OP_VIEW = 1 << 9,    /* a view of the argument's storage */
 };
 /* The attributes of the ATen op whose base name is the len characters at
- * name ("view" of aten.view.default). */
+ * name, none of them NUL ("view" of aten.view.default). */
 unsigned ir_op_attrs_n(const char *name, size_t len);
 unsigned ir_op_attrs(const char *name);
 

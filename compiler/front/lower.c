@@ -1208,11 +1208,6 @@ static void l_reduce(lctx *c, int out, int opi)
 
 /* ---- Matmul ---- */
 
-static int is_reshape_op(const char *base)
-{
-    return !strcmp(base, "view") || !strcmp(base, "_unsafe_view") || !strcmp(base, "reshape");
-}
-
 /* Is node nd a transpose of the last two of rank dims? */
 static int swaps_last_two(const gr_node *nd, int rank)
 {
@@ -1248,12 +1243,13 @@ static int matmul_source(lctx *c, int v, int deep, int *trans)
         if (r < 3 || xr < 3)
             return v;
         int same_rows = xt->shape[xr - 1] == vt->shape[r - 1] && xt->shape[xr - 2] == vt->shape[r - 2];
-        if (is_reshape_op(nd->base)) {
+        const unsigned attrs = ir_op_attrs(nd->base);
+        if (attrs & IR_OP_RESHAPE) {
             if (!same_rows || (!deep && xr <= r))
                 return v;
         } else if (!deep) {
             return v;
-        } else if (!strcmp(nd->base, "expand")) {
+        } else if (attrs & IR_OP_EXPAND) {
             if (xr != r || memcmp(xt->shape, vt->shape, (size_t)r * sizeof *vt->shape))
                 return v;
         } else if (swaps_last_two(nd, r)) {
