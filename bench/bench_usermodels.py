@@ -4,7 +4,8 @@ ResBlock with a timestep embedding, a DCGAN generator, DLRM, an EmbeddingBag cla
 mixture of experts, a GNN layer, a TCN, PixelCNN's masked conv, a CLIP head, T5's
 relative-position bias, an r3d-style 3-D block, bf16, mixed-precision and fp16 models, a GNN
 pooling by scatter_reduce, a Conformer block and Mamba's selective scan, max pooling over NaN
-pixels, nn.Unfold patches; and
+pixels, nn.Unfold patches, Hugging Face's finfo.min masks (a GQA layer, a T5 block), a static KV
+cache step and a top-2 mixture of experts by F.one_hot; and
 traces/models/popular.py: Whisper's encoder block, a Stable-Diffusion mid block, MobileViT,
 Swin's shifted windows, ConvNeXt, Inception, squeeze-excitation, PointNet, a VAE, a Bahdanau
 decoder step, a patch-8 ViT), each exported afresh into $SPYRE_BUILD/models/NAME and run with `spyre run DIR --check` on spyre.  Prints
@@ -22,7 +23,7 @@ import bench_models  # noqa: E402
 
 MODELS = ("lstm,bigru,audio,tenc,unet,diffusion_block,dcgan,dlrm,embbag,moe,gnn,tcn,pixelcnn,clip,"
           "relpos,r3d,bf16_cnn,mixed,half_mlp,half_cnn,gnn_pool,conformer,mamba,nanpool,unfold_patches,"
-          "sage,tcn_weightnorm,centernet")
+          "gqa_finfo,t5_block,kv_static,moe_top2,sage,tcn_weightnorm,centernet")
 # traces/models/popular.py: blocks of popular repositories; its torchvision models (deeplab, fcn,
 # mc3, r2plus1d, resnext, wide_resnet, regnet, efficientnet_v2, mobilenet_v3) take 10-60 s each
 # and run only when SPYRE_USERMODELS names them

@@ -47,6 +47,15 @@ static inline uint32_t to_bits(uint32_t h)
     return mag == ISA_DL16_NINF ? 0x7fc00000u : u; /* NINF reads as NaN */
 }
 
+float isa_dl16_standin(float v)
+{
+    if (isinf(v))
+        return v < 0 ? -ISA_DL16_INF : ISA_DL16_INF;
+    if (fabsf(v) > ISA_DL16_BIG)
+        return v < 0 ? -ISA_DL16_BIG : ISA_DL16_BIG;
+    return v;
+}
+
 uint16_t isa_dl16_from_f32(float f)
 {
     uint32_t u;

@@ -88,6 +88,13 @@ typedef enum { ISA_T_DL16, ISA_T_F32 } isa_dtype_dev;
  * one, in the compiler's constants, the runtime's uploads and its checks
  * (docs/compiler.md, "Infinities"). */
 #define ISA_DL16_INF 0x1p30f
+/* A finite value beyond +-2^29 (torch.finfo(f32).min in a Hugging Face
+ * attention mask, -1e10) becomes +-2^29 on the device: still finite,
+ * below the stand-in, so twice it is an infinity as in fp32, and softmax's
+ * x - max(x) stays inside DL16's range.  isa_dl16_standin is the rule for
+ * constants and uploaded data: infinities to the stand-in, these to 2^29. */
+#define ISA_DL16_BIG 0x1p29f
+float isa_dl16_standin(float v);
 /* DL16's 10-bit significand holds every integer up to here exactly. */
 #define ISA_DL16_EXACT_INT 1024
 

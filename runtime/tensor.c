@@ -90,11 +90,11 @@ static void infinity_rule(const isa_tensor *t, float *v)
         nan_rows(t, v);
     /* DL16 has no infinity (its NINF reads back as NaN): an infinite
      * value, such as the -inf of an additive causal mask, becomes +-2^30,
-     * the stand-in the compiler uses for infinite constants (ISA_DL16_INF) */
+     * the stand-in the compiler uses for infinite constants, and a finite
+     * one beyond DL16's range (torch.finfo(f32).min) +-2^29 (isa_dl16_standin) */
     int64_t n = rt_tensor_elems(t);
     for (int64_t i = 0; t->dev_dtype == ISA_T_DL16 && i < n; i++)
-        if (isinf(v[i]))
-            v[i] = v[i] < 0 ? -ISA_DL16_INF : ISA_DL16_INF;
+        v[i] = isa_dl16_standin(v[i]);
 }
 
 int rt_keep_host(rt_program *prog, int i, const float *values, char *err, size_t errlen)

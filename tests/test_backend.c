@@ -6035,6 +6035,52 @@ static void test_softmax_of_a_row_masked_whole_is_nan_as_pytorch(void)
     }
 }
 
+/* Hugging Face masks with torch.finfo(f32).min, a finite value far beyond
+ * DL16's range, by masked_fill (Llama, Bloom) or by (1 - mask) * min
+ * added (T5).  Written to DL16 it was NINF, and every row NaN; it is now
+ * +-2^29 (isa_dl16_standin), still finite, so a row masked whole is
+ * uniform, as PyTorch's (its scores vanish next to min), and the reference
+ * executor takes it as finite too; the masked scores, an output, check
+ * (the device's 2^29 stands for min).  Row 0 is masked whole, row 1 but
+ * for its last four elements. */
+static void test_softmax_masked_with_finfo_min_is_pytorchs(void)
+{
+    const char *text = "graph smmin\n"
+                       "%i: i64[32] = aten.arange.default(32)\n"
+                       "%f: f32[32] = aten.sub.Tensor(%i, 16.0)\n"
+                       "%g: f32[32] = aten.mul.Tensor(%f, 0.125)\n"
+                       "%x: f32[4, 8] = aten.view.default(%g, [4, 8])\n"
+                       "%m: bool[4, 8] = aten.lt.Scalar(%x, -0.5)\n"
+                       "%p: f32[4, 8] = aten.masked_fill.Scalar(%x, %m, -3.4028234663852886e+38)\n"
+                       "%s: f32[4, 8] = aten._softmax.default(%p, 1, False)\n"
+                       "%mf: f32[4, 8] = aten._to_copy.default(%m, dtype=f32)\n"
+                       "%b: f32[4, 8] = aten.mul.Tensor(%mf, -3.4028234663852886e+38)\n"
+                       "%a: f32[4, 8] = aten.add.Tensor(%x, %b)\n"
+                       "%t: f32[4, 8] = aten._softmax.default(%a, 1, False)\n"
+                       "output %s, %t, %p\n";
+    const char *names[] = {"s", "t"};
+    for (int c = 0; c < 2; c++) {
+        float *v[2] = {0};
+        int64_t n[2] = {0};
+        CU_ASSERT_EQUAL_FATAL(run_and_read(text, "smmin.txt", both_chips[c], 2, names, v, n), 0);
+        int ok = 0;
+        for (int r = 0; r < 4; r++) {
+            double s = 0;
+            for (int j = 0; j < 8; j++)
+                s += r == 0 || (r * 8 + j - 16) * 0.125 >= -0.5 ? exp((r * 8 + j - 16) * 0.125) : 0;
+            for (int j = 0; j < 8; j++) {
+                int k = r * 8 + j, masked = (k - 16) * 0.125 < -0.5;
+                double ref = r == 0 ? 0.125 : masked ? 0 : exp((k - 16) * 0.125) / s;
+                for (int o = 0; o < 2; o++)
+                    ok += fabs(v[o][k] - ref) <= 0x1p-8 * ref + 1e-6;
+            }
+        }
+        CU_ASSERT_EQUAL(ok, 64);
+        for (int i = 0; i < 2; i++)
+            free(v[i]);
+    }
+}
+
 static int mask_nan_axis(const char *text, int *guarded);
 
 /* The same over graph inputs: a user's additive attention mask, -inf in
@@ -6944,6 +6990,42 @@ static void test_scatter_and_its_reductions_validate_on_both_chips(void)
                                         "output %e, %f, %g, %h, %k, %m\n");
 }
 
+/* Hugging Face's top-p filter scatters a bool mask back to vocabulary
+ * order (remove.scatter(1, sorted_indices, remove)): the one-hot sum of a
+ * bool src is an integer, and the decomposition declared it bool, so
+ * the graph did not load ("declared bool but the op produces i64"). */
+static void test_scatter_of_a_bool_mask_runs_natively_on_both_chips(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph scb\n"
+        "input %x: f32[3, 12]\n"
+        "%v: f32[3, 12] = aten.neg.default(%x)\n"
+        "%s: (f32[3, 12], i64[3, 12]) = aten.sort.default(%x)\n"
+        "%i: i64[3, 12] = getitem(%s, 1)\n"
+        "%m: bool[3, 12] = aten.lt.Scalar(%x, 0.2)\n"
+        "%b: bool[3, 12] = aten.scatter.src(%m, 1, %i, %m)\n"
+        "%y: f32[3, 12] = aten.masked_fill.Scalar(%v, %b, -inf)\n"
+        "output %b, %y\n");
+}
+
+/* index_copy off a state (a cache cloned from an input, written at an
+ * index input's positions, duplicates included: the last write wins as in
+ * PyTorch's serial loop) runs natively as scatter's one-hot; it was
+ * left to the host ("does not lower aten.index_copy"). */
+static void test_index_copy_runs_natively_on_both_chips(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph ixc\n"
+        "input %c: f32[2, 4, 6, 8]\n"
+        "input %s: f32[2, 4, 3, 8]\n"
+        "%a: i64[3] = aten.arange.default(3)\n"
+        "%p: i64[3] = aten.mul.Tensor(%a, 2)\n"
+        "%z: i64[3] = aten.mul.Tensor(%a, 0)\n"
+        "%y: f32[2, 4, 6, 8] = aten.index_copy.default(%c, 2, %p, %s)\n"
+        "%w: f32[2, 4, 6, 8] = aten.index_copy.default(%c, -2, %z, %s)\n"
+        "output %y, %w\n");
+}
+
 /* Issue 14: convs whose windows tile their input (ViT's 16x16 stride-16
  * patch embedding of 3 channels, with a bias; two channels with 50x3
  * windows, K = 300) are one product each over an im2col copy, and validate on both
@@ -7148,6 +7230,7 @@ int main(void)
         {"infinities and NaNs are found and replaced on both chips",
          test_infinities_and_nans_are_found_and_replaced_on_both_chips},
         {"softmax of a row masked whole is NaN as PyTorch", test_softmax_of_a_row_masked_whole_is_nan_as_pytorch},
+        {"softmax masked with finfo.min is PyTorch's", test_softmax_masked_with_finfo_min_is_pytorchs},
         {"softmax over an input mask masking a row whole is NaN", test_softmax_over_an_input_mask_masking_a_row_whole_is_nan},
         {"softmax over a broadcast input mask masking a batch whole is NaN",
          test_softmax_over_a_broadcast_input_mask_masking_a_batch_whole_is_nan},
@@ -7465,6 +7548,8 @@ int main(void)
          test_index_take_index_add_and_repeat_positions_validate_on_both_chips},
         {"index_put validates on both chips", test_index_put_validates_on_both_chips},
         {"scatter and its reductions validate on both chips", test_scatter_and_its_reductions_validate_on_both_chips},
+        {"scatter of a bool mask runs natively on both chips", test_scatter_of_a_bool_mask_runs_natively_on_both_chips},
+        {"index_copy runs natively on both chips", test_index_copy_runs_natively_on_both_chips},
         {"a scalar bias of a product validates on both chips", test_a_scalar_bias_of_a_product_validates_on_both_chips},
         {"overlapping unfold windows validate on both chips", test_overlapping_unfold_windows_validate_on_both_chips},
         {"a conv weight read over merged taps runs on the device on both chips",

@@ -708,6 +708,106 @@ def check_fold_exports(tmp):
               f"status {r.returncode}: {(mism or r.stderr.strip().splitlines() or [''])[-1]}")
 
 
+ONE_HOT = """
+import torch
+from torch import nn
+import torch.nn.functional as F
+
+
+class Top2(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gate = nn.Linear(8, 4, bias=False)
+
+    def forward(self, x):
+        v, i = torch.topk(self.gate(x), 2, dim=-1)
+        return torch.einsum("nk,nke->ne", F.softmax(v, -1), F.one_hot(i, 4).to(x.dtype))
+
+
+class Widthless(nn.Module):
+    def forward(self, i):
+        return F.one_hot(i)
+
+
+def top2():
+    torch.manual_seed(0)
+    return Top2().eval(), (torch.randn(6, 8),)
+
+
+def widthless():
+    return Widthless(), (torch.tensor([0, 2, 1]),)
+"""
+
+
+def check_one_hot_exports(tmp):
+    """F.one_hot with num_classes traces as a compare with arange (PyTorch's kernel reads the
+    indices' max and min, and tracing failed: "trying to get value out of a tracing tensor"):
+    a top-2 router's one-hot runs natively and matches PyTorch on both chips; without
+    num_classes the export exits 2 with one line."""
+    src = os.path.join(tmp, "one_hot.py")
+    with open(src, "w") as f:
+        f.write(ONE_HOT)
+    out = os.path.join(tmp, "top2")
+    r = subprocess.run([sys.executable, EXPORT, f"{src}:top2", "-o", out], capture_output=True, text=True)
+    if check("F.one_hot: export exits 0", r.returncode == 0, r.stderr.strip()):
+        spyre = os.path.join(ROOT, "build", "spyre")
+        for cfg in ("spyre", "spyre-4core") if os.path.exists(spyre) else ():
+            r = subprocess.run([spyre, "run", out, "--check", "--config", cfg], capture_output=True, text=True)
+            mism = [ln for ln in r.stdout.splitlines() if "MISMATCH" in ln]
+            check(f"F.one_hot: spyre run --check on {cfg} matches PyTorch with fallback_ops=0",
+                  r.returncode == 0 and not mism and "fallback_ops=0 " in r.stdout and "expected " in r.stdout,
+                  f"status {r.returncode}: {(mism or r.stderr.strip().splitlines() or [''])[-1]}")
+    r = subprocess.run([sys.executable, EXPORT, f"{src}:widthless", "-o", os.path.join(tmp, "widthless")],
+                       capture_output=True, text=True)
+    check("F.one_hot without num_classes: export exits 2 with one line",
+          r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "num_classes" in r.stderr,
+          f"status {r.returncode}, stderr {r.stderr.strip()!r}")
+
+
+CACHE = """
+import torch
+from torch import nn
+
+
+class Cache(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.k = nn.Linear(8, 8)
+
+    def forward(self, x, cache_k, cache_v, pos):
+        ck, cv = cache_k.clone(), cache_v.clone()
+        ck.index_copy_(1, pos, self.k(x))
+        cv[:, 3:4] = x
+        return (ck @ cv.transpose(1, 2)).softmax(-1), ck, cv
+
+
+def cache():
+    torch.manual_seed(0)
+    return Cache().eval(), (torch.randn(2, 1, 8), torch.randn(2, 6, 8), torch.randn(2, 6, 8), torch.tensor([3]))
+"""
+
+
+def check_written_outputs_export(tmp):
+    """A returned tensor written in place through a view of it (a KV cache's cv[:, 3:4] = x)
+    exports with the write (PyTorch 1.13's functionalize returned its value from before it, and
+    export stopped: "does not reproduce output 2"); with index_copy_ into the other cache (an
+    index input) it runs natively and matches PyTorch on both chips."""
+    src = os.path.join(tmp, "cache.py")
+    with open(src, "w") as f:
+        f.write(CACHE)
+    out = os.path.join(tmp, "cache")
+    r = subprocess.run([sys.executable, EXPORT, f"{src}:cache", "-o", out], capture_output=True, text=True)
+    if not check("cache written through a slice: export exits 0", r.returncode == 0, r.stderr.strip()):
+        return
+    spyre = os.path.join(ROOT, "build", "spyre")
+    for cfg in ("spyre", "spyre-4core") if os.path.exists(spyre) else ():
+        r = subprocess.run([spyre, "run", out, "--check", "--config", cfg], capture_output=True, text=True)
+        mism = [ln for ln in r.stdout.splitlines() if "MISMATCH" in ln]
+        check(f"cache written through a slice: spyre run --check on {cfg} matches PyTorch with fallback_ops=0",
+              r.returncode == 0 and not mism and "fallback_ops=0 " in r.stdout and r.stdout.count("expected ") == 3,
+              f"status {r.returncode}: {(mism or r.stderr.strip().splitlines() or [''])[-1]}")
+
+
 def check_state_exports(tmp):
     """The whole models' steps (decoder_gen.py): the caches are state lines
     with update lines, not inputs or outputs; the decode step reads the
@@ -972,6 +1072,8 @@ def main():
         check_recurrent_exports(tmp)
         check_vision_exports(tmp)
         check_fold_exports(tmp)
+        check_one_hot_exports(tmp)
+        check_written_outputs_export(tmp)
         fresh = {}
         for file, func in SMALL:
             out = os.path.join(tmp, func)

@@ -499,6 +499,24 @@ static void test_embedding_bags_of_every_mode_run_on_the_device(void)
         runs_on_the_device(text, both_chips[i], "check l0: ");
 }
 
+/* Offsets given as a graph input (nn.EmbeddingBag(ids, offsets), as a
+ * recommender passes them): their values are unbounded to the compiler,
+ * and the bag mask's cat of them with N was refused as inexact ("integer
+ * values up to 16777216"), the bag on the host.  Only compares read them
+ * now: sum, and mean with include_last_offset, check on both chips. */
+static void test_embedding_bags_over_input_offsets_run_on_the_device(void)
+{
+    const char *text = "graph ebo\ninput %flat: i64[12]\ninput %off: i64[4]\ninput %w: f32[50, 16]\n"
+                       "%s: (f32[4, 16], i64[0], i64[4], i64[4]) = aten._embedding_bag.default(%w, %flat, %off, False, 0)\n"
+                       "%s0: f32[4, 16] = getitem(%s, 0)\n"
+                       "%l: (f32[3, 16], i64[12], i64[3], i64[3]) = "
+                       "aten._embedding_bag.default(%w, %flat, %off, False, 1, False, None, True)\n"
+                       "%l0: f32[3, 16] = getitem(%l, 0)\n"
+                       "output %s0, %l0\n";
+    for (int i = 0; i < 2; i++)
+        runs_on_the_device(text, both_chips[i], "check l0: ");
+}
+
 /* padding_idx of a large table (4096 x 128) gathers its mask from a
  * table of one stick per row (4096 x 64), not one as large as the
  * weight's; the bags check on both chips. */
@@ -967,6 +985,38 @@ static const char *t5_bucket = "graph t5_bucket\n"
                                "%r: f32[20, 20] = aten.add.Tensor(%q, %sq)\n"
                                "output %b, %r\n";
 
+/* The same as Hugging Face writes it, without the clamp: distance 0 takes
+ * log(0) = -inf, cast to int64 (undefined in PyTorch) and discarded by the
+ * where; the tabulation refused the infinity and the bucket ran on the
+ * host ("integer values up to inf are not exact"). */
+static const char *t5_bucket_hf = "graph t5_bucket_hf\n"
+                               "input %q: f32[20, 20]\n"
+                               "%i: i64[20] = aten.arange.default(20)\n"
+                               "%c: i64[20, 1] = aten.unsqueeze.default(%i, 1)\n"
+                               "%m: i64[1, 20] = aten.unsqueeze.default(%i, 0)\n"
+                               "%rel: i64[20, 20] = aten.sub.Tensor(%m, %c)\n"
+                               "%z: i64[20, 20] = aten.zeros_like.default(%rel, dtype=i64)\n"
+                               "%mn: i64[20, 20] = aten.minimum.default(%rel, %z)\n"
+                               "%n: i64[20, 20] = aten.neg.default(%mn)\n"
+                               "%f: f32[20, 20] = aten._to_copy.default(%n, dtype=f32)\n"
+                               "%d: f32[20, 20] = aten.div.Tensor(%f, 8)\n"
+                               "%l: f32[20, 20] = aten.log.default(%d)\n"
+                               "%d1: f32[20, 20] = aten.div.Tensor(%l, 2.772588722239781)\n"
+                               "%s: f32[20, 20] = aten.mul.Tensor(%d1, 8)\n"
+                               "%t: i64[20, 20] = aten._to_copy.default(%s, dtype=i64)\n"
+                               "%a: i64[20, 20] = aten.add.Tensor(%t, 8)\n"
+                               "%full: i64[20, 20] = aten.full_like.default(%a, 15, dtype=i64)\n"
+                               "%large: i64[20, 20] = aten.minimum.default(%a, %full)\n"
+                               "%lt: bool[20, 20] = aten.lt.Scalar(%n, 8)\n"
+                               "%b: i64[20, 20] = aten.where.self(%lt, %n, %large)\n"
+                               "%ar: f32[16] = aten.arange.default(16.0)\n"
+                               "%col: f32[16, 1] = aten.unsqueeze.default(%ar, 1)\n"
+                               "%tab: f32[16, 1] = aten.mul.Tensor(%col, 0.1)\n"
+                               "%e: f32[20, 20, 1] = aten.embedding.default(%tab, %b)\n"
+                               "%sq: f32[20, 20] = aten.squeeze.dim(%e, -1)\n"
+                               "%r: f32[20, 20] = aten.add.Tensor(%q, %sq)\n"
+                               "output %b, %r\n";
+
 /* The i64 values of graph text's value name on the reference executor
  * (its inputs zeros) equal want[0..n). */
 static void reference_values_are(const char *text, const char *name, const int64_t *want, int64_t n)
@@ -1003,6 +1053,20 @@ static void test_a_t5_relative_position_bucket_runs_on_the_device(void)
     const char *chips[] = {" --config spyre --no-fallback", " --config spyre-4core --no-fallback"};
     for (int i = 0; i < 2; i++) { /* the device's buckets are the reference's, so PyTorch's */
         runs_on_the_device(t5_bucket, chips[i], "check b: max_abs_err=0.0e+00 ");
+        TU_ASSERT_CONTAINS(out, "check r: ");
+    }
+}
+
+static void test_a_t5_bucket_without_the_clamp_runs_on_the_device(void)
+{
+    static const int64_t by_distance[20] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 8, 8, 8, 9, 9, 9, 9, 10, 10, 10, 10};
+    int64_t want[400];
+    for (int i = 0; i < 400; i++)
+        want[i] = i / 20 > i % 20 ? by_distance[i / 20 - i % 20] : 0;
+    reference_values_are(t5_bucket_hf, "b", want, 400);
+    const char *chips[] = {" --config spyre --no-fallback", " --config spyre-4core --no-fallback"};
+    for (int i = 0; i < 2; i++) {
+        runs_on_the_device(t5_bucket_hf, chips[i], "check b: max_abs_err=0.0e+00 ");
         TU_ASSERT_CONTAINS(out, "check r: ");
     }
 }
@@ -1267,6 +1331,7 @@ int main(void)
         {"a refused kernel sends the op after a conv to the host",
          test_a_refused_kernel_sends_the_op_after_a_conv_to_the_host},
         {"embedding bags of every mode run on the device", test_embedding_bags_of_every_mode_run_on_the_device},
+        {"embedding bags over input offsets run on the device", test_embedding_bags_over_input_offsets_run_on_the_device},
         {"an embedding bag's padding mask of a large table is one stick wide",
          test_an_embedding_bags_padding_mask_of_a_large_table_is_one_stick_wide},
         {"an embedding bag's offset2bag runs on the host saying why",
@@ -1285,6 +1350,7 @@ int main(void)
         {"several indices beyond DL16 integers say why", test_several_indices_beyond_dl16_integers_say_why},
         {"a huge factory is refused before it is made", test_a_huge_factory_is_refused_before_it_is_made},
         {"a T5 relative-position bucket runs on the device", test_a_t5_relative_position_bucket_runs_on_the_device},
+        {"a T5 bucket without the clamp runs on the device", test_a_t5_bucket_without_the_clamp_runs_on_the_device},
         {"max-pool indices of -inf and NaN windows run on the device",
          test_max_pool_indices_of_inf_and_nan_windows_run_on_the_device},
         {"a cast to bool inside a tabulated cast is nonzero", test_a_cast_to_bool_inside_a_tabulated_cast_is_nonzero},

@@ -323,6 +323,26 @@ def im2col(decomposed):
     return unfold
 
 
+def _one_hot(x, num_classes=-1):
+    """F.one_hot with num_classes given, as a compare with arange (PyTorch's kernel reads the
+    indices' max and min to check them, which tracing cannot)."""
+    if num_classes < 0:
+        raise UserError("F.one_hot needs num_classes to be traced (without it the width is the "
+                        "indices' max, a value the graph cannot know)")
+    return (x.unsqueeze(-1) == torch.arange(num_classes, device=x.device)).to(torch.int64)
+
+
+@contextlib.contextmanager
+def traceable_one_hot():
+    """Trace F.one_hot as _one_hot (see there)."""
+    saved = torch.nn.functional.one_hot
+    torch.nn.functional.one_hot = _one_hot
+    try:
+        yield
+    finally:
+        torch.nn.functional.one_hot = saved
+
+
 def decompositions():
     from torch._decomp import get_decompositions
     aten = torch.ops.aten
@@ -355,6 +375,41 @@ def instance_norms_as_batch_norm(model):
             del m.forward
 
 
+def _alias(node, write):
+    """Whether node's op writes its first argument in place (write) or returns a view of it."""
+    schema = getattr(node.target, "_schema", None) if node.op == "call_function" else None
+    if schema is None or not schema.arguments or not schema.returns:
+        return False
+    info = (schema.arguments[0] if write else schema.returns[0]).alias_info
+    return info is not None and info.is_write == write
+
+
+def outputs_written_through_views(gm):
+    """Positions of gm's outputs written in place through a view of them (cache[:, :, 5:6] = v
+    on a returned tensor): PyTorch 1.13's functionalize returns such an output's value from
+    before the write."""
+    base = {}
+    for n in gm.graph.nodes:
+        base[n] = base.get(n.args[0], n.args[0]) if _alias(n, False) else n
+    written = {base[n.args[0]] for n in gm.graph.nodes if _alias(n, True) and base[n.args[0]] is not n.args[0]}
+    flat = [n for n in gm.graph.nodes if n.op == "output"][0].args[0]  # make_fx's outputs, flattened
+    return {i for i, o in enumerate(flat) if isinstance(o, torch.fx.Node) and base.get(o, o) in written}
+
+
+def cloning_outputs(fn, positions):
+    """fn with its outputs at positions cloned: a read inside the functionalized function brings
+    their writes in (see outputs_written_through_views)."""
+    if not positions:
+        return fn
+
+    from torch.utils._pytree import tree_flatten, tree_unflatten
+
+    def run(*a):
+        outs, spec = tree_flatten(fn(*a))
+        return tree_unflatten([o.clone() if i in positions else o for i, o in enumerate(outs)], spec)
+    return run
+
+
 def trace_make_fx(model, inputs, fake=False):
     """fake: trace on fake tensors (shapes and dtypes), for ops PyTorch's
     CPU kernels do not have (fp16 matmuls on PyTorch 1.13)."""
@@ -375,13 +430,14 @@ def trace_make_fx(model, inputs, fake=False):
     values += [v.detach().clone() for _, v in model.named_buffers()]
     # pass 1: autograd on, so no fused fast path
     mode = "fake" if fake else "real"
-    with instance_norms_as_batch_norm(model):
+    with instance_norms_as_batch_norm(model), traceable_one_hot():
         first, args = with_grad(lambda a: make_fx(run, tracing_mode=mode, decomposition_table=decompositions())(
             values, a), inputs)
     values = [v.detach() for v in values]
     args = [x.detach() for x in args]
     with torch.no_grad():  # pass 2: in-place ops to out-of-place
-        gm = make_fx(functionalize(first), tracing_mode=mode)(values, args)
+        gm = make_fx(functionalize(cloning_outputs(first, outputs_written_through_views(first))),
+                     tracing_mode=mode)(values, args)
 
     roles = [("param", k, v) for k, v in state] + [("input", i) for i in range(len(inputs))]
     return gm, roles

@@ -653,8 +653,9 @@ void be_bind(be_tile *T, int e, const be_val *v);
 /* Classify expression e over the kernel's row/column variables: the
  * class its value will have (loads only; see be_rows.c). */
 
-/* be_dl16_imm(v) is v as an SFP immediate, +-inf replaced by the
- * finite stand-in +-ISA_DL16_INF. */
+/* be_dl16_imm(v) is v as an SFP immediate, by isa_dl16_standin: +-inf
+ * replaced by the finite stand-in +-ISA_DL16_INF, a huge finite value by
+ * +-ISA_DL16_BIG. */
 float be_dl16_imm(double v);
 
 /* SFP helpers: a temp of class cls in the tile's scratch; one SFP

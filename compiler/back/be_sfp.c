@@ -209,12 +209,11 @@ static void shape_for(const be_tile *T, be_vclass cls, cc_sfp_args *s)
  * +-ISA_DL16_INF instead: finite, far beyond any activation, and with room
  * left below the largest DL16 (about 8.6e9) so that softmax's
  * x - max(x) stays finite; exp of it is exactly 0.  (A row whose every
- * element is masked comes out uniform instead of NaN.) */
+ * element is masked comes out uniform instead of NaN.)  A finite one
+ * beyond DL16's range (torch.finfo(f32).min) becomes +-ISA_DL16_BIG. */
 float be_dl16_imm(double v)
 {
-    if (isinf(v))
-        return v < 0 ? -ISA_DL16_INF : ISA_DL16_INF;
-    return (float)v;
+    return isa_dl16_standin((float)v);
 }
 
 /* b operand of an op whose result has class cls. */

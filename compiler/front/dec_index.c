@@ -1149,6 +1149,47 @@ int dc_r_scatter_reduce(dctx *c, const gr_node *n, int *out)
     return 1;
 }
 
+/* x with each position along dim d set to the src element (or value,
+ * src < 0) of the last index entry equal to it, as a serial write leaves
+ * it; others keep x's (one-hot: the amax of the matching entries, then a
+ * selection). */
+static int scatter_last(dctx *c, int x, int ix, int src, double value, int d, int *out)
+{
+    gr_ttype tx = dc_T(c, x), ti = dc_T(c, ix);
+    const int r = tx.rank;
+    if (src >= 0) {
+        for (int i = 0; i < r; i++)
+            if (dc_T(c, src).shape[i] > ti.shape[i])
+                src = dc_slice(c, src, i, 0, ti.shape[i], 1);
+        src = dc_cast(c, src, tx.dtype == GR_BOOL ? GR_I64 : tx.dtype); /* summed below */
+    }
+    for (int i = 0; i < r; i++)
+        if (i != d && ti.shape[i] > tx.shape[i])
+            return 0;
+    int64_t m = ti.shape[d], ld = d;
+    int hit = dc_cmpv(c, "aten.eq.Tensor", dc_unsqueeze(c, ix, d + 1), iota(c, tx.shape[d], r + 1, d + 1));
+    int last = dc_red(c, "aten.amax.default", dc_where_s(c, hit, iota(c, m, r + 1, d), -1, 0), 1, &ld, 1);
+    int64_t ls[GR_MAX_RANK]; /* last without dim d: (.., n, ..) over index's other extents */
+    for (int i = 0; i < r; i++)
+        ls[i] = i == d ? tx.shape[d] : ti.shape[i];
+    int got;
+    if (src >= 0) {
+        int pick = dc_cmpv(c, "aten.eq.Tensor", iota(c, m, r + 1, d), last);
+        got = dc_red(c, "aten.sum.dim_IntList", dc_where_s(c, pick, dc_unsqueeze(c, src, d + 1), 0, 0), 1, &ld, 0);
+        got = dc_cast(c, got, tx.dtype);
+    } else {
+        got = dc_full(c, r, ls, value, tx.dtype);
+    }
+    int any = dc_cmps(c, "aten.ge.Scalar", dc_reshape(c, last, r, ls), 0);
+    for (int i = 0; i < r; i++)
+        if (i != d && ti.shape[i] < tx.shape[i]) {
+            got = pad_dim(c, got, i, tx.shape[i]);
+            any = dc_cmps(c, "aten.ne.Scalar", pad_dim(c, dc_cast(c, any, GR_F32), i, tx.shape[i]), 0);
+        }
+    out[0] = dc_where(c, any, got, x);
+    return 1;
+}
+
 /* scatter(self, dim, index, src | value): each position along dim gets
  * the src element (or value) of the last index entry equal to it (a serial
  * write's result), others keep self's.  scatter.reduce stays for the host. */
@@ -1164,38 +1205,28 @@ int dc_r_scatter(dctx *c, const gr_node *n, int *out)
         return scatter_reduce(c, n, x, ix, !strcmp(ra->s, "multiply"), out);
     if (ra)
         return 0;
-    int d = dc_normdim(c, (int64_t)dc_num(c, n, 1, "dim", 0), tx.rank), r = tx.rank, src = -1;
-    if (va->kind == GR_ARG_VALUE) {
+    int d = dc_normdim(c, (int64_t)dc_num(c, n, 1, "dim", 0), tx.rank), src = -1;
+    if (va->kind == GR_ARG_VALUE)
         src = dc_val(c, n, 3, "src");
-        for (int i = 0; i < r; i++)
-            if (dc_T(c, src).shape[i] > ti.shape[i])
-                src = dc_slice(c, src, i, 0, ti.shape[i], 1);
-        src = dc_cast(c, src, tx.dtype);
-    }
-    for (int i = 0; i < r; i++)
-        if (i != d && ti.shape[i] > tx.shape[i])
-            return 0;
-    int64_t m = ti.shape[d], ld = d;
-    int hit = dc_cmpv(c, "aten.eq.Tensor", dc_unsqueeze(c, ix, d + 1), iota(c, tx.shape[d], r + 1, d + 1));
-    int last = dc_red(c, "aten.amax.default", dc_where_s(c, hit, iota(c, m, r + 1, d), -1, 0), 1, &ld, 1);
-    int64_t ls[GR_MAX_RANK]; /* last without dim d: (.., n, ..) over index's other extents */
-    for (int i = 0; i < r; i++)
-        ls[i] = i == d ? tx.shape[d] : ti.shape[i];
-    int got;
-    if (src >= 0) {
-        int pick = dc_cmpv(c, "aten.eq.Tensor", iota(c, m, r + 1, d), last);
-        got = dc_red(c, "aten.sum.dim_IntList", dc_where_s(c, pick, dc_unsqueeze(c, src, d + 1), 0, 0), 1, &ld, 0);
-    } else {
-        got = dc_full(c, r, ls, dc_num(c, n, 3, "value", 0), tx.dtype);
-    }
-    int any = dc_cmps(c, "aten.ge.Scalar", dc_reshape(c, last, r, ls), 0);
-    for (int i = 0; i < r; i++)
-        if (i != d && ti.shape[i] < tx.shape[i]) {
-            got = pad_dim(c, got, i, tx.shape[i]);
-            any = dc_cmps(c, "aten.ne.Scalar", pad_dim(c, dc_cast(c, any, GR_F32), i, tx.shape[i]), 0);
-        }
-    out[0] = dc_where(c, any, got, x);
-    return 1;
+    return scatter_last(c, x, ix, src, src < 0 ? dc_num(c, n, 3, "value", 0) : 0, d, out);
+}
+
+/* index_copy(self, dim, index, source): scatter of source along dim by
+ * index broadcast over source's other dims (scatter_last). */
+int dc_r_index_copy(dctx *c, const gr_node *n, int *out)
+{
+    int x = dc_val(c, n, 0, "self"), ix = dc_val(c, n, 2, "index"), src = dc_val(c, n, 3, "source");
+    gr_ttype tx = dc_T(c, x), ts = dc_T(c, src);
+    int64_t m = dc_numel((gr_ttype[]){dc_T(c, ix)}), sh[GR_MAX_RANK];
+    if (tx.rank == 0 || ts.rank != tx.rank)
+        return 0;
+    int d = dc_normdim(c, (int64_t)dc_num(c, n, 1, "dim", 0), tx.rank);
+    if (ts.shape[d] != m)
+        return 0;
+    for (int i = 0; i < tx.rank; i++)
+        sh[i] = i == d ? m : 1;
+    ix = dc_expand(c, dc_reshape(c, dc_reshape(c, ix, 1, &m), tx.rank, sh), ts.rank, ts.shape);
+    return scatter_last(c, x, ix, src, 0, d, out);
 }
 
 /* The length L of every bag when the offsets are a graph line's
@@ -1214,23 +1245,20 @@ static int64_t fixed_bag(dctx *c, const gr_node *n, int64_t nidx, int64_t nbags)
     return start == 0 && step > 0 && step * nbags == nidx ? step : 0;
 }
 
-/* Which of N indices fall in each bag (B, N): offsets[b] <= i < the next
- * offset (or N for the last bag unless the last offset is given). */
+/* Which of N indices fall in each bag (B, N): offsets[b] <= i and not
+ * offsets[b + 1] <= i (the last bag to N unless the last offset is
+ * given).  Only compares read the offsets: an offsets input's values are
+ * unbounded to the compiler, and a compare with an index is exact where
+ * any sum or copy of them would not be. */
 static int bag_members(dctx *c, int off, int64_t N, int64_t B, int last)
 {
-    int64_t one = 1;
-    int starts = dc_slice(c, off, 0, 0, B, 1), ends;
-    int total = dc_full(c, 1, &one, (double)N, GR_I64);
-    if (last)
-        ends = dc_slice(c, off, 0, 1, B + 1, 1);
-    else if (B > 1)
-        ends = DC_EMIT(c, "aten.cat.default", dc_T(c, starts), da_vals(2, (int[]){dc_slice(c, off, 0, 1, B, 1), total}),
-                       da_int(0));
-    else
-        ends = total;
     int i = iota(c, N, 2, 1);
-    int in = dc_cmpv(c, "aten.le.Tensor", dc_unsqueeze(c, starts, 1), i);
-    return dc_bin(c, "aten.logical_and.default", in, dc_cmpv(c, "aten.lt.Tensor", i, dc_unsqueeze(c, ends, 1)));
+    int started = dc_cmpv(c, "aten.le.Tensor", dc_unsqueeze(c, dc_slice(c, off, 0, 0, last ? B + 1 : B, 1), 1), i);
+    int next = dc_slice(c, started, 0, 1, last ? B + 1 : B, 1);
+    if (!last) /* no bag after the last: none started */
+        next = B > 1 ? pad_dim(c, next, 0, B) : dc_full(c, 2, (int64_t[]){1, N}, 0, GR_BOOL);
+    return dc_bin(c, "aten.logical_and.default", dc_slice(c, started, 0, 0, B, 1),
+                  dc_cmps(c, "aten.eq.Scalar", next, 0));
 }
 
 #define STICK_ELEMS 64 /* DL16 elements in one 128-byte stick */

@@ -3048,6 +3048,8 @@ static const struct {
                                   "that broadcast: where(mask, values, self)"},
     {"index_add", dc_r_index_add, "self + alpha * sum_j where(index_j == k, source[.., j, ..], 0) (one-hot); dim 0 "
                                   "of a float tensor of rank > 1: one-hot (n, m) @ source as (m, rest)"},
+    {"index_copy", dc_r_index_copy, "as scatter of source by index broadcast over source's other dims (a state's "
+                                    "update stays a dma.scatter)"},
     {"addmv", dc_r_addmv, "mm of vec as a row and mat^T, add (bias*beta + product*alpha)"},
     {"addr", dc_r_addmv, "mm of a column and a row (K = 1), add"},
     {"addbmm", dc_r_addmv, "one mm over K = batch*K: batch1 permuted to (N, B, K) and flattened, batch2 flattened; add"},

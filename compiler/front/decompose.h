@@ -116,6 +116,7 @@ int dc_affine_index_select(dctx *c, const gr_node *n, int x, int d, int *out);
 int dc_affine_gather(dctx *c, const gr_node *n, int x, int d, int *out);
 int dc_r_index_put(dctx *c, const gr_node *n, int *out);
 int dc_r_scatter(dctx *c, const gr_node *n, int *out);
+int dc_r_index_copy(dctx *c, const gr_node *n, int *out);
 int dc_r_embedding_bag(dctx *c, const gr_node *n, int *out);
 int dc_r_median(dctx *c, const gr_node *n, int *out);
 int dc_r_any(dctx *c, const gr_node *n, int *out);

@@ -182,8 +182,21 @@ static int tabulate(ictx *c, int e)
     int64_t lo = (int64_t)ceil(s.lo), hi = (int64_t)floor(s.hi), n = hi - lo + 1;
     double *tab = malloc((size_t)(n > 0 ? n : 1) * sizeof *tab);
     int ok = n > 0 && tab;
-    for (int64_t v = lo; ok && v <= hi; v++)
-        ok = trunc_sure(A, cast, leaf, (double)v, &tab[v - lo]);
+    int64_t defined = -1; /* an entry whose float is finite */
+    for (int64_t v = lo; ok && v <= hi; v++) {
+        tab[v - lo] = NAN;
+        if (isfinite(fval(A, cast, leaf, (double)v, 0))) {
+            ok = trunc_sure(A, cast, leaf, (double)v, &tab[v - lo]);
+            defined = v - lo;
+        }
+    }
+    /* PyTorch's cast of an infinity is undefined (x86 gives INT64_MIN; T5
+     * takes log(0) at distance 0 and discards it by a where): it takes a
+     * defined neighbour's value, so --check sees any use of it */
+    ok = ok && defined >= 0;
+    for (int64_t i = 0; ok && i < n; i++)
+        if (isnan(tab[i]))
+            tab[i] = i > 0 ? tab[i - 1] : tab[defined];
     int r = -1;
     if (ok) {
         gr_dtype sd = A->e[leaf].dtype;

@@ -4,8 +4,10 @@ PixelCNN), recommendation and retrieval heads (DLRM, EmbeddingBag, CLIP), routin
 graph layers (mixture of experts, GNN, GNN pooling by scatter_reduce), a TCN, T5's
 relative-position bias, a 3-D conv block, reduced-precision models (bf16, fp16, mixed),
 sequence blocks (a Conformer block, Mamba's selective scan), and vision layers (max pooling
-over NaN pixels, InstanceNorm with running statistics, nn.Unfold patches), GraphSAGE (bincount
-degrees), a weight-normed TCN and CenterNet's decode (integer // and %).  Seeded weights, eval mode, small
+over NaN pixels, InstanceNorm with running statistics, nn.Unfold patches), language-model
+and routing layers as Hugging Face writes them (finfo.min masks in a GQA layer and a T5 block, a
+static KV cache step, a top-2 mixture of experts by F.one_hot), GraphSAGE (bincount degrees), a
+weight-normed TCN and CenterNet's decode (integer // and %).  Seeded weights, eval mode, small
 inputs: each exports and runs in seconds.  `bench/run usermodels` runs them all with
 `spyre run DIR --check` (bench/bench_usermodels.py); the results are in
 docs/conformance.md ("Whole models a user brings").  Export one with
@@ -544,6 +546,156 @@ class UnfoldPatches(nn.Module):
 def unfold_patches():
     torch.manual_seed(0)
     return UnfoldPatches().eval(), (torch.randn(2, 3, 16, 16),)
+
+
+def _rotate_half(x):
+    return torch.cat((-x[..., x.shape[-1] // 2:], x[..., :x.shape[-1] // 2]), dim=-1)
+
+
+class _RMSNorm(nn.Module):
+    def __init__(self, d, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(1 + 0.1 * torch.randn(d))
+        self.eps = eps
+
+    def forward(self, x):
+        return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))
+
+
+class GQAFinfoMask(nn.Module):
+    """A Qwen2/Llama layer as Hugging Face writes it: RMSNorm, rotary embedding, grouped-query
+    attention by repeat_interleave, and a padding-plus-causal mask filled with
+    torch.finfo(f32).min (one sequence left-padded: its first rows are masked whole)."""
+
+    def __init__(self, vocab=100, d=64, heads=4, kv_heads=2):
+        super().__init__()
+        self.h, self.kvh, self.hd = heads, kv_heads, d // heads
+        self.emb = nn.Embedding(vocab, d)
+        self.norm, self.final_norm = _RMSNorm(d), _RMSNorm(d)
+        self.q, self.k, self.v = nn.Linear(d, d), nn.Linear(d, kv_heads * self.hd), nn.Linear(d, kv_heads * self.hd)
+        self.o, self.lm = nn.Linear(d, d, bias=False), nn.Linear(d, vocab, bias=False)
+        self.register_buffer("inv_freq", 1.0 / (1e6 ** (torch.arange(0, self.hd, 2).float() / self.hd)))
+
+    def forward(self, ids, attention_mask):
+        B, T = ids.shape
+        x = self.emb(ids)
+        y = self.norm(x)
+        q = self.q(y).view(B, T, self.h, self.hd).transpose(1, 2)
+        k = self.k(y).view(B, T, self.kvh, self.hd).transpose(1, 2)
+        v = self.v(y).view(B, T, self.kvh, self.hd).transpose(1, 2)
+        f = torch.einsum("i,j->ij", torch.arange(T, dtype=torch.float32), self.inv_freq)
+        cos, sin = torch.cat((f, f), -1).cos(), torch.cat((f, f), -1).sin()
+        q, k = q * cos + _rotate_half(q) * sin, k * cos + _rotate_half(k) * sin
+        k = torch.repeat_interleave(k, self.h // self.kvh, dim=1)
+        v = torch.repeat_interleave(v, self.h // self.kvh, dim=1)
+        keep = torch.tril(torch.ones(T, T, dtype=torch.bool))[None, None] & attention_mask[:, None, None, :].bool()
+        bias = torch.zeros(B, 1, T, T).masked_fill(~keep, torch.finfo(torch.float32).min)
+        w = (q @ k.transpose(-1, -2)) * self.hd ** -0.5 + bias
+        a = (w.softmax(-1) @ v).transpose(1, 2).reshape(B, T, -1)
+        return self.lm(self.final_norm(x + self.o(a)))
+
+
+def gqa_finfo():
+    torch.manual_seed(0)
+    mask = torch.ones(2, 9, dtype=torch.long)
+    mask[1, :3] = 0
+    return GQAFinfoMask().eval(), (torch.randint(0, 100, (2, 9)), mask)
+
+
+class T5EncoderBlock(nn.Module):
+    """A T5 encoder block as Hugging Face writes it: the bidirectional relative-position bucket
+    (log of the distance cast to int64, no clamp: distance 0 takes log 0), the padding mask
+    as (1 - mask) * finfo(f32).min, RMS layer norms, unscaled attention, a ReLU FFN."""
+
+    def __init__(self, d=64, heads=4, buckets=32, max_distance=128):
+        super().__init__()
+        self.h, self.hd, self.buckets, self.max_distance = heads, d // heads, buckets, max_distance
+        self.q, self.k = nn.Linear(d, d, bias=False), nn.Linear(d, d, bias=False)
+        self.v, self.o = nn.Linear(d, d, bias=False), nn.Linear(d, d, bias=False)
+        self.rel = nn.Embedding(buckets, heads)
+        self.n1, self.n2 = _RMSNorm(d), _RMSNorm(d)
+        self.wi, self.wo = nn.Linear(d, 128, bias=False), nn.Linear(128, d, bias=False)
+
+    def bucket(self, rel):
+        nb = self.buckets // 2
+        ret = (rel > 0).to(torch.long) * nb
+        n = torch.abs(rel)
+        exact = nb // 2
+        large = exact + (torch.log(n.float() / exact) / math.log(self.max_distance / exact)
+                         * (nb - exact)).to(torch.long)
+        large = torch.min(large, torch.full_like(large, nb - 1))
+        return ret + torch.where(n < exact, n, large)
+
+    def forward(self, x, mask):
+        B, T, C = x.shape
+        pos = torch.arange(T, dtype=torch.long)
+        bias = self.rel(self.bucket(pos[None, :] - pos[:, None])).permute(2, 0, 1).unsqueeze(0)
+        bias = bias + (1.0 - mask[:, None, None, :].float()) * torch.finfo(torch.float32).min
+        y = self.n1(x)
+        heads = lambda t: t.view(B, T, self.h, self.hd).transpose(1, 2)  # noqa: E731
+        s = heads(self.q(y)) @ heads(self.k(y)).transpose(3, 2) + bias
+        a = (F.softmax(s.float(), -1).type_as(s) @ heads(self.v(y))).transpose(1, 2).reshape(B, T, C)
+        x = x + self.o(a)
+        return x + self.wo(F.relu(self.wi(self.n2(x))))
+
+
+def t5_block():
+    torch.manual_seed(0)
+    mask = torch.ones(2, 12, dtype=torch.long)
+    mask[0, 9:] = 0
+    return T5EncoderBlock().eval(), (torch.randn(2, 12, 64), mask)
+
+
+class StaticCacheStep(nn.Module):
+    """A decode step over preallocated caches, returned updated: K written by index_copy_ at the
+    position, V by slice assignment; attention over the positions written so far."""
+
+    def __init__(self, d=64, heads=4, length=16):
+        super().__init__()
+        self.h, self.hd, self.length = heads, d // heads, length
+        self.q, self.k, self.v, self.o = (nn.Linear(d, d) for _ in range(4))
+
+    def forward(self, x, cache_k, cache_v, pos):
+        B = x.shape[0]
+        q, k, v = (f(x).view(B, 1, self.h, self.hd).transpose(1, 2) for f in (self.q, self.k, self.v))
+        ck, cv = cache_k.clone(), cache_v.clone()
+        ck.index_copy_(2, pos, k)
+        cv[:, :, 5:6] = v
+        seen = torch.arange(self.length)[None, None, None, :] <= pos.view(1, 1, 1, 1)
+        w = ((q @ ck.transpose(-1, -2)) / math.sqrt(self.hd)).masked_fill(~seen, float("-inf"))
+        return self.o((w.softmax(-1) @ cv).transpose(1, 2).reshape(B, 1, -1)), ck, cv
+
+
+def kv_static():
+    torch.manual_seed(0)
+    return StaticCacheStep().eval(), (torch.randn(2, 1, 64), torch.randn(2, 4, 16, 16), torch.randn(2, 4, 16, 16),
+                                      torch.tensor([5]))
+
+
+class Top2MoE(nn.Module):
+    """A GShard-style top-2 mixture of experts: topk of the router, softmax over the two,
+    F.one_hot dispatch and combine by einsum, SiLU expert MLPs as batched weights."""
+
+    def __init__(self, d=32, experts=4, hidden=64):
+        super().__init__()
+        self.e = experts
+        self.gate = nn.Linear(d, experts, bias=False)
+        self.w1 = nn.Parameter(0.1 * torch.randn(experts, d, hidden))
+        self.w2 = nn.Parameter(0.1 * torch.randn(experts, hidden, d))
+
+    def forward(self, x):
+        B, T, D = x.shape
+        xt = x.reshape(-1, D)
+        top, idx = torch.topk(self.gate(xt), 2, dim=-1)
+        combine = torch.einsum("nk,nke->ne", F.softmax(top, -1), F.one_hot(idx, self.e).to(x.dtype))
+        xe = torch.einsum("ne,nd->end", (combine > 0).to(x.dtype), xt)
+        ye = torch.einsum("enh,ehd->end", F.silu(torch.einsum("end,edh->enh", xe, self.w1)), self.w2)
+        return torch.einsum("ne,end->nd", combine, ye).view(B, T, D)
+
+
+def moe_top2():
+    torch.manual_seed(0)
+    return Top2MoE().eval(), (torch.randn(2, 8, 32),)
 
 
 class SAGEConv(nn.Module):
