@@ -124,6 +124,7 @@ int dc_r_embedding_bag(dctx *c, const gr_node *n, int *out);
 int dc_r_median(dctx *c, const gr_node *n, int *out);
 int dc_r_any(dctx *c, const gr_node *n, int *out);
 int dc_r_bucketize(dctx *c, const gr_node *n, int *out);
+int dc_r_bincount(dctx *c, const gr_node *n, int *out);
 int dc_r_prod(dctx *c, const gr_node *n, int *out);
 int dc_r_cumsum(dctx *c, const gr_node *n, int *out);      /* dec_views.c */
 int dc_r_roll(dctx *c, const gr_node *n, int *out);
