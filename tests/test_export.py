@@ -886,6 +886,10 @@ def float_ids():
     return Bidirectional(), (torch.zeros(1, 3),)
 
 
+def no_ids():
+    return Bidirectional(), ()
+
+
 class FromTheEnd(torch.nn.Module):
     # positions counted from the last token: causal, but each logit depends on the length
     def __init__(self):
@@ -930,6 +934,7 @@ def check_generate_exports(tmp):
     for func, why in [("bidirectional", "the module is not causal: the logits at position 0 change"),
                       ("with_loss", "the module must return logits [1, T, VOCAB]"),
                       ("float_ids", "FUNC's inputs must be one int64 tensor of ids [1, T]"),
+                      ("no_ids", "FUNC's inputs must be one int64 tensor of ids [1, T]"),
                       ("from_the_end", "the module's logits depend on the sequence length")]:
         r = subprocess.run([sys.executable, EXPORT, f"{path}:{func}", "-o", os.path.join(tmp, func),
                             "--generate", "8"], capture_output=True, text=True)

@@ -1015,8 +1015,8 @@ def export_generate(spec, out_dir, seed, tracer, context, graph_only=False, **mo
     if options.get("state"):
         raise UserError(f"{spec}: --generate takes a module without state (the step rereads the whole context); "
                         f"the state option is for the prefill and decode steps")
-    ids = inputs[0]
-    if len(inputs) != 1 or ids.dtype != torch.int64 or ids.dim() != 2 or ids.shape[0] != 1 \
+    ids = inputs[0] if len(inputs) == 1 else None
+    if ids is None or ids.dtype != torch.int64 or ids.dim() != 2 or ids.shape[0] != 1 \
             or not 1 <= ids.shape[1] <= context:
         raise UserError(f"{spec}: --generate {context}: FUNC's inputs must be one int64 tensor of ids [1, T] with "
                         f"T <= {context}; got {[f'{x.dtype} {tuple(x.shape)}' for x in inputs]}")
