@@ -17,8 +17,8 @@ static int i_mul(int64_t a, int64_t b, int64_t *r) { return !__builtin_mul_overf
 static int i_max(int64_t a, int64_t b, int64_t *r) { return *r = a > b ? a : b, 1; }
 static int i_min(int64_t a, int64_t b, int64_t *r) { return *r = a < b ? a : b, 1; }
 
-/* Rounded toward -infinity (PyTorch >= 1.13); a zero divisor raises,
- * INT64_MIN / -1 wraps. */
+/* Rounded toward -infinity (PyTorch >= 1.13); a zero divisor and
+ * INT64_MIN / -1 raise (SIGFPE in PyTorch 1.13). */
 static int i_floordiv(int64_t a, int64_t b, int64_t *r)
 {
     if (!b || (a == INT64_MIN && b == -1))
@@ -27,12 +27,13 @@ static int i_floordiv(int64_t a, int64_t b, int64_t *r)
     return 1;
 }
 
-/* The remainder with the divisor's sign (Python's %); a zero divisor raises. */
+/* The remainder with the divisor's sign (Python's %); a zero divisor and
+ * INT64_MIN % -1 raise, as floor_divide's. */
 static int i_remainder(int64_t a, int64_t b, int64_t *r)
 {
-    if (!b)
+    if (!b || (a == INT64_MIN && b == -1))
         return 0;
-    int64_t m = b == -1 ? 0 : a % b;
+    int64_t m = a % b;
     *r = m && (m < 0) != (b < 0) ? m + b : m;
     return 1;
 }
