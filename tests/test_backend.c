@@ -4042,6 +4042,30 @@ static void expect_text_runs_natively_and_validates_on_both_chips(const char *te
     expect_text_validates_on_both_chips(text);
 }
 
+/* A bmm reads its operand through every reshape that keeps the last two
+ * dims (unsqueeze, flatten, not only view and reshape) and, for one row,
+ * through a transpose under them (matmul_source): one row and eight. */
+static void test_a_bmm_reads_through_an_unsqueeze_and_flatten_of_a_transpose(void)
+{
+    const char *text =
+        "graph bmm_views\n"
+        "input %k: f32[4, 16, 32]\n"
+        "input %q: f32[4, 1, 32]\n"
+        "input %p: f32[4, 8, 32]\n"
+        "%kt: f32[4, 32, 16] = aten.transpose.int(%k, 1, 2)\n"
+        "%ku: f32[1, 4, 32, 16] = aten.unsqueeze.default(%kt, 0)\n"
+        "%kf: f32[4, 32, 16] = aten.flatten.using_ints(%ku, 0, 1)\n"
+        "%s: f32[4, 1, 16] = aten.bmm.default(%q, %kf)\n"
+        "%t: f32[4, 8, 16] = aten.bmm.default(%p, %kf)\n"
+        "output %s, %t\n";
+    char *report = NULL;
+    isa_program_free(compile_reroll(text, "spyre", 0, &report));
+    TU_ASSERT_CONTAINS(report, "reads: q f32[4, 1, 32], k f32[4, 16, 32]\n");
+    TU_ASSERT_CONTAINS(report, "reads: p f32[4, 8, 32], k f32[4, 16, 32]\n");
+    free(report);
+    expect_text_runs_natively_and_validates_on_both_chips(text);
+}
+
 /* pixel_shuffle and pixel_unshuffle (super-resolution nets, nn.PixelShuffle)
  * ran on the host, 16,818 cycles of a 42,640-cycle model: they are a reshape,
  * a permute and a reshape, of rank 3 to 5, and run natively (one with no
@@ -7261,6 +7285,8 @@ int main(void)
         {"a per-row result of a broadcast operand alone gives every row on both chips",
          test_a_per_row_result_of_a_broadcast_operand_alone_gives_every_row_on_both_chips},
         {"pixel_shuffle and unshuffle run natively and validate", test_pixel_shuffle_and_unshuffle_run_natively_and_validate},
+        {"a bmm reads through an unsqueeze and flatten of a transpose",
+         test_a_bmm_reads_through_an_unsqueeze_and_flatten_of_a_transpose},
         {"transposed convolutions run natively and validate", test_transposed_convolutions_run_natively_and_validate},
         {"long 1-D convolutions run natively and validate", test_long_1d_convolutions_run_natively_and_validate},
         {"3-D convolutions run natively and validate", test_3d_convolutions_run_natively_and_validate},
