@@ -72,7 +72,7 @@ static int unary(ex *E, int op, const tens *x)
         case U_EXP: r = (float)exp(d); break;
         case U_LOG: r = (float)log(d); break;
         case U_SQRT: r = sqrtf(v); break;
-        case U_RSQRT: r = (float)(1 / sqrt(d)); break;
+        case U_RSQRT: r = 1 / sqrtf(v); break; /* two roundings, as PyTorch's */
         case U_TANH: r = (float)tanh(d); break;
         case U_SIGMOID: r = (float)(1 / (1 + exp(-d))); break;
         case U_RELU: r = isnan(v) ? v : v > 0 ? v : 0; break;

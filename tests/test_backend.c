@@ -796,6 +796,9 @@ static void test_the_affine_index_evaluator_keeps_to_pytorchs_values(void)
     gr_graph_free(g);
 }
 
+static int run_and_read(const char *text, const char *path, const char *cfgname, int n, const char *const *names,
+                        float **vals, int64_t *elems);
+
 /* The affine evaluator's integer ops are PyTorch's (opsem.c's table):
  * clamp with min above max gives max everywhere (a constant index, row
  * 2 not row 10), floor_divide rounds toward -infinity (1 // -3 is -1)
@@ -822,6 +825,21 @@ static void test_the_affine_index_evaluator_clamps_divides_and_takes_remainders_
     CU_ASSERT_PTR_NULL(strstr(report ? report : "", ": reduction ["));
     free(report);
     expect_text_validates_on_both_chips(g);
+    /* the check of %w is vacuous (an index's bound is infinite): its rows, read back */
+    const char *names[] = {"x", "w"}, *chips[] = {"spyre", "spyre-4core"};
+    for (int c = 0; c < 2; c++) {
+        float *v[2] = {0};
+        int64_t n[2] = {0};
+        CU_ASSERT_EQUAL_FATAL(run_and_read(g, "intsem.txt", chips[c], 2, names, v, n), 0);
+        CU_ASSERT_EQUAL_FATAL(n[1], 12);
+        for (int i = 0; i < 4; i++) {
+            int64_t m = (i + 1) % -5, row = (m && m > 0 ? m - 5 : m) + 4; /* PyTorch's: the divisor's sign */
+            for (int j = 0; j < 3; j++)
+                CU_ASSERT_EQUAL(v[1][i * 3 + j], v[0][row * 3 + j]);
+        }
+        free(v[0]);
+        free(v[1]);
+    }
 }
 
 /* Run p on cfgname with seeded inputs: output `out` into vals, the
@@ -4073,6 +4091,30 @@ static void expect_text_runs_natively_and_validates_on_both_chips(const char *te
         CU_ASSERT_STRING_EQUAL(err, "");
     }
     expect_text_validates_on_both_chips(text);
+}
+
+/* A bmm reads its operand through every reshape that keeps the last two
+ * dims (unsqueeze, flatten, not only view and reshape) and, for one row,
+ * through a transpose under them (matmul_source): one row and eight. */
+static void test_a_bmm_reads_through_an_unsqueeze_and_flatten_of_a_transpose(void)
+{
+    const char *text =
+        "graph bmm_views\n"
+        "input %k: f32[4, 16, 32]\n"
+        "input %q: f32[4, 1, 32]\n"
+        "input %p: f32[4, 8, 32]\n"
+        "%kt: f32[4, 32, 16] = aten.transpose.int(%k, 1, 2)\n"
+        "%ku: f32[1, 4, 32, 16] = aten.unsqueeze.default(%kt, 0)\n"
+        "%kf: f32[4, 32, 16] = aten.flatten.using_ints(%ku, 0, 1)\n"
+        "%s: f32[4, 1, 16] = aten.bmm.default(%q, %kf)\n"
+        "%t: f32[4, 8, 16] = aten.bmm.default(%p, %kf)\n"
+        "output %s, %t\n";
+    char *report = NULL;
+    isa_program_free(compile_reroll(text, "spyre", 0, &report));
+    TU_ASSERT_CONTAINS(report, "reads: q f32[4, 1, 32], k f32[4, 16, 32]\n");
+    TU_ASSERT_CONTAINS(report, "reads: p f32[4, 8, 32], k f32[4, 16, 32]\n");
+    free(report);
+    expect_text_runs_natively_and_validates_on_both_chips(text);
 }
 
 /* pixel_shuffle and pixel_unshuffle (super-resolution nets, nn.PixelShuffle)
@@ -7375,6 +7417,8 @@ int main(void)
         {"a per-row result of a broadcast operand alone gives every row on both chips",
          test_a_per_row_result_of_a_broadcast_operand_alone_gives_every_row_on_both_chips},
         {"pixel_shuffle and unshuffle run natively and validate", test_pixel_shuffle_and_unshuffle_run_natively_and_validate},
+        {"a bmm reads through an unsqueeze and flatten of a transpose",
+         test_a_bmm_reads_through_an_unsqueeze_and_flatten_of_a_transpose},
         {"transposed convolutions run natively and validate", test_transposed_convolutions_run_natively_and_validate},
         {"long 1-D convolutions run natively and validate", test_long_1d_convolutions_run_natively_and_validate},
         {"3-D convolutions run natively and validate", test_3d_convolutions_run_natively_and_validate},

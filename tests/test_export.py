@@ -884,6 +884,26 @@ def with_loss():
 
 def float_ids():
     return Bidirectional(), (torch.zeros(1, 3),)
+
+
+def no_ids():
+    return Bidirectional(), ()
+
+
+class FromTheEnd(torch.nn.Module):
+    # positions counted from the last token: causal, but each logit depends on the length
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(32, 16)
+        self.pos = torch.nn.Embedding(16, 16)
+        self.head = torch.nn.Linear(16, 32)
+
+    def forward(self, ids):
+        return self.head(self.emb(ids) + self.pos(torch.arange(ids.size(1) - 1, -1, -1)))
+
+
+def from_the_end():
+    return FromTheEnd(), (torch.tensor([[1, 2, 3]]),)
 """
 
 
@@ -913,7 +933,9 @@ def check_generate_exports(tmp):
         f.write(NOT_PLAIN_LMS)
     for func, why in [("bidirectional", "the module is not causal: the logits at position 0 change"),
                       ("with_loss", "the module must return logits [1, T, VOCAB]"),
-                      ("float_ids", "FUNC's inputs must be one int64 tensor of ids [1, T]")]:
+                      ("float_ids", "FUNC's inputs must be one int64 tensor of ids [1, T]"),
+                      ("no_ids", "FUNC's inputs must be one int64 tensor of ids [1, T]"),
+                      ("from_the_end", "the module's logits depend on the sequence length")]:
         r = subprocess.run([sys.executable, EXPORT, f"{path}:{func}", "-o", os.path.join(tmp, func),
                             "--generate", "8"], capture_output=True, text=True)
         check(f"--generate refuses {func} with one line, exit 2",

@@ -1096,6 +1096,27 @@ static void test_a_cast_to_int_one_ulp_from_an_integer_runs_on_the_host(void)
     CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
 }
 
+/* (arange(1, 8).float().rsqrt() * 244.948959).long() at 6 is 99: PyTorch
+ * rounds sqrt and then the division (1/sqrt(6) rounded once is an ulp
+ * higher: exactly 100.0).  The tabulation computes PyTorch's fp32 (opsem's
+ * f32): 99, or the host; never 100 on the device. */
+static void test_a_cast_of_rsqrt_is_pytorchs_fp32_not_a_double_rounded_once(void)
+{
+    static const char *text = "graph rsqrt_index\n"
+                              "input %x: f32[7]\n"
+                              "%i: i64[7] = aten.arange.start(1, 8)\n"
+                              "%f: f32[7] = aten._to_copy.default(%i, dtype=f32)\n"
+                              "%s: f32[7] = aten.rsqrt.default(%f)\n"
+                              "%m: f32[7] = aten.mul.Tensor(%s, 244.948959)\n"
+                              "%t: i64[7] = aten._to_copy.default(%m, dtype=i64)\n"
+                              "%r: f32[7] = aten.add.Tensor(%x, %t)\n"
+                              "output %t, %r\n";
+    static const int64_t want[7] = {244, 173, 141, 122, 109, 99, 92}; /* PyTorch 1.13 */
+    reference_values_are(text, "t", want, 7);
+    CU_ASSERT_EQUAL(run_checked(text, ""), 0);
+    TU_ASSERT_CONTAINS(out, "check t: max_abs_err=0.0e+00 ");
+}
+
 /* embedding(w, arange) (GPT-2's wpe) reads w's rows as a plain load: no
  * gather, no one-hot. */
 static void test_learned_positions_are_a_load_of_the_tables_rows(void)
@@ -1353,6 +1374,8 @@ int main(void)
         {"a T5 bucket without the clamp runs on the device", test_a_t5_bucket_without_the_clamp_runs_on_the_device},
         {"max-pool indices of -inf and NaN windows run on the device",
          test_max_pool_indices_of_inf_and_nan_windows_run_on_the_device},
+        {"a cast of rsqrt is PyTorch's fp32, not a double rounded once",
+         test_a_cast_of_rsqrt_is_pytorchs_fp32_not_a_double_rounded_once},
         {"a cast to bool inside a tabulated cast is nonzero", test_a_cast_to_bool_inside_a_tabulated_cast_is_nonzero},
         {"a cast to int one ulp from an integer runs on the host",
          test_a_cast_to_int_one_ulp_from_an_integer_runs_on_the_host},

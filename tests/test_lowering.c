@@ -612,6 +612,7 @@ static void test_elementwise_op_semantics_are_pytorchs(void)
         {"remainder", INT64_MIN, 3, 1, 1},
         {"remainder", INT64_MIN, -3, 1, -2},
         {"remainder", 5, INT64_MAX, 1, 5},
+        {"remainder", -7, -1, 1, 0},
         {"rsub", 3, 10, 2, 4},
         {"sub", 3, 10, 2, -17},
     };
@@ -623,7 +624,8 @@ static void test_elementwise_op_semantics_are_pytorchs(void)
     static const struct {
         const char *op;
         int64_t a, b;
-    } none[] = {{"floor_divide", 1, 0}, {"remainder", 1, 0}, {"floor_divide", INT64_MIN, -1}, {"add", INT64_MAX, 1},
+    } none[] = {{"floor_divide", 1, 0}, {"remainder", 1, 0}, {"floor_divide", INT64_MIN, -1},
+                {"remainder", INT64_MIN, -1}, {"add", INT64_MAX, 1},
                 {"mul", INT64_MIN, -1}, {"neg", INT64_MIN, 0}};
     for (size_t i = 0; i < sizeof none / sizeof *none; i++) {
         int64_t r;

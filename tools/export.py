@@ -982,8 +982,9 @@ def causal_logits(spec, model, ids):
 def check_causal(spec, model, context):
     """Refuse a module whose logits at a position depend on the tokens
     after it: spyre generate pads the context with token 0 after the tokens
-    so far and reads the last one's logits.  Random tokens against the
-    same ones with their tail set to 0, at three split points."""
+    so far and reads the last one's logits, so they must also not depend on
+    the length.  Random tokens against the same ones with their tail set to
+    0, and against the unpadded head, at three split points."""
     vocab = causal_logits(spec, model, torch.zeros(1, context, dtype=torch.int64)).shape[2]
     full = torch.randint(0, vocab, (1, context), generator=torch.Generator().manual_seed(0))
     ref = causal_logits(spec, model, full)
@@ -991,11 +992,17 @@ def check_causal(spec, model, context):
     for k in sorted({1, context // 2, context - 1} - {0}):
         padded = full.clone()
         padded[:, k:] = 0
-        diff = (causal_logits(spec, model, padded)[0, :k] - ref[0, :k]).abs().amax(dim=1)
+        head = causal_logits(spec, model, padded)[0, :k]
+        diff = (head - ref[0, :k]).abs().amax(dim=1)
         if bool((diff > tol).any()):
             raise UserError(f"{spec}: --generate: the module is not causal: the logits at position "
                             f"{int((diff > tol).nonzero()[0])} change when the tokens from position {k} on do "
                             f"(spyre generate pads the context with token 0 after the tokens so far)")
+        diff = (head - causal_logits(spec, model, full[:, :k])[0]).abs().amax(dim=1)
+        if bool((diff > tol).any()):
+            raise UserError(f"{spec}: --generate: the module's logits depend on the sequence length: at position "
+                            f"{int((diff > tol).nonzero()[0])} they differ between {k} tokens and {context} tokens "
+                            f"padded with token 0 (spyre generate always runs {context})")
 
 
 def export_generate(spec, out_dir, seed, tracer, context, graph_only=False, **more):
@@ -1008,8 +1015,8 @@ def export_generate(spec, out_dir, seed, tracer, context, graph_only=False, **mo
     if options.get("state"):
         raise UserError(f"{spec}: --generate takes a module without state (the step rereads the whole context); "
                         f"the state option is for the prefill and decode steps")
-    ids = inputs[0]
-    if len(inputs) != 1 or ids.dtype != torch.int64 or ids.dim() != 2 or ids.shape[0] != 1 \
+    ids = inputs[0] if len(inputs) == 1 else None
+    if ids is None or ids.dtype != torch.int64 or ids.dim() != 2 or ids.shape[0] != 1 \
             or not 1 <= ids.shape[1] <= context:
         raise UserError(f"{spec}: --generate {context}: FUNC's inputs must be one int64 tensor of ids [1, T] with "
                         f"T <= {context}; got {[f'{x.dtype} {tuple(x.shape)}' for x in inputs]}")

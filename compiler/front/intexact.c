@@ -119,10 +119,10 @@ static float cast_to(gr_dtype dt, float f)
     return isfinite(f) ? truncf(f) : NAN;
 }
 
-/* e at leaf = v, in fp32 op by op (a scalar operand in fp32, as PyTorch's
- * CPU kernels take it; each op's double result rounded to fp32, within the
- * nudge of a float libm's); nudge (+-1) moves each transcendental's result
- * one ulp that way. */
+/* e at leaf = v, in fp32 op by op as PyTorch's CPU kernels compute it (a
+ * scalar operand in fp32; an op's fp32 function, else its double result
+ * rounded once, within the nudge of a float libm's); nudge (+-1) moves
+ * each transcendental's result one ulp that way. */
 static float fval(const ir_arena *A, int e, int leaf, double v, int nudge)
 {
     const ir_expr *x = &A->e[e];
@@ -136,7 +136,8 @@ static float fval(const ir_arena *A, int e, int leaf, double v, int nudge)
     case IR_E_OP: {
         float a = fval(A, x->a, leaf, v, nudge);
         float b = ir_ops[x->op].arity == 1 ? 0 : fval(A, x->b, leaf, v, nudge);
-        float r = (float)ir_opsem_ir(x->op)->f64(a, b); /* rounded to fp32 op by op */
+        const ir_opsem *s = ir_opsem_ir(x->op);
+        float r = s->f32 ? s->f32(a, b) : (float)s->f64(a, b);
         return moved(x->op, a, r, nudge);
     }
     default: return NAN;

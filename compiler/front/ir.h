@@ -134,6 +134,7 @@ typedef struct {
     int (*i64)(int64_t a, int64_t b, int64_t *r); /* exact, as PyTorch's integer op; 0 where int64
                                                       would wrap or PyTorch raises */
     double (*f64)(double a, double b);
+    float (*f32)(float a, float b); /* PyTorch's fp32 where not f64's result rounded once; else NULL */
     ir_ival (*iv)(ir_ival a, ir_ival b); /* every value it may give over a's and b's */
     int arity;
 } ir_opsem;

@@ -17,8 +17,8 @@ static int i_mul(int64_t a, int64_t b, int64_t *r) { return !__builtin_mul_overf
 static int i_max(int64_t a, int64_t b, int64_t *r) { return *r = a > b ? a : b, 1; }
 static int i_min(int64_t a, int64_t b, int64_t *r) { return *r = a < b ? a : b, 1; }
 
-/* Rounded toward -infinity (PyTorch >= 1.13); a zero divisor raises,
- * INT64_MIN / -1 wraps. */
+/* Rounded toward -infinity (PyTorch >= 1.13); a zero divisor and
+ * INT64_MIN / -1 raise (SIGFPE in PyTorch 1.13). */
 static int i_floordiv(int64_t a, int64_t b, int64_t *r)
 {
     if (!b || (a == INT64_MIN && b == -1))
@@ -27,12 +27,13 @@ static int i_floordiv(int64_t a, int64_t b, int64_t *r)
     return 1;
 }
 
-/* The remainder with the divisor's sign (Python's %); a zero divisor raises. */
+/* The remainder with the divisor's sign (Python's %); a zero divisor and
+ * INT64_MIN % -1 raise, as floor_divide's. */
 static int i_remainder(int64_t a, int64_t b, int64_t *r)
 {
-    if (!b)
+    if (!b || (a == INT64_MIN && b == -1))
         return 0;
-    int64_t m = b == -1 ? 0 : a % b;
+    int64_t m = a % b;
     *r = m && (m < 0) != (b < 0) ? m + b : m;
     return 1;
 }
@@ -73,6 +74,13 @@ D2(d_ge, a >= b)
 D2(d_and, a != 0 && b != 0)
 D2(d_or, a != 0 || b != 0)
 
+/* ---- fp32, where PyTorch's CPU kernel rounds more than once (its
+ * vectorized and scalar paths alike): the double result rounded once
+ * would differ by an ulp or two ---- */
+
+static float f_rsqrt(float a, float b) { return (void)b, 1.0f / sqrtf(a); }
+static float f_sigmoid(float a, float b) { return (void)b, 1.0f / (1.0f + expf(-a)); }
+
 /* ---- intervals: every value the op may give over a's and b's ---- */
 
 static ir_ival v_neg(ir_ival a, ir_ival b) { return (void)b, (ir_ival){fmin(-a.lo, -a.hi), fmax(-a.lo, -a.hi)}; }
@@ -102,37 +110,37 @@ static ir_ival v_mul(ir_ival a, ir_ival b)
 
 enum { A = IR_SEM_ALPHA, S = IR_SEM_SWAP, L = IR_SEM_LIBM };
 
-/* Each IR operator's row: ATen name, flags, int64, double, interval.  An
+/* Each IR operator's row: ATen name, flags, int64, double, fp32, interval.  An
  * operator added to IR_OPS without one here does not compile. */
-#define SEM_NEG "neg", 0, i_neg, d_neg, v_neg
-#define SEM_EXP "exp", L, NULL, d_exp, NULL
-#define SEM_LOG "log", L, NULL, d_log, NULL
-#define SEM_SQRT "sqrt", 0, NULL, d_sqrt, NULL
-#define SEM_RSQRT "rsqrt", 0, NULL, d_rsqrt, NULL
-#define SEM_RECIP "reciprocal", 0, NULL, d_recip, NULL
-#define SEM_TANH "tanh", L, NULL, d_tanh, NULL
-#define SEM_SIGMOID "sigmoid", L, NULL, d_sigmoid, NULL
-#define SEM_ERF "erf", L, NULL, d_erf, NULL
-#define SEM_RELU "relu", 0, NULL, d_relu, v_relu
-#define SEM_SIN "sin", L, NULL, d_sin, NULL
-#define SEM_COS "cos", L, NULL, d_cos, NULL
-#define SEM_ABS "abs", 0, NULL, d_abs, v_abs
-#define SEM_NOT "logical_not", 0, NULL, d_not, NULL
-#define SEM_ADD "add", A, i_add, d_add, v_add
-#define SEM_SUB "sub", A, i_sub, d_sub, v_sub
-#define SEM_MUL "mul", 0, i_mul, d_mul, v_mul
-#define SEM_DIV "div", 0, NULL, d_div, NULL
-#define SEM_MAX "maximum", 0, i_max, d_max, v_max
-#define SEM_MIN "minimum", 0, i_min, d_min, v_min
-#define SEM_POW "pow", L, NULL, d_pow, NULL
-#define SEM_EQ "eq", 0, NULL, d_eq, NULL
-#define SEM_NE "ne", 0, NULL, d_ne, NULL
-#define SEM_LT "lt", 0, NULL, d_lt, NULL
-#define SEM_LE "le", 0, NULL, d_le, NULL
-#define SEM_GT "gt", 0, NULL, d_gt, NULL
-#define SEM_GE "ge", 0, NULL, d_ge, NULL
-#define SEM_AND "logical_and", 0, NULL, d_and, NULL
-#define SEM_OR "logical_or", 0, NULL, d_or, NULL
+#define SEM_NEG "neg", 0, i_neg, d_neg, NULL, v_neg
+#define SEM_EXP "exp", L, NULL, d_exp, NULL, NULL
+#define SEM_LOG "log", L, NULL, d_log, NULL, NULL
+#define SEM_SQRT "sqrt", 0, NULL, d_sqrt, NULL, NULL
+#define SEM_RSQRT "rsqrt", 0, NULL, d_rsqrt, f_rsqrt, NULL
+#define SEM_RECIP "reciprocal", 0, NULL, d_recip, NULL, NULL
+#define SEM_TANH "tanh", L, NULL, d_tanh, NULL, NULL
+#define SEM_SIGMOID "sigmoid", L, NULL, d_sigmoid, f_sigmoid, NULL
+#define SEM_ERF "erf", L, NULL, d_erf, NULL, NULL
+#define SEM_RELU "relu", 0, NULL, d_relu, NULL, v_relu
+#define SEM_SIN "sin", L, NULL, d_sin, NULL, NULL
+#define SEM_COS "cos", L, NULL, d_cos, NULL, NULL
+#define SEM_ABS "abs", 0, NULL, d_abs, NULL, v_abs
+#define SEM_NOT "logical_not", 0, NULL, d_not, NULL, NULL
+#define SEM_ADD "add", A, i_add, d_add, NULL, v_add
+#define SEM_SUB "sub", A, i_sub, d_sub, NULL, v_sub
+#define SEM_MUL "mul", 0, i_mul, d_mul, NULL, v_mul
+#define SEM_DIV "div", 0, NULL, d_div, NULL, NULL
+#define SEM_MAX "maximum", 0, i_max, d_max, NULL, v_max
+#define SEM_MIN "minimum", 0, i_min, d_min, NULL, v_min
+#define SEM_POW "pow", L, NULL, d_pow, NULL, NULL
+#define SEM_EQ "eq", 0, NULL, d_eq, NULL, NULL
+#define SEM_NE "ne", 0, NULL, d_ne, NULL, NULL
+#define SEM_LT "lt", 0, NULL, d_lt, NULL, NULL
+#define SEM_LE "le", 0, NULL, d_le, NULL, NULL
+#define SEM_GT "gt", 0, NULL, d_gt, NULL, NULL
+#define SEM_GE "ge", 0, NULL, d_ge, NULL, NULL
+#define SEM_AND "logical_and", 0, NULL, d_and, NULL, NULL
+#define SEM_OR "logical_or", 0, NULL, d_or, NULL, NULL
 
 /* The IR operators' rows at their ir_op, then ATen ops the front half
  * rewrites (clamp_min, clamp_max: max, min) or decomposes. */
@@ -140,11 +148,11 @@ static const ir_opsem OPSEM[] = {
 #define X(name, arity, text, prec) [IR_##name] = {SEM_##name, arity},
     IR_OPS(X)
 #undef X
-    {"clamp_min", 0, i_max, d_max, v_max, 2},
-    {"clamp_max", 0, i_min, d_min, v_min, 2},
-    {"rsub", A | S, i_sub, d_sub, v_sub, 2}, /* other - alpha * self */
-    {"floor_divide", 0, i_floordiv, NULL, NULL, 2},
-    {"remainder", 0, i_remainder, NULL, NULL, 2},
+    {"clamp_min", 0, i_max, d_max, NULL, v_max, 2},
+    {"clamp_max", 0, i_min, d_min, NULL, v_min, 2},
+    {"rsub", A | S, i_sub, d_sub, NULL, v_sub, 2}, /* other - alpha * self */
+    {"floor_divide", 0, i_floordiv, NULL, NULL, NULL, 2},
+    {"remainder", 0, i_remainder, NULL, NULL, NULL, 2},
 };
 
 const ir_opsem *ir_opsem_ir(ir_op op) { return &OPSEM[op]; }
