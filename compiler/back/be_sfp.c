@@ -936,7 +936,10 @@ void be_collect_load(void *ctx, const ir_expr *x)
             }
             return;
         }
-    if (k->c->lay[x->buf].f32) {
+    /* a gather's row numbers (fp32): staged, then rounded to DL16 in LX
+     * (rk_gather), which intexact.c proved exact for this reader */
+    const int rounded = k->c->lay[x->buf].f32;
+    if (rounded && (k->c->p->bufs[x->buf].kind == IR_BUF_COMPUTED || !ir_gather_rows(k->c->p, x->buf))) {
         be_error(k->c, k->K, "%s holds integers (fp32 on the device): only a gather reads them (not supported yet)",
                  k->c->p->bufs[x->buf].name);
         w->failed = 1;
@@ -949,7 +952,7 @@ void be_collect_load(void *ctx, const ir_expr *x)
         has_row |= x->idx.coef[k->rsp.var[i]] != 0;
     L.cls = has_col ? (has_row ? BE_V_TILE : BE_V_COL) : has_row ? BE_V_ROW : BE_V_NONE;
     char why[256] = "";
-    if (L.cls == BE_V_NONE && k->scalars) { /* a scalar: its stick, then every lane of a COL value */
+    if (L.cls == BE_V_NONE && k->scalars && !rounded) { /* a scalar: its stick, then every lane of a COL value */
         if (be_view_of(k->c, x->buf, &x->idx, k->nvars, -1, NULL, &L.v, why, sizeof why)) {
             be_error(k->c, k->K, "%s", why);
             w->failed = 1;
@@ -959,6 +962,12 @@ void be_collect_load(void *ctx, const ir_expr *x)
         L.scalar = 1;
         k->loads = ir_xgrow(k->loads, &(int){k->nl}, k->nl + 1, sizeof *k->loads);
         k->loads[k->nl++] = L;
+        return;
+    }
+    if (rounded && (L.cls == BE_V_NONE || k->K->kind == IR_MATMUL)) {
+        be_error(k->c, k->K, "%s holds integers (fp32 on the device): read once per row or in a product's epilogue "
+                 "(not supported yet)", k->c->p->bufs[x->buf].name);
+        w->failed = 1;
         return;
     }
     if (L.cls == BE_V_NONE) {
@@ -979,7 +988,8 @@ void be_collect_load(void *ctx, const ir_expr *x)
     const int repeats = inner >= 0 && k->rsp.ext[inner] > 1 && x->idx.coef[k->rsp.var[inner]] == 0;
     if (L.cls == BE_V_TILE && repeats && k->K->kind != IR_MATMUL && k->c->lay[x->buf].dram) {
         L.staged = 1;
-    } else if (be_view_of(k->c, x->buf, &x->idx, k->nvars, has_col ? k->colvar : -1, NULL, &L.v, why, sizeof why) ||
+    } else if (rounded ||
+               be_view_of(k->c, x->buf, &x->idx, k->nvars, has_col ? k->colvar : -1, NULL, &L.v, why, sizeof why) ||
         (has_col && !be_lane_fits(k->c, x->buf, &x->idx, k->cols))) {
         /* a per-column operand of a row kernel whose columns run past its
          * stick dimension (a layer norm's weight over two dimensions; every
