@@ -912,6 +912,35 @@ static void collect_gather(rk_walk *w, const ir_expr *x)
     k->loads[k->nl++] = G;
 }
 
+/* Does expression x read load e other than as a gather's row numbers? */
+static int reads_plain(const ir_arena *A, int x, int e, char *seen)
+{
+    if (x < 0 || seen[x])
+        return 0;
+    seen[x] = 1;
+    const ir_expr *X = &A->e[x];
+    int ids = X->kind == IR_E_ILOAD ? X->a : -1;
+    while (ids >= 0 && A->e[ids].kind == IR_E_CAST && !ir_dtype_is_float(A->e[ids].dtype))
+        ids = A->e[ids].a;
+    return x == e || (ids != e && reads_plain(A, X->a, e, seen)) || reads_plain(A, X->b, e, seen) ||
+           reads_plain(A, X->c, e, seen);
+}
+
+/* A gather's row numbers e, also read elementwise by the node being
+ * collected (a mask of the ids beside their embedding)? */
+static int gather_ids_read(const rk_plan *k, int e)
+{
+    const ir_prog *p = k->c->p;
+    if (!k->c->lay[p->A.e[e].buf].f32 || !k->nn)
+        return 0;
+    char *seen = calloc((size_t)p->A.n + 1, 1);
+    if (!seen)
+        abort();
+    int r = reads_plain(&p->A, p->nodes[k->nodes[k->nn - 1].node].body, e, seen);
+    free(seen);
+    return r;
+}
+
 void be_collect_load(void *ctx, const ir_expr *x)
 {
     rk_walk *w = ctx;
@@ -928,7 +957,7 @@ void be_collect_load(void *ctx, const ir_expr *x)
     const rk_node *cur = k->K->kind != IR_MATMUL && k->nn ? &k->nodes[k->nn - 1] : NULL;
     int row_op = cur && (cur->cls == BE_V_TILE || k->c->p->nodes[cur->node].kind == IR_REDUCTION);
     for (int i = 0; i < k->nl; i++)
-        if (k->loads[i].e == e || (k->loads[i].gather && k->loads[i].ids == e)) {
+        if (k->loads[i].e == e || (k->loads[i].gather && k->loads[i].ids == e && !gather_ids_read(k, e))) {
             if (k->loads[i].row_tile && !row_op) {
                 be_error(k->c, k->K, "%s: a loop strides inside its stick dimension (needs a restickify)",
                          k->c->p->bufs[x->buf].name);
