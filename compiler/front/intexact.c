@@ -62,7 +62,7 @@ static ival eval(ictx *c, int e);
 static ival load_ival(ictx *c, int b)
 {
     const ir_buf *B = &c->p->bufs[b];
-    if (B->ranged || (c->rounded[b] && !c->compared))
+    if ((B->ranged || c->rounded[b]) && !c->compared)
         c->worst = fmax(c->worst, fmax(fabs(c->buf[b].lo), fabs(c->buf[b].hi)));
     return c->buf[b];
 }
