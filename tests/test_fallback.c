@@ -1060,17 +1060,18 @@ static void test_a_t5_relative_position_bucket_runs_on_the_device(void)
 /* Token ids an embedding gathers (fp32 on the device) and a padding
  * mask compares (ids != 0, ids < 1000: SASRec, any model masking its pad
  * tokens): the comparisons ran on the host.  They read the ids rounded
- * to DL16, exact against values inside (-1024, 1024) for ids up to 2999;
+ * to DL16 (100 wide: two sticks of DL16, four of fp32), exact against
+ * values inside (-1024, 1024) for ids up to 2999;
  * a one_hot of the same ids beside their embedding (wide & deep) too.
  * Both check on both chips. */
-static const char *const id_mask = "graph idmask\ninput %ids: i64[4, 16] range=[0, 2999]\ninput %w: f32[3000, 64]\n"
-                                   "%e: f32[4, 16, 64] = aten.embedding.default(%w, %ids, 0)\n"
-                                   "%ne: bool[4, 16] = aten.ne.Scalar(%ids, 0)\n"
-                                   "%lt: bool[4, 16] = aten.lt.Scalar(%ids, LIMIT)\n"
-                                   "%a: bool[4, 16] = aten.logical_and.default(%ne, %lt)\n"
-                                   "%u: bool[4, 16, 1] = aten.unsqueeze.default(%a, -1)\n"
-                                   "%f: f32[4, 16, 1] = aten._to_copy.default(%u, dtype=f32)\n"
-                                   "%m: f32[4, 16, 64] = aten.mul.Tensor(%e, %f)\noutput %m, %f\n";
+static const char *const id_mask = "graph idmask\ninput %ids: i64[4, 100] range=[0, 2999]\ninput %w: f32[3000, 64]\n"
+                                   "%e: f32[4, 100, 64] = aten.embedding.default(%w, %ids, 0)\n"
+                                   "%ne: bool[4, 100] = aten.ne.Scalar(%ids, 0)\n"
+                                   "%lt: bool[4, 100] = aten.lt.Scalar(%ids, LIMIT)\n"
+                                   "%a: bool[4, 100] = aten.logical_and.default(%ne, %lt)\n"
+                                   "%u: bool[4, 100, 1] = aten.unsqueeze.default(%a, -1)\n"
+                                   "%f: f32[4, 100, 1] = aten._to_copy.default(%u, dtype=f32)\n"
+                                   "%m: f32[4, 100, 64] = aten.mul.Tensor(%e, %f)\noutput %m, %f\n";
 
 static void id_mask_at(int limit, char *buf, size_t len)
 {
