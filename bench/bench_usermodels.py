@@ -23,7 +23,7 @@ import bench_models  # noqa: E402
 
 MODELS = ("lstm,bigru,audio,tenc,unet,diffusion_block,dcgan,dlrm,embbag,moe,gnn,tcn,pixelcnn,clip,"
           "relpos,r3d,bf16_cnn,mixed,half_mlp,half_cnn,gnn_pool,conformer,mamba,nanpool,unfold_patches,"
-          "gqa_finfo,t5_block,kv_static,moe_top2")
+          "gqa_finfo,t5_block,kv_static,moe_top2,sage,tcn_weightnorm,centernet")
 # traces/models/popular.py: blocks of popular repositories; its torchvision models (deeplab, fcn,
 # mc3, r2plus1d, resnext, wide_resnet, regnet, efficientnet_v2, mobilenet_v3) take 10-60 s each
 # and run only when SPYRE_USERMODELS names them

@@ -48,8 +48,8 @@
  * (the last block of each row is emitted outside the block loop for it);
  * the layout stays in whole sticks.  pt.mm writes only those columns, and
  * C is stored in whole sticks, so the padding lanes of that stick in
- * C[0] and C[1] are zeroed once, before any pt.mm writes C: sfp0 runs
- * relu then min with 0 over them (+0 whatever LX held, NaN included) and
+ * C[0] and C[1] are zeroed once, before any pt.mm writes C: sfp0 writes
+ * an iota of step 0 over them (+0 whatever LX held, NaN included) and
  * gives the first cempty credits in place of dmao.
  *
  * The two PT corelets split each block by rows (at a fixed row r0) or by
@@ -472,25 +472,20 @@ static void full_row(void *ctx)
 
 /* Zero the padding lanes of the tile's partial last stick in both C
  * slots (rows 0..MB-1 of its group in the last block of a row) on sfp0:
- * relu maps anything, NaN included, to +0 or above, min with 0 to +0. */
+ * an iota of step 0 writes +0 without reading what LX held (NaN
+ * included; relu keeps a NaN, as PyTorch's does). */
 static void emit_zero_padding(gemm_core *gc)
 {
     const tile_plan *pl = gc->pl;
     const int64_t sb = gc->g->t->stick, last_nbs = pl->ns % pl->NBS ? pl->ns % pl->NBS : pl->NBS;
     cc_sfp_args z = {0};
-    z.c = 0;
+    z.op = ISA_OP_SFP_IOTA;
     z.t = ISA_T_DL16;
-    z.d = z.a = cc_abs(gc->C[0] + (last_nbs - 1) * pl->MB * sb);
+    z.d = cc_abs(gc->C[0] + (last_nbs - 1) * pl->MB * sb);
     z.n0 = pl->MB;
-    z.ds0 = z.as0 = sb;
+    z.ds0 = sb;
     z.n1 = 2;
-    z.ds1 = z.as1 = gc->C[1] - gc->C[0];
-    z.op = ISA_OP_SFP_RELU;
-    z.bm = ISA_BM_VEC;
-    cc_emit_sfp(&gc->e, &z);
-    z.op = ISA_OP_SFP_MIN;
-    z.bm = ISA_BM_IMM;
-    z.imm = 0.0f;
+    z.ds1 = gc->C[1] - gc->C[0];
     cc_emit_sfp(&gc->e, &z);
 }
 
@@ -909,19 +904,15 @@ static int emit_share_core(const gemm_ctx *g, const share_plan *sp, isa_program 
     int zero = sc.tail < lanes;
     if (zero) {
         /* The padding lanes of the tile's partial last stick in both C
-         * slots: relu, then min with 0, gives +0 whatever LX held. */
+         * slots: an iota of step 0 writes +0 whatever LX held. */
         cc_sfp_args z = {0};
+        z.op = ISA_OP_SFP_IOTA;
         z.t = ISA_T_DL16;
-        z.d = z.a = cc_abs(sc.C[0] + (sc.ns - 1) * sp->MB * sb);
+        z.d = cc_abs(sc.C[0] + (sc.ns - 1) * sp->MB * sb);
         z.n0 = sp->MB;
-        z.ds0 = z.as0 = sb;
+        z.ds0 = sb;
         z.n1 = 2;
-        z.ds1 = z.as1 = sc.C[1] - sc.C[0];
-        z.op = ISA_OP_SFP_RELU;
-        z.bm = ISA_BM_VEC;
-        cc_emit_sfp(e, &z);
-        z.op = ISA_OP_SFP_MIN;
-        z.bm = ISA_BM_IMM;
+        z.ds1 = sc.C[1] - sc.C[0];
         cc_emit_sfp(e, &z);
     }
     for (int q = 0; q < 2; q++)

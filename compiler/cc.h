@@ -196,6 +196,12 @@ double cc_space_at(double a, double b, int is_log, double base, int64_t n, int64
 /* The pairs (rows[k], cols[k]) of tril_indices(row, col, offset) (upper: triu_indices), row-major, into
  * rows and cols unless NULL; returns their count. */
 int64_t cc_tri_indices(int64_t row, int64_t col, int64_t offset, int upper, int64_t *rows, int64_t *cols);
+/* Whether value v of g, an index over a dim of size positions (wrap: a
+ * negative one counts from the end), is a node reading inputs or
+ * parameters (a view of one among them) and not proven within the dim by
+ * the compiler's interval analysis (dec_range.c): the runtime then checks
+ * its values at each launch. */
+int cc_index_unproven(const gr_graph *g, int v, int64_t size, int wrap);
 /* ==== end of the graph compiler's front half ==== */
 
 /* ==== Tensor parallelism (tp.c, docs/multicard.md) ====

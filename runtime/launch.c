@@ -25,7 +25,8 @@ int rt_launch(rt_program *prog, rt_run_result *res)
     /* Its weights back if they were evicted, then its activations. */
     /* a timing-only run reads no values: its inputs' transfer is counted, not made */
     const int values = sim_get_options(dev->sim)->values;
-    if (rt_ranges_check(prog, &r->refused, msg, sizeof msg)) { /* the program relies on them: a user error */
+    if (rt_ranges_check(prog, &r->refused, msg, sizeof msg) ||
+        (values && rt_index_check(prog, msg, sizeof msg))) { /* the program relies on them: a user error */
         snprintf(r->fault.msg, sizeof r->fault.msg, "%s", msg);
         rc = -1;
         unsupported = 1;

@@ -99,6 +99,9 @@ void rt_unload(rt_program *prog)
     free(prog->packed);
     rt_state_free(prog);
     free(prog->range);
+    free(prog->icheck);
+    if (prog->igraph)
+        gr_graph_free(prog->igraph);
     sim_decode_free(prog->decode);
     isa_program_free(prog->p);
     free(prog);

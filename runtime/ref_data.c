@@ -400,6 +400,44 @@ static int op_histc(ex *E, int unused)
     return 0;
 }
 
+/* bincount(self, weights=None, minlength=0): per value k from 0 to max(self) (minlength at
+ * least) the count of elements equal to k, or their weights' sum.  A count moves by a jump of the
+ * elements whose interval reaches another value; a sum also by its weights' bounds. */
+static int op_bincount(ex *E, int unused)
+{
+    (void)unused;
+    const tens *x = ref_arg_tensor(E, 0, "self"), *wt = NULL;
+    const gr_arg *wa = ref_arg(E, 1, "weights");
+    int64_t len;
+    if (!x || (ref_present(wa) && !(wt = ref_tensor_of(E, wa, "weights"))) || ref_arg_int(E, 2, "minlength", 0, &len))
+        return -1;
+    if (kind_of(x->dtype) == K_F || x->rank != 1 || (wt && wt->n != x->n))
+        return ref_fail(E, "bincount counts a 1-D integer tensor, with weights of its size");
+    for (int64_t k = 0; k < x->n; k++) {
+        if (ldd(x, k) < 0)
+            return ref_fail(E, "bincount of the negative value %g at element %lld", ldd(x, k), (long long)k);
+        len = len > (int64_t)ldd(x, k) ? len : (int64_t)ldd(x, k) + 1;
+    }
+    tens *o = ref_new_result(E, wt ? K_F : K_I, 1, &len);
+    if (!o)
+        return -1;
+    for (int64_t k = 0; k < x->n; k++) {
+        int64_t b = (int64_t)ldd(x, k);
+        double wv = wt ? ldd(wt, k) : 1;
+        if (o->f)
+            o->f[b] += (float)wv;
+        else
+            o->i[b] += 1;
+        for (int w = 0; o->eb[0] && w < 2; w++)
+            if (ldb(x, w, k) > 0)
+                for (int64_t j = 0; j < len; j++)
+                    o->eb[w][j] = INFINITY;
+            else if (wt)
+                o->eb[w][b] += (float)(ldb(wt, w, k) + fabs(wv) * EB_ACC * (double)x->n);
+    }
+    return 0;
+}
+
 static const ref_op ops[] = {
     {"nonzero", op_nonzero, 0},
     {"masked_select", op_masked_select, 0},
@@ -409,5 +447,6 @@ static const ref_op ops[] = {
     {"bucketize", op_search, SR_BUCKETIZE},
     {"isin", op_isin, 0},
     {"histc", op_histc, 0},
+    {"bincount", op_bincount, 0},
 };
 const ref_ops ref_data_ops = REF_OPS(ops);

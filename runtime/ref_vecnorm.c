@@ -284,6 +284,40 @@ static int op_renorm(ex *E, int unused)
     return 0;
 }
 
+/* _weight_norm_interface(v, g, dim=0) -> (v * g / norm, norm), norm the 2-norm of v over every
+ * dim but dim (kept; dim -1: all of v).  The factor c = g / n lies, over g's and n's intervals,
+ * within dc of c: |c~ v~ - c v| <= (|c| + dc) lambda E + |v| dc, over lambda, then the store. */
+static int op_weight_norm(ex *E, int unused)
+{
+    (void)unused;
+    const tens *v = ref_arg_tensor(E, 0, "v"), *g = ref_arg_tensor(E, 1, "g");
+    int64_t dim;
+    int d = -1;
+    if (!v || !g || ref_arg_int(E, 2, "dim", 0, &dim) || (dim != -1 && ref_norm_dim(E, dim, v->rank, &d)))
+        return -1;
+    char mask[MAXR];
+    memset(mask, 1, MAXR);
+    if (d >= 0)
+        mask[d] = 0;
+    int64_t rows = d >= 0 ? v->shape[d] : 1, inner = d >= 0 ? ref_numel(v->rank - d - 1, v->shape + d + 1) : 1;
+    if (g->n != rows)
+        return ref_fail(E, "g has %lld elements, not one per slice of v along dim", (long long)g->n);
+    if (!ref_new_result(E, K_F, v->rank, v->shape) || norm_of(E, v, 2, mask, d >= 0, K_F))
+        return -1;
+    tens *o = &E->res[E->nres - 2], *nr = &E->res[E->nres - 1]; /* the array may have moved */
+    for (int64_t k = 0; k < v->n; k++) {
+        int64_t r = (k / inner) % rows;
+        double n = nr->f[r], gv = ldd(g, r), c = gv / n, x = ldd(v, k);
+        o->f[k] = (float)(x * c);
+        for (int w = 0; o->eb[0] && w < 2; w++) {
+            double L = ref_eb_lam(w), dn = L * ldb(nr, w, r);
+            double dc = n > dn ? (fabs(gv) + L * ldb(g, w, r)) / (n - dn) - fabs(c) : INFINITY;
+            o->eb[w][k] = (float)ref_eb_store(x * c, (fabs(c) + dc) * ldb(v, w, k) + fabs(x) * dc / L, w);
+        }
+    }
+    return 0;
+}
+
 /* ---- Products ---- */
 
 /* prod(self, *, dtype=None), prod.dim_int(self, dim, keepdim=False, *, dtype=None) */
@@ -368,5 +402,6 @@ static const ref_op ops[] = {
     {"prod", op_prod, 0},
     {"trace", op_trace, 0},
     {"renorm", op_renorm, 0},                  /* sub-tensors along dim scaled to a norm <= maxnorm */
+    {"_weight_norm_interface", op_weight_norm, 0}, /* nn.utils.weight_norm's weight */
 };
 const ref_ops ref_vecnorm_ops = REF_OPS(ops);

@@ -46,15 +46,25 @@ typedef struct {
  * relied on, or, undeclared, DL16's exact integers when its device copy
  * is DL16; line 0: no check.  An input an index op reads directly must
  * also index within its dim, as PyTorch requires (the device would drop
- * or clamp the element). */
+ * or clamp the element; tensor.c's index_ops lists the ops). */
 typedef struct {
     int line;
     int declared;
     int64_t lo, hi;
     int64_t size;    /* > 0: the input indexes dim `dim` of this size of op `use` */
+    int wrap;        /* a negative index counts from the end: [-size, size) */
     int dim;
     char use[ISA_NAME_MAX];
 } rt_range;
+
+/* An index computed from inputs that the compiler did not prove within
+ * the dim it indexes (cc_index_unproven): the host computes it from each
+ * launch's inputs and refuses an out-of-bounds one (idxcheck.c). */
+typedef struct {
+    int value, node; /* in the program's graph (rt_program.igraph) */
+    int64_t size;
+    int wrap, dim;
+} rt_icheck;
 
 struct rt_program {
     rt_device *dev;
@@ -78,6 +88,9 @@ struct rt_program {
     sim_decode *decode;  /* the engine's decode of p, kept for the next launch (sim_set_decode) */
     int host_ops;        /* p has `host` instructions: 1, 0, or -1 until the first launch looks */
     rt_range *range;     /* per tensor: an integer input's declared range (tensor.c), or NULL: none declared */
+    gr_graph *igraph;    /* the program's graph while it has computed indices to check, else NULL */
+    rt_icheck *icheck;   /* those indices, nicheck of them */
+    int nicheck;
     rt_update *upd;      /* the graph's state updates (state.c), nupd of them */
     int nupd;
     float **before;      /* per tensor: a state's host copy before the last launch updated it, or NULL */
@@ -97,7 +110,8 @@ void rt_dims_str(int rank, const int64_t *shape, char *buf, size_t len);
  * +-2^30 (docs/runtime.md, "Masks").  Every write of an input or a
  * weight, whoever makes it, comes here: one rule for all. */
 int rt_keep_host(rt_program *prog, int i, const float *values, char *err, size_t errlen);
-/* The ranges of the program graph's integer inputs into prog->range. */
+/* The ranges of the program graph's integer inputs into prog->range, and
+ * its computed indices the compiler did not prove into prog->icheck. */
 int rt_ranges_init(rt_program *prog, char *err, size_t errlen);
 /* Each checked input's host copy within its range and, for an index, its
  * dim, and each wrapped parameter's (ISA_TF_WRAP) within [-rows, rows): 0,
@@ -126,6 +140,12 @@ int rt_download_outputs(rt_program *prog, char *err, size_t errlen);
 /* Before a run that keeps values: each kept tensor's elements NaN, so
  * what the run does not write reads back NaN (no cut there). */
 int rt_poison_values(rt_program *prog, char *err, size_t errlen);
+
+/* idxcheck.c: the computed indices of prog->icheck, computed on the host
+ * from the inputs' and weights' host copies by the reference executor:
+ * 0 when each is within its dim (or the executor cannot compute one), or
+ * -1 with one line naming the graph line, the index, the value and the dim. */
+int rt_index_check(const rt_program *prog, char *err, size_t errlen);
 
 /* fallback.c: host fallback ops during a launch (sim_set_host). */
 typedef struct rt_fallback rt_fallback;

@@ -3,6 +3,7 @@
  * where it lives in device DRAM while its region is there (an ISA_TF_LX
  * input never: it is written into its core's LX at each launch). */
 #include "rt_internal.h"
+#include "cc.h"
 
 int64_t rt_tensor_elems(const isa_tensor *t)
 {
@@ -126,38 +127,83 @@ static rt_range input_range(const isa_program *p, const gr_value *v, int i)
 }
 
 /* Ops reading an index tensor into a dim of another: argument positions
- * of the tensor indexed, the dim (-1: dim 0) and the indices. */
+ * of the tensor indexed, the dim (-1: dim 0; LIST: the indices are a list
+ * whose tensors index self's dims in order, a bool mask of rank k taking
+ * k of them, as index.Tensor's) and the indices; wrap: a negative index
+ * counts from the end, as Python's. */
+enum { LIST = -2 };
 static const struct {
     const char *base;
-    int self, dim, index;
+    int self, dim, index, wrap;
 } index_ops[] = {
-    {"embedding", 0, -1, 1},   {"index_select", 0, 1, 2}, {"gather", 0, 1, 2},    {"scatter", 0, 1, 2},
-    {"scatter_add", 0, 1, 2}, {"scatter_reduce", 0, 1, 2}, {"index_copy", 0, 1, 2}, {"index_add", 0, 1, 2},
+    {"embedding", 0, -1, 1, 0},   {"index_select", 0, 1, 2, 0}, {"gather", 0, 1, 2, 0},
+    {"scatter", 0, 1, 2, 0},      {"scatter_add", 0, 1, 2, 0},  {"scatter_reduce", 0, 1, 2, 0},
+    {"index_copy", 0, 1, 2, 0},   {"index_add", 0, 1, 2, 0},    {"index", 0, LIST, 1, 1},
+    {"index_put", 0, LIST, 1, 1},
 };
 
-/* Node n of g, an index op reading an input directly: the dim it indexes
- * into the range of that input's tensor, if it is the smallest yet. */
-static void index_use(const isa_program *p, const gr_graph *g, const gr_node *n, rt_range *range)
+/* Index value iv, if an input of p, indexes dim of sv's tensor for op
+ * `use`: into range, if this bound is the tightest yet. */
+static void index_input(const isa_program *p, const gr_value *iv, const gr_value *sv, int64_t dim, int wrap,
+                        const char *use, rt_range *range)
 {
+    char tn[GR_TENSOR_NAME_MAX];
+    gr_tensor_name(iv->name, tn);
+    int i = isa_program_find_tensor(p, tn);
+    if (iv->kind != GR_VAL_INPUT || iv->type.dtype == GR_BOOL || i < 0 || dim < 0 || dim >= sv->type.rank)
+        return;
+    rt_range *r = &range[i];
+    const int64_t size = sv->type.shape[dim];
+    if (r->size && (r->size < size || (r->size == size && (wrap || !r->wrap))))
+        return;
+    r->size = size;
+    r->wrap = wrap;
+    r->dim = (int)dim;
+    snprintf(r->use, sizeof r->use, "%s", use);
+}
+
+/* Index value v of g, read by node `node` over dim of sv's tensor: a
+ * check of prog->icheck if it is computed and not proven. */
+static void index_computed(rt_program *prog, const gr_graph *g, int v, int node, const gr_value *sv, int64_t dim,
+                           int wrap)
+{
+    const gr_value *iv = &g->values[v];
+    if (iv->kind != GR_VAL_NODE || iv->type.dtype == GR_BOOL || dim < 0 || dim >= sv->type.rank ||
+        !cc_index_unproven(g, v, sv->type.shape[dim], wrap))
+        return;
+    rt_icheck *c = realloc(prog->icheck, (size_t)(prog->nicheck + 1) * sizeof *c);
+    if (!c)
+        return; /* out of host memory: the check is lost, not the run */
+    prog->icheck = c;
+    c[prog->nicheck++] = (rt_icheck){.value = v, .node = node, .size = sv->type.shape[dim], .wrap = wrap,
+                                     .dim = (int)dim};
+}
+
+/* Node k of g, an index op: the dim each index tensor it reads indexes,
+ * into the range of an input's tensor (if the smallest yet) or the checks
+ * of a computed one. */
+static void index_use(rt_program *prog, const gr_graph *g, int node)
+{
+    const gr_node *n = &g->nodes[node];
     for (size_t k = 0; k < sizeof index_ops / sizeof *index_ops; k++) {
         const int s = index_ops[k].self, d = index_ops[k].dim, x = index_ops[k].index;
-        if (strcmp(n->base, index_ops[k].base) || n->nargs <= x || n->args[x].kind != GR_ARG_VALUE ||
-            n->args[s].kind != GR_ARG_VALUE || (d >= 0 && n->args[d].kind != GR_ARG_INT))
+        if (strcmp(n->base, index_ops[k].base) || n->nargs <= x || n->args[s].kind != GR_ARG_VALUE ||
+            (d >= 0 && n->args[d].kind != GR_ARG_INT))
             continue;
-        const gr_value *iv = &g->values[n->args[x].value], *sv = &g->values[n->args[s].value];
-        int64_t dim = d < 0 ? 0 : n->args[d].i;
+        const gr_value *sv = &g->values[n->args[s].value];
+        const gr_arg *a = &n->args[x];
+        const int list = d == LIST && a->kind == GR_ARG_LIST;
+        int64_t dim = list ? 0 : d < 0 ? 0 : n->args[d].i;
         dim += dim < 0 ? sv->type.rank : 0;
-        char tn[GR_TENSOR_NAME_MAX];
-        gr_tensor_name(iv->name, tn);
-        int i = isa_program_find_tensor(p, tn);
-        if (iv->kind != GR_VAL_INPUT || i < 0 || dim < 0 || dim >= sv->type.rank)
-            continue;
-        rt_range *r = &range[i];
-        if (r->size && r->size <= sv->type.shape[dim])
-            continue;
-        r->size = sv->type.shape[dim];
-        r->dim = (int)dim;
-        snprintf(r->use, sizeof r->use, "%s", n->op);
+        for (int j = 0; j < (list ? a->nitems : 1); j++) {
+            const gr_arg *it = list ? &a->items[j] : a;
+            const gr_value *iv = it->kind == GR_ARG_VALUE ? &g->values[it->value] : NULL;
+            if (iv) {
+                index_input(prog->p, iv, sv, dim, index_ops[k].wrap, n->op, prog->range);
+                index_computed(prog, g, it->value, node, sv, dim, index_ops[k].wrap);
+            }
+            dim += iv && iv->type.dtype == GR_BOOL ? iv->type.rank : 1;
+        }
     }
 }
 
@@ -182,8 +228,11 @@ int rt_ranges_init(rt_program *prog, char *err, size_t errlen)
             prog->range[i] = input_range(p, v, i);
     }
     for (int k = 0; prog->range && k < g->nnodes; k++)
-        index_use(p, g, &g->nodes[k], prog->range);
-    gr_graph_free(g);
+        index_use(prog, g, k);
+    if (prog->nicheck)
+        prog->igraph = g;
+    else
+        gr_graph_free(g);
     return prog->range ? 0 : isa_errf(err, errlen, "out of host memory");
 }
 
@@ -214,7 +263,7 @@ int rt_ranges_check(const rt_program *prog, int *bad, char *err, size_t errlen)
         const float *h = prog->host[i];
         int64_t n = rt_tensor_elems(&prog->p->tensors[i]);
         for (int64_t k = 0; r->size && h && k < n; k++)
-            if (!(truncf(h[k]) >= 0 && truncf(h[k]) < (double)r->size)) { /* read as integers, truncated */
+            if (!(truncf(h[k]) >= (r->wrap ? -(double)r->size : 0) && truncf(h[k]) < (double)r->size)) { /* as integers */
                 *bad = (int)i;
                 return isa_errf(err, errlen, "input %%%s: the value %.0f at element %lld is out of bounds for "
                                 "dim %d of size %lld (%s reads it)", prog->p->tensors[i].name, h[k], (long long)k,

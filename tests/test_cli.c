@@ -767,6 +767,93 @@ static void test_an_index_input_past_its_dim_exits_2_naming_it(void)
     remove(bin);
 }
 
+/* x[i, j] (index.Tensor): PyTorch refuses an index outside [-size, size)
+ * of the dim it indexes, so does the launch, naming the input and dim; a
+ * negative one within counts from the end and checks ok. */
+static void test_an_index_tensor_input_past_its_dim_exits_2_naming_it(void)
+{
+    char graph[512], bi[512], bj[512];
+    tu_tmpfile(".txt", graph, sizeof graph);
+    tu_tmpfile(".f32", bi, sizeof bi);
+    tu_tmpfile(".f32", bj, sizeof bj);
+    write_file(graph, "graph ix\ninput %x: f32[5, 4]\ninput %i: i64[3]\ninput %j: i64[3]\n"
+                      "%y: f32[3] = aten.index.Tensor(%x, [%i, %j])\noutput %y\n");
+    float i[3] = {0, -5, 4}, j[3] = {9, 0, 0};
+    tu_write_file(bi, i, sizeof i);
+    tu_write_file(bj, j, sizeof j);
+    char args[1100];
+    snprintf(args, sizeof args, "%s --check --input i=%s", graph, bi);
+    expect_spyref("run %s --input j=%s", args, bj, 2,
+                  ":4: input %j: the value 9 at element 0 is out of bounds for dim 1 of size 4 "
+                  "(aten.index.Tensor reads it)");
+    j[0] = -4;
+    tu_write_file(bj, j, sizeof j);
+    expect_spyref("run %s --input j=%s", args, bj, 0, " ok\n");
+    i[1] = -6;
+    tu_write_file(bi, i, sizeof i);
+    expect_spyref("run %s --input j=%s", args, bj, 2,
+                  ":3: input %i: the value -6 at element 1 is out of bounds for dim 0 of size 5");
+    remove(graph);
+    remove(bi);
+    remove(bj);
+}
+
+/* An index computed from inputs (a one-hot by an out-of-bounds one would
+ * give zeros) that the compiler cannot prove within its dim is computed
+ * on the host before each launch: a+2 of a in [-1, 9] holding 11 refuses
+ * the launch as PyTorch (exit 2, one line naming the graph line), in range
+ * it runs on the device and checks ok; a timing-only run has no values to
+ * check; a view of an input is checked so (DLRM's columns, each against
+ * its own table).  Proven ones (topk's positions, a clamp of argmax + 1) need no
+ * check and run on the device, checking ok. */
+static void test_a_computed_index_out_of_bounds_refuses_the_launch(void)
+{
+    char graph[512], bin[512];
+    tu_tmpfile(".txt", graph, sizeof graph);
+    tu_tmpfile(".f32", bin, sizeof bin);
+    write_file(graph, "graph ci\ninput %a: i64[4] range=[-1, 9]\ninput %t: f32[5, 2]\n"
+                      "%k: i64[4] = aten.add.Tensor(%a, 2)\n"
+                      "%y: f32[4, 2] = aten.embedding.default(%t, %k)\noutput %y\n");
+    float a[4] = {0, 9, 2, 1};
+    tu_write_file(bin, a, sizeof a);
+    expect_spyref("run %s --input a=%s", graph, bin, 2,
+                  "graph line 5: aten.embedding.default: the index %k computed from the inputs holds 11 at element 1, "
+                  "out of bounds for dim 0 of size 5 (PyTorch raises)");
+    expect_spyref("run %s --no-values --input a=%s", graph, bin, 0, "fallback_ops=0 ");
+    a[1] = -1;
+    tu_write_file(bin, a, sizeof a);
+    expect_spyref("run %s --check --input a=%s", graph, bin, 0, "fallback_ops=0 ");
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, " ok\n"));
+    /* DLRM's ids[:, i]: each column against its own table */
+    write_file(graph, "graph dl\ninput %ids: i64[4, 2]\ninput %t0: f32[5, 2]\ninput %t1: f32[3, 2]\n"
+                      "%c0: i64[4] = aten.select.int(%ids, 1, 0)\n%c1: i64[4] = aten.select.int(%ids, 1, 1)\n"
+                      "%e0: f32[4, 2] = aten.embedding.default(%t0, %c0)\n"
+                      "%e1: f32[4, 2] = aten.embedding.default(%t1, %c1)\n"
+                      "%y: f32[4, 2] = aten.add.Tensor(%e0, %e1)\noutput %y\n");
+    float ids[8] = {4, 3, 1, 0, 0, 1, 3, 2};
+    tu_write_file(bin, ids, sizeof ids);
+    expect_spyref("run %s --input ids=%s", graph, bin, 2,
+                  "graph line 8: aten.embedding.default: the index %c1 computed from the inputs holds 3 at element 0, "
+                  "out of bounds for dim 0 of size 3");
+    ids[1] = 2;
+    tu_write_file(bin, ids, sizeof ids);
+    expect_spyref("run %s --check --input ids=%s", graph, bin, 0, "fallback_ops=0 ");
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, " ok\n"));
+    write_file(graph, "graph tk\ninput %x: f32[4, 8]\ninput %y: f32[4, 8]\n"
+                      "%tk: (f32[4, 3], i64[4, 3]) = aten.topk.default(%x, 3, 1)\n"
+                      "%i: i64[4, 3] = getitem(%tk, 1)\n%g: f32[4, 3] = aten.gather.default(%y, 1, %i)\noutput %g\n");
+    expect_spyref("run %s --check%s", graph, "", 0, "fallback_ops=0 ");
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, " ok\n"));
+    write_file(graph, "graph am\ninput %x: f32[4, 8]\ninput %y: f32[4, 8]\n"
+                      "%m: i64[4, 1] = aten.argmax.default(%x, 1, True)\n%n: i64[4, 1] = aten.add.Tensor(%m, 1)\n"
+                      "%i: i64[4, 1] = aten.clamp.default(%n, None, 7)\n"
+                      "%g: f32[4, 1] = aten.gather.default(%y, 1, %i)\noutput %g\n");
+    expect_spyref("run %s --check%s", graph, "", 0, "fallback_ops=0 ");
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, " ok\n"));
+    remove(graph);
+    remove(bin);
+}
+
 /* A parameter only gathers read is uploaded as x mod rows (ISA_TF_WRAP):
  * PyTorch refuses a position outside [-rows, rows), so does the launch,
  * naming the parameter; a negative one within checks ok. */
@@ -1414,6 +1501,9 @@ int main(void)
         {"an input outside its declared range exits 2 naming it",
          test_an_input_outside_its_declared_range_exits_2_naming_it},
         {"an index input past its dim exits 2 naming it", test_an_index_input_past_its_dim_exits_2_naming_it},
+        {"an index.Tensor input past its dim exits 2 naming it",
+         test_an_index_tensor_input_past_its_dim_exits_2_naming_it},
+        {"a computed index out of bounds refuses the launch", test_a_computed_index_out_of_bounds_refuses_the_launch},
         {"a wrapped row position out of bounds exits 2 naming it",
          test_a_wrapped_row_position_out_of_bounds_exits_2_naming_it},
         {"corrupt_expected_outputs_exit_2_in_run_and_ref", test_corrupt_expected_outputs_exit_2_in_run_and_ref},

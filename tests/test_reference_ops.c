@@ -991,6 +991,32 @@ static void test_float_bits_histogram_and_incomplete_gamma_give_known_values(voi
     done(&t);
 }
 
+/* bincount (counts up to the largest value, minlength, weights' sums) and nn.utils.weight_norm's
+ * _weight_norm_interface (per row along dim 0; dim -1: the whole tensor's norm) by hand. */
+static void test_bincount_and_weight_norm_give_hand_worked_values(void)
+{
+    const float x[] = {1, 3, 1, 0, 3, 3}, w[] = {0.5f, 1, 2, 4, 0.25f, 8}, v[] = {3, 4, 0, 2}, g[] = {10, 1}, s[] = {2};
+    run_t t;
+    RUN(&t,
+        "input %x: i64[6]\ninput %w: f32[6]\ninput %v: f32[2, 2]\ninput %g: f32[2, 1]\ninput %s: f32[]\n"
+        "%c: i64[4] = aten.bincount.default(%x)\n%m: i64[6] = aten.bincount.default(%x, minlength=6)\n"
+        "%cw: f64[4] = aten.bincount.default(%x, %w)\n"
+        "%wn: (f32[2, 2], f32[2, 1]) = aten._weight_norm_interface.default(%v, %g)\n"
+        "%ww: f32[2, 2] = getitem(%wn, 0)\n%wr: f32[2, 1] = getitem(%wn, 1)\n"
+        "%an: (f32[2, 2], f32[]) = aten._weight_norm_interface.default(%v, %s, -1)\n"
+        "%aw: f32[2, 2] = getitem(%an, 0)\n%ar: f32[] = getitem(%an, 1)\n"
+        "output %c, %m, %cw, %ww, %wr, %aw, %ar\n",
+        x, w, v, g, s);
+    EXPECT(&t, "c", 1, 2, 0, 3);
+    EXPECT(&t, "m", 1, 2, 0, 3, 0, 0);
+    EXPECT(&t, "cw", 4, 2.5f, 0, 9.25f);
+    EXPECT(&t, "ww", 6, 8, 0, 1); /* rows of norm 5 and 2 scaled to 10 and 1 */
+    EXPECT(&t, "wr", 5, 2);
+    EXPECT(&t, "aw", (float)(6 / sqrt(29)), (float)(8 / sqrt(29)), 0, (float)(4 / sqrt(29)));
+    EXPECT(&t, "ar", (float)sqrt(29));
+    done(&t);
+}
+
 /* Each family's p_2 or p_3 at a point worked by hand, n < 0 giving 0, and the bound of T_1(x) = x:
  * its derivative 1 times the input's bound, stored. */
 static void test_orthogonal_polynomials_give_hand_worked_values(void)
@@ -1796,6 +1822,7 @@ int main(void)
         {"float bits, histogram and incomplete gamma give known values",
          test_float_bits_histogram_and_incomplete_gamma_give_known_values},
         {"orthogonal polynomials give hand-worked values", test_orthogonal_polynomials_give_hand_worked_values},
+        {"bincount and weight_norm give hand-worked values", test_bincount_and_weight_norm_give_hand_worked_values},
         {"rearrangements and matrix-vector products give hand-worked values",
          test_rearrangements_and_matrix_vector_products_give_hand_worked_values},
         {"likelihood losses give hand-worked values", test_likelihood_losses_give_hand_worked_values},

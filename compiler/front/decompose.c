@@ -690,6 +690,24 @@ static void layer_norm(dctx *c, const gr_node *n, int res[3])
     res[2] = rstd;
 }
 
+/* _weight_norm_interface(v, g, dim) -> (w, norm): norm = sqrt(sum(v^2)) over every dim but
+ * dim (kept; dim -1: all of v, 0-d), w = v * (g / norm). */
+static int r_weight_norm(dctx *c, const gr_node *n, int *out)
+{
+    int v = dc_val(c, n, 0, "v"), g = dc_val(c, n, 1, "g");
+    gr_ttype t = dc_T(c, v);
+    int64_t d = (int64_t)dc_num(c, n, 2, "dim", 0), dims[GR_MAX_RANK];
+    int nd = 0;
+    for (int i = 0; i < t.rank; i++)
+        if (i != d)
+            dims[nd++] = i;
+    int sq = dc_bin(c, "aten.mul.Tensor", v, v);
+    int nrm = dc_un(c, "aten.sqrt.default", nd ? dc_red(c, "aten.sum.dim_IntList", sq, nd, dims, d != -1) : sq);
+    out[0] = dc_bin(c, "aten.mul.Tensor", v, dc_bin(c, "aten.div.Tensor", g, nrm));
+    out[1] = nrm;
+    return 2;
+}
+
 /* The fill value of a factory op as a double, and its default dtype. */
 static double fill_value(dctx *c, const gr_node *n, int pos, gr_dtype *dt)
 {
@@ -1382,7 +1400,52 @@ static int r_sign(dctx *c, const gr_node *n, int *out)
     return 1;
 }
 
-/* div with rounding_mode "trunc" / "floor": the true quotient, rounded */
+/* b (the value bv, or the number bs when bv < 0) applied to x by op; an integer x keeps its
+ * dtype by an integer number */
+static int by_b(dctx *c, const char *op, int x, int bv, double bs)
+{
+    if (bv >= 0)
+        return dc_bin(c, op, x, bv);
+    if (dc_is_float(dc_T(c, x).dtype))
+        return dc_bins(c, op, x, bs);
+    return DC_EMIT(c, op, dc_T(c, x), da_val(x), da_int((int64_t)bs));
+}
+
+/* Integer a / b rounded to trunc or floor (as a's dtype): the cast of the fp32 quotient truncates
+ * as PyTorch's does, and intexact.c tabulates that cast of a bounded integer into comparisons of
+ * it, exact (or refuses it); floor is one less where a and b differ in sign and b does not
+ * divide a. */
+static int int_div(dctx *c, int a, int bv, double bs, int which)
+{
+    gr_dtype dt = dc_T(c, a).dtype;
+    int af = dc_cast(c, a, GR_F32);
+    int q = dc_cast(c, by_b(c, "aten.div.Tensor", af, bv >= 0 ? dc_cast(c, bv, GR_F32) : -1, bs), dt);
+    if (which == RD_TRUNC)
+        return q;
+    int r = dc_bin(c, "aten.sub.Tensor", a, by_b(c, "aten.mul.Tensor", q, bv, bs));
+    int apart = bv >= 0 ? dc_cmpv(c, "aten.ne.Tensor", dc_cmps(c, "aten.lt.Scalar", a, 0), dc_cmps(c, "aten.lt.Scalar", bv, 0))
+                        : dc_cmps(c, bs < 0 ? "aten.ge.Scalar" : "aten.lt.Scalar", a, 0);
+    int down = dc_bin(c, "aten.logical_and.default", apart, dc_cmps(c, "aten.ne.Scalar", r, 0));
+    return dc_bin(c, "aten.sub.Tensor", q, as_num(c, down, dt));
+}
+
+/* Whether a / other divides integers: a integer, other an integer number or tensor */
+static int int_operands(dctx *c, const gr_node *n, int a, int *bv, double *bs)
+{
+    const gr_arg *o = gr_node_arg(n, 1, "other");
+    *bv = -1;
+    *bs = 0;
+    if (dc_is_float(dc_T(c, a).dtype))
+        return 0;
+    if (dc_is_number(o)) {
+        *bs = dc_num(c, n, 1, "other", 1);
+        return o->kind == GR_ARG_INT;
+    }
+    *bv = dc_val(c, n, 1, "other");
+    return !dc_is_float(dc_T(c, *bv).dtype);
+}
+
+/* div with rounding_mode "trunc" / "floor": the true quotient, rounded (integers: int_div) */
 static int r_div_mode(dctx *c, const gr_node *n, int *out)
 {
     const gr_arg *m = gr_node_arg(n, 2, "rounding_mode");
@@ -1390,35 +1453,52 @@ static int r_div_mode(dctx *c, const gr_node *n, int *out)
         return 0;
     if (m->kind != GR_ARG_STR || (strcmp(m->s, "trunc") && strcmp(m->s, "floor")))
         dc_fail(c, "rounding_mode must be None, \"trunc\" or \"floor\"");
-    int x = dc_val(c, n, 0, "self");
+    int x = dc_val(c, n, 0, "self"), bv;
+    double bs;
+    int which = strcmp(m->s, "trunc") ? RD_FLOOR : RD_TRUNC;
+    if (int_operands(c, n, x, &bv, &bs)) {
+        out[0] = int_div(c, x, bv, bs, which);
+        return 1;
+    }
     const gr_arg *o = gr_node_arg(n, 1, "other");
     int q = dc_is_number(o) ? dc_bins(c, "aten.div.Tensor", x, dc_num(c, n, 1, "other", 1))
                          : dc_bin(c, "aten.div.Tensor", x, dc_val(c, n, 1, "other"));
-    out[0] = round_to_int(c, q, strcmp(m->s, "trunc") ? RD_FLOOR : RD_TRUNC);
+    out[0] = round_to_int(c, q, which);
     return 1;
 }
 
-/* floor_divide(a, b): floor(a / b) (float tensors) */
+/* floor_divide(a, b): floor(a / b) (integers: int_div) */
 static int r_floor_divide(dctx *c, const gr_node *n, int *out)
 {
-    int x = dc_val(c, n, 0, "self");
+    int x = dc_val(c, n, 0, "self"), bv;
+    double bs;
+    if (int_operands(c, n, x, &bv, &bs)) {
+        out[0] = int_div(c, x, bv, bs, RD_FLOOR);
+        return 1;
+    }
     const gr_arg *o = gr_node_arg(n, 1, "other");
     int q = dc_is_number(o) ? dc_bins(c, "aten.div.Tensor", x, dc_num(c, n, 1, "other", 1))
                          : dc_bin(c, "aten.div.Tensor", x, dc_val(c, n, 1, "other"));
     if (!dc_is_float(dc_T(c, x).dtype) || !dc_is_float(dc_T(c, q).dtype))
-        dc_fail(c, "the compiler lowers floor_divide only of float tensors");
+        dc_fail(c, "the compiler lowers floor_divide of float tensors or of integers by integers");
     out[0] = round_to_int(c, q, RD_FLOOR);
     return 1;
 }
 
-/* remainder: a - floor(a / b) b; fmod: a - trunc(a / b) b */
+/* remainder: a - floor(a / b) b; fmod: a - trunc(a / b) b (integers: int_div's quotient) */
 static int r_remainder(dctx *c, const gr_node *n, int *out)
 {
-    int a = dc_val(c, n, 0, "self");
+    int a = dc_val(c, n, 0, "self"), bv;
     const gr_arg *o = gr_node_arg(n, 1, "other");
     int fm = !strcmp(n->base, "fmod");
+    double bs;
+    if (int_operands(c, n, a, &bv, &bs)) {
+        int q = int_div(c, a, bv, bs, fm ? RD_TRUNC : RD_FLOOR);
+        out[0] = dc_bin(c, "aten.sub.Tensor", a, by_b(c, "aten.mul.Tensor", q, bv, bs));
+        return 1;
+    }
     if (!dc_is_float(dc_T(c, a).dtype))
-        dc_fail(c, "the compiler lowers %s only of a float tensor", n->base);
+        dc_fail(c, "the compiler lowers %s of a float tensor or of integers by integers", n->base);
     int q, p;
     if (dc_is_number(o)) {
         double b = dc_num(c, n, 1, "other", 1);
@@ -2788,7 +2868,7 @@ static const struct {
     {"frac", r_frac, "x - trunc(x)"},
     {"sign", r_sign, "(x > 0) - (x < 0), NaN kept (where(x != x, x, ..))"},
     {"sgn", r_sign, "as sign (real tensors)"},
-    {"div", r_div_mode, "with rounding_mode: div, then trunc or floor (as floor)"},
+    {"div", r_div_mode, "with rounding_mode: div, then trunc or floor (as floor); integers as floor_divide"},
     {"remainder", r_remainder, "a - floor(a / b) * b"},
     {"fmod", r_remainder, "a - trunc(a / b) * b"},
     {"hardtanh", r_hardtanh, "clamp_min, clamp_max"},
@@ -2825,7 +2905,9 @@ static const struct {
     {"erfc", r_math, NULL},
     {"angle", r_math, NULL},
     {"special_entr", r_math, NULL},
-    {"floor_divide", r_floor_divide, "div, then floor (as floor)"},
+    {"floor_divide", r_floor_divide, "div, then floor (as floor); integers: the fp32 quotient cast to the "
+                                     "integer (tabulated exact, intexact.c), minus 1 where the signs differ and "
+                                     "a - q b != 0"},
     {"hypot", r_hypot, "m * sqrt(r*r + 1), m = maximum(|a|, |b|), r = minimum / m; m == 0: 0"},
     {"isinf", r_isinf, "|x| >= 2^30 (the device's infinity: the stand-in 2^30 and beyond)"},
     {"isposinf", r_isinf, "x >= 2^30"},
@@ -2915,7 +2997,8 @@ static const struct {
                             "sum_k where(index == k, self[.., k, ..], 0) along dim (one-hot)"},
     {"scatter", dc_r_scatter, "src or value: each position gets the last equal index entry's (one-hot: amax of "
                               "the matching positions, then a selection), else self; .reduce stays for the host"},
-    {"scatter_add", dc_r_scatter_add, "self + sum_j where(index_j == k, src_j, 0) along dim (one-hot)"},
+    {"scatter_add", dc_r_scatter_add, "self + sum_j where(index_j == k, src_j, 0) along dim (one-hot); dim 0 by an "
+                                      "index repeating one column: one-hot (n, m) @ src as (m, rest)"},
     {"scatter_reduce", dc_r_scatter_reduce, "sum, prod, mean, amax, amin of where(index_j == k, src_j, ..) along dim "
                                             "(one-hot), with self's (include_self), where a position gets any; else self"},
     {"index_fill", dc_r_index_fill, "where(any(arange == index) along dim, value, self)"},
@@ -2963,7 +3046,8 @@ static const struct {
     {"index_put", dc_r_index_put, "one integer index tensor: the values of the entries equal to each position, "
                                   "summed (accumulate) or the last one's; a bool mask over the leading dims with values "
                                   "that broadcast: where(mask, values, self)"},
-    {"index_add", dc_r_index_add, "self + alpha * sum_j where(index_j == k, source[.., j, ..], 0) (one-hot)"},
+    {"index_add", dc_r_index_add, "self + alpha * sum_j where(index_j == k, source[.., j, ..], 0) (one-hot); dim 0 "
+                                  "of a float tensor of rank > 1: one-hot (n, m) @ source as (m, rest)"},
     {"index_copy", dc_r_index_copy, "as scatter of source by index broadcast over source's other dims (a state's "
                                     "update stays a dma.scatter)"},
     {"addmv", dc_r_addmv, "mm of vec as a row and mat^T, add (bias*beta + product*alpha)"},
@@ -2975,6 +3059,9 @@ static const struct {
                                    "past 2^22 differences: as _euclidean_dist's matmul"},
     {"_euclidean_dist", dc_r_euclidean_dist, "as _cdist_forward, p = 2: differences up to 2^22 of them, else "
                                              "sqrt(clamp_min([-2a, |a|^2, 1] @ [b, 1, |b|^2]^T, 0)), one matmul"},
+    {"_weight_norm_interface", r_weight_norm, "(v * (g / norm), norm), norm = sqrt(sum(v*v)) over every dim but "
+                                              "dim (kept)"},
+    {"bincount", dc_r_bincount, "sum_j where(self_j == k, weights_j or 1, 0) over k < the declared length (one-hot)"},
 };
 
 /* A rule's description: its row's, or the math function's (r_math). */

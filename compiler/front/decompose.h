@@ -78,6 +78,9 @@ int dc_matmul(dctx *c, const char *op, int a, int b);
 int dc_where(dctx *c, int cond, int a, int b);
 int dc_where_s(dctx *c, int cond, int a, double s, int scalar_first);
 int dc_cmps(dctx *c, const char *op, int a, double s);
+/* Whether value v of g depends on a graph input or parameter (else it is
+ * made from positions and constants alone). */
+int dc_reads_data(const gr_graph *g, int v);
 int dc_cmpv(dctx *c, const char *op, int a, int b);
 int dc_neg(dctx *c, int a);
 int dc_scale(dctx *c, int x, double s);
@@ -121,6 +124,7 @@ int dc_r_embedding_bag(dctx *c, const gr_node *n, int *out);
 int dc_r_median(dctx *c, const gr_node *n, int *out);
 int dc_r_any(dctx *c, const gr_node *n, int *out);
 int dc_r_bucketize(dctx *c, const gr_node *n, int *out);
+int dc_r_bincount(dctx *c, const gr_node *n, int *out);
 int dc_r_prod(dctx *c, const gr_node *n, int *out);
 int dc_r_cumsum(dctx *c, const gr_node *n, int *out);      /* dec_views.c */
 int dc_r_roll(dctx *c, const gr_node *n, int *out);

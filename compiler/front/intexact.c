@@ -32,6 +32,9 @@ typedef struct {
 } ictx;
 
 #define TAB_MAX 2048 /* values of the integer a tabulated cast reads */
+/* past 2^24 the values come from an integer input declared without a range */
+#define UNRANGED_HINT "; an integer input without a range may hold any value up to 2^24: declare one " \
+                      "(tools/export.py --int-range NAME=LO:HI)"
 
 static const ival WIDE = {-INFINITY, INFINITY};
 
@@ -362,7 +365,8 @@ int ir_check_int_exact(ir_prog *p)
             if (c.n->nops)
                 p->fail_src = ir_node_op(c.n);
             rc = ir_error(p, line, "%s: integer values up to %.0f are not exact on the device (DL16 keeps every "
-                          "integer up to %.0f; not supported yet)", op, c.worst, EXACT);
+                          "integer up to %.0f; not supported yet)%s", op, c.worst, EXACT,
+                          c.worst >= 0x1p24 && isfinite(c.worst) ? UNRANGED_HINT : "");
         }
     }
     free(c.buf);

@@ -4,9 +4,10 @@ PixelCNN), recommendation and retrieval heads (DLRM, EmbeddingBag, CLIP), routin
 graph layers (mixture of experts, GNN, GNN pooling by scatter_reduce), a TCN, T5's
 relative-position bias, a 3-D conv block, reduced-precision models (bf16, fp16, mixed),
 sequence blocks (a Conformer block, Mamba's selective scan), and vision layers (max pooling
-over NaN pixels, InstanceNorm with running statistics, nn.Unfold patches), and language-model
+over NaN pixels, InstanceNorm with running statistics, nn.Unfold patches), language-model
 and routing layers as Hugging Face writes them (finfo.min masks in a GQA layer and a T5 block, a
-static KV cache step, a top-2 mixture of experts by F.one_hot).  Seeded weights, eval mode, small
+static KV cache step, a top-2 mixture of experts by F.one_hot), GraphSAGE (bincount degrees), a
+weight-normed TCN and CenterNet's decode (integer // and %).  Seeded weights, eval mode, small
 inputs: each exports and runs in seconds.  `bench/run usermodels` runs them all with
 `spyre run DIR --check` (bench/bench_usermodels.py); the results are in
 docs/conformance.md ("Whole models a user brings").  Export one with
@@ -695,3 +696,89 @@ class Top2MoE(nn.Module):
 def moe_top2():
     torch.manual_seed(0)
     return Top2MoE().eval(), (torch.randn(2, 8, 32),)
+
+
+class SAGEConv(nn.Module):
+    """GraphSAGE mean aggregation over an edge list: degree by torch.bincount, neighbours
+    summed by index_add_, a Linear of self and of the mean, ReLU, F.normalize."""
+
+    def __init__(self, i=16, o=32):
+        super().__init__()
+        self.self_lin, self.nbr_lin = nn.Linear(i, o), nn.Linear(i, o, bias=False)
+
+    def forward(self, x, edge_index):
+        src, dst = edge_index[0], edge_index[1]
+        deg = torch.bincount(dst, minlength=x.shape[0]).clamp(min=1).float()
+        agg = torch.zeros_like(x).index_add_(0, dst, x[src]) / deg[:, None]
+        return F.normalize(F.relu(self.self_lin(x) + self.nbr_lin(agg)), dim=-1)
+
+
+def sage():
+    torch.manual_seed(0)
+    return SAGEConv().eval(), (torch.randn(12, 16), torch.randint(0, 12, (2, 40)))
+
+
+class WeightNormTCN(nn.Module):
+    """TCN residual blocks as in locuslab/TCN: causal dilated Conv1d (1, 2, 4) under
+    nn.utils.weight_norm, padding chomped off the right, ReLU, dropout, a 1x1 downsample."""
+
+    class Block(nn.Module):
+        def __init__(self, i, o, k, d):
+            super().__init__()
+            self.p = (k - 1) * d
+            wn = nn.utils.weight_norm
+            self.c1 = wn(nn.Conv1d(i, o, k, padding=self.p, dilation=d))
+            self.c2 = wn(nn.Conv1d(o, o, k, padding=self.p, dilation=d))
+            self.drop = nn.Dropout(0.2)
+            self.down = nn.Conv1d(i, o, 1) if i != o else None
+
+        def forward(self, x):
+            y = self.drop(F.relu(self.c1(x)[:, :, :-self.p]))
+            y = self.drop(F.relu(self.c2(y)[:, :, :-self.p]))
+            return F.relu(y + (x if self.down is None else self.down(x)))
+
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.Sequential(self.Block(4, 16, 3, 1), self.Block(16, 16, 3, 2), self.Block(16, 16, 3, 4))
+        self.head = nn.Linear(16, 3)
+
+    def forward(self, x):
+        return self.head(self.blocks(x)[:, :, -1])
+
+
+def tcn_weightnorm():
+    torch.manual_seed(0)
+    return WeightNormTCN().eval(), (torch.randn(2, 4, 40),)
+
+
+class CenterNetDecode(nn.Module):
+    """CenterNet head and decode: sigmoid heatmap, 3x3 max-pool peak mask, topk over the
+    flattened heatmap, class and pixel by // and %, the peaks' positions plus their offsets
+    (the offset map picked by one-hot: a gather at computed indices checks only vacuously)."""
+
+    def __init__(self, classes=3, k=10):
+        super().__init__()
+        self.k = k
+        self.backbone = nn.Sequential(nn.Conv2d(3, 16, 3, 2, 1), nn.BatchNorm2d(16), nn.ReLU(),
+                                      nn.Conv2d(16, 32, 3, 2, 1), nn.BatchNorm2d(32), nn.ReLU())
+        self.hm = nn.Sequential(nn.Conv2d(32, 32, 3, padding=1), nn.ReLU(), nn.Conv2d(32, classes, 1))
+        self.reg = nn.Conv2d(32, 2, 1)
+        with torch.no_grad():
+            self.hm[-1].bias.fill_(-2.19)
+
+    def forward(self, x):
+        f = self.backbone(x)
+        hm, reg = self.hm(f).sigmoid(), self.reg(f)
+        b, _, h, w = hm.shape
+        hm = hm * (F.max_pool2d(hm, 3, 1, 1) == hm).float()
+        scores, inds = hm.view(b, -1).topk(self.k)
+        cls, pix = inds // (h * w), inds % (h * w)
+        ys, xs = (pix // w).float(), (pix % w).float()
+        pick = (pix[:, :, None] == torch.arange(h * w)).float()           # (b, k, h w)
+        off = pick @ reg.view(b, 2, -1).transpose(1, 2)                   # (b, k, 2)
+        return scores, cls, torch.stack([xs + off[..., 0], ys + off[..., 1]], -1)
+
+
+def centernet():
+    torch.manual_seed(0)
+    return _perturb(CenterNetDecode()), (torch.randn(2, 3, 32, 32),)

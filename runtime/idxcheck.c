@@ -1,0 +1,105 @@
+/* idxcheck.c: the computed indices a launch checks.  An index the device
+ * computes from inputs (a mask's count minus one, a shifted argmax) is
+ * gathered one-hot: out of bounds, it would pick no row and give 0 where
+ * PyTorch raises.  The compiler proves most in range (dec_range.c); the
+ * others (prog->icheck) are computed here from the launch's inputs by the
+ * reference executor, running only the nodes they need, and an
+ * out-of-bounds one refuses the launch as PyTorch refuses the call.  It
+ * costs the host, not the device: a timing-only run has no values and
+ * checks none. */
+#include "rt_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Mark the nodes value v needs (v's own among them) and the leaves
+ * (inputs, parameters) they read; mark[] has a byte per value. */
+static void need(const gr_graph *g, int v, char *mark)
+{
+    if (mark[v])
+        return;
+    mark[v] = 1;
+    if (g->values[v].kind != GR_VAL_NODE)
+        return;
+    const gr_node *n = &g->nodes[g->values[v].node];
+    for (int i = 0; i < n->nargs; i++) {
+        const gr_arg *a = &n->args[i];
+        for (int j = 0; j < (a->kind == GR_ARG_LIST ? a->nitems : 1); j++) {
+            const gr_arg *x = a->kind == GR_ARG_LIST ? &a->items[j] : a;
+            if (x->kind == GR_ARG_VALUE)
+                need(g, x->value, mark);
+        }
+    }
+}
+
+/* The marked leaves from their host copies: 1 when all are there, 0 when
+ * one is not (no check), -1 on error. */
+static int set_leaves(const rt_program *prog, rt_ref *r, const char *mark, char *err, size_t errlen)
+{
+    const gr_graph *g = prog->igraph;
+    for (int v = 0; v < g->nvalues; v++) {
+        if (!mark[v] || g->values[v].kind == GR_VAL_NODE)
+            continue;
+        int t = rt_value_tensor(prog->p, g->values[v].name);
+        if (t < 0 || !prog->host[t])
+            return 0;
+        if (rt_ref_set_value(r, v, prog->host[t], rt_tensor_elems(&prog->p->tensors[t]), err, errlen))
+            return -1;
+    }
+    return 1;
+}
+
+/* Check c's values in r: 0, or -1 with the message. */
+static int check_one(const rt_program *prog, rt_ref *r, const rt_icheck *c, char *err, size_t errlen)
+{
+    const gr_graph *g = prog->igraph;
+    gr_ttype t;
+    const int64_t *x = rt_ref_value_i64(r, c->value, &t);
+    if (!x || rt_ref_drawn(r, c->value)) /* a random draw of the host's is not the device's */
+        return 0;
+    const gr_node *n = &g->nodes[c->node];
+    for (int64_t k = 0; k < gr_ttype_numel(&t); k++)
+        if (x[k] < (c->wrap ? -c->size : 0) || x[k] >= c->size)
+            return isa_errf(err, errlen, "graph line %d: %s: the index %%%s computed from the inputs holds %lld at "
+                            "element %lld, out of bounds for dim %d of size %lld (PyTorch raises)", n->line, n->op,
+                            g->values[c->value].name, (long long)x[k], (long long)k, c->dim, (long long)c->size);
+    return 0;
+}
+
+/* Whether the reference executor runs every marked node. */
+static int supported(const gr_graph *g, const char *mark)
+{
+    for (int k = 0; k < g->nnodes; k++)
+        if (mark[g->nodes[k].out] && !rt_ref_supports(&g->nodes[k]))
+            return 0;
+    return 1;
+}
+
+int rt_index_check(const rt_program *prog, char *err, size_t errlen)
+{
+    if (!prog->nicheck)
+        return 0;
+    const gr_graph *g = prog->igraph;
+    char *mark = calloc((size_t)g->nvalues + 1, 1);
+    rt_ref *r = mark ? rt_ref_new_partial(g, err, errlen) : NULL;
+    if (!r) {
+        free(mark);
+        return isa_errf(err, errlen, "out of host memory");
+    }
+    for (int k = 0; k < prog->nicheck; k++)
+        need(g, prog->icheck[k].value, mark);
+    int rc = supported(g, mark) ? set_leaves(prog, r, mark, err, errlen) : 0;
+    if (rc == 1) {
+        rt_ref_seed(r, prog->seed);
+        /* an op refusing its values on the way (an inner index) refuses the launch as PyTorch */
+        rc = 0;
+        for (int k = 0; !rc && k < g->nnodes; k++)
+            rc = mark[g->nodes[k].out] ? rt_ref_run_node(r, k, err, errlen) : 0;
+        for (int k = 0; !rc && k < prog->nicheck; k++)
+            rc = check_one(prog, r, &prog->icheck[k], err, errlen);
+    }
+    rt_ref_free(r);
+    free(mark);
+    return rc < 0 ? -1 : 0;
+}
