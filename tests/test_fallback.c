@@ -1057,6 +1057,62 @@ static void test_a_t5_relative_position_bucket_runs_on_the_device(void)
     }
 }
 
+/* Token ids an embedding gathers (fp32 on the device) and a padding
+ * mask compares (ids != 0, ids < 1000: SASRec, any model masking its pad
+ * tokens): the comparisons ran on the host.  They read the ids rounded
+ * to DL16 (100 wide: two sticks of DL16, four of fp32), exact against
+ * values inside (-1024, 1024) for ids up to 2999;
+ * a one_hot of the same ids beside their embedding (wide & deep) too.
+ * Both check on both chips. */
+static const char *const id_mask = "graph idmask\ninput %ids: i64[4, 100] range=[0, 2999]\ninput %w: f32[3000, 64]\n"
+                                   "%e: f32[4, 100, 64] = aten.embedding.default(%w, %ids, 0)\n"
+                                   "%ne: bool[4, 100] = aten.ne.Scalar(%ids, 0)\n"
+                                   "%lt: bool[4, 100] = aten.lt.Scalar(%ids, LIMIT)\n"
+                                   "%a: bool[4, 100] = aten.logical_and.default(%ne, %lt)\n"
+                                   "%u: bool[4, 100, 1] = aten.unsqueeze.default(%a, -1)\n"
+                                   "%f: f32[4, 100, 1] = aten._to_copy.default(%u, dtype=f32)\n"
+                                   "%m: f32[4, 100, 64] = aten.mul.Tensor(%e, %f)\noutput %m, %f\n";
+
+static void id_mask_at(int limit, char *buf, size_t len)
+{
+    const char *at = strstr(id_mask, "LIMIT");
+    snprintf(buf, len, "%.*s%d%s", (int)(at - id_mask), id_mask, limit, at + 5);
+}
+
+static void test_a_mask_of_the_ids_an_embedding_gathers_runs_on_the_device(void)
+{
+    char text[2048];
+    id_mask_at(1000, text, sizeof text);
+    const char *one_hot = "graph wd\ninput %cat: i64[8] range=[0, 39]\ninput %w: f32[40, 8]\ninput %v: f32[1, 40]\n"
+                          "%u: i64[8, 1] = aten.unsqueeze.default(%cat, -1)\n"
+                          "%r: i64[40] = aten.arange.default(40, device=\"cpu\", pin_memory=False)\n"
+                          "%eq: bool[8, 40] = aten.eq.Tensor(%u, %r)\n"
+                          "%o: f32[8, 40] = aten._to_copy.default(%eq, dtype=f32)\n"
+                          "%t: f32[40, 1] = aten.t.default(%v)\n%mm: f32[8, 1] = aten.mm.default(%o, %t)\n"
+                          "%e: f32[8, 8] = aten.embedding.default(%w, %cat)\n"
+                          "%s: f32[8, 1] = aten.sum.dim_IntList(%e, [1], True)\n"
+                          "%y: f32[8, 1] = aten.add.Tensor(%mm, %s)\noutput %y\n";
+    for (int i = 0; i < 2; i++) {
+        runs_on_the_device(text, both_chips[i], "check f: ");
+        runs_on_the_device(one_hot, both_chips[i], "check y: ");
+    }
+}
+
+/* Compared with 1024 the rounded ids would be wrong (1025 reads as
+ * 1024): that comparison runs on the host, the refusal saying why, and
+ * the values check. */
+static void test_ids_compared_past_dl16_integers_run_on_the_host(void)
+{
+    char text[2048];
+    id_mask_at(1024, text, sizeof text);
+    CU_ASSERT_EQUAL(run_checked(text, " --no-fallback"), 2);
+    TU_ASSERT_CONTAINS(out, "integer values up to 2999 are not exact on the device");
+    CU_ASSERT_EQUAL(run_checked(text, ""), 0);
+    TU_ASSERT_CONTAINS(out, "fallback aten.lt.Scalar (graph line 6)");
+    TU_ASSERT_CONTAINS(out, "check f: ");
+    CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
+}
+
 static void test_a_t5_bucket_without_the_clamp_runs_on_the_device(void)
 {
     static const int64_t by_distance[20] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 8, 8, 8, 9, 9, 9, 9, 10, 10, 10, 10};
@@ -1372,6 +1428,9 @@ int main(void)
         {"a huge factory is refused before it is made", test_a_huge_factory_is_refused_before_it_is_made},
         {"a T5 relative-position bucket runs on the device", test_a_t5_relative_position_bucket_runs_on_the_device},
         {"a T5 bucket without the clamp runs on the device", test_a_t5_bucket_without_the_clamp_runs_on_the_device},
+        {"a mask of the ids an embedding gathers runs on the device",
+         test_a_mask_of_the_ids_an_embedding_gathers_runs_on_the_device},
+        {"ids compared past DL16 integers run on the host", test_ids_compared_past_dl16_integers_run_on_the_host},
         {"max-pool indices of -inf and NaN windows run on the device",
          test_max_pool_indices_of_inf_and_nan_windows_run_on_the_device},
         {"a cast of rsqrt is PyTorch's fp32, not a double rounded once",

@@ -81,34 +81,6 @@ static int same_dims(const gr_ttype *a, const gr_ttype *b)
     return 1;
 }
 
-/* Buffer b holds the row numbers of a gather: some node's body has an
- * ILOAD whose index is a load of b (through integer casts). */
-typedef struct {
-    const ir_prog *p;
-    int buf, found;
-} gather_scan;
-
-static void find_gather_index(void *ctx, const ir_expr *x)
-{
-    gather_scan *g = ctx;
-    if (x->kind != IR_E_ILOAD)
-        return;
-    int ids = x->a;
-    while (ids >= 0 && g->p->A.e[ids].kind == IR_E_CAST && !ir_dtype_is_float(g->p->A.e[ids].dtype))
-        ids = g->p->A.e[ids].a;
-    if (ids >= 0 && g->p->A.e[ids].kind == IR_E_LOAD && g->p->A.e[ids].buf == g->buf)
-        g->found = 1;
-}
-
-static int gather_index(ir_prog *p, int b)
-{
-    gather_scan g = {p, b, 0};
-    for (int n = 0; n < p->nnodes && !g.found; n++)
-        if (!p->nodes[n].dead && p->nodes[n].body >= 0)
-            ir_expr_walk(&p->A, p->nodes[n].body, find_gather_index, &g);
-    return g.found;
-}
-
 _Static_assert(IR_WRAP_ROWS_MAX == ISA_WRAP_ROWS_MAX, "a table's rows fit the tensor record's bits");
 
 /* Weight b is the row numbers of gathers, a negative one counted from the
@@ -174,7 +146,7 @@ static int dev_f32(ir_prog *p, int b)
     int from_host = be_host_result(p, b);
     if (B->type.dtype == GR_I64 || B->type.dtype == GR_I32)
         return from_host ||
-               (B->kind != IR_BUF_COMPUTED && (gather_index(p, b) || be_update_index(p, b) || !device_reads(p, b)));
+               (B->kind != IR_BUF_COMPUTED && (ir_gather_rows(p, b) || be_update_index(p, b) || !device_reads(p, b)));
     /* a host op's float result that only goes back to the host (an output
      * no device kernel reads) stays fp32: DL16 would round it and turn what
      * lies beyond its range into NaN on the way */

@@ -2573,12 +2573,32 @@ static void rk_scatter(rk_core *rc, int j, const be_val *v, int64_t gs, int64_t 
 /* A gather row's segments u as be_rst_segs takes them (seg), from the
  * sticks staged at st: group g's layout rows lo[g].. at st + go[g]. */
 static void rk_gather_segs(const be_wseg *u, int ns, int64_t st, const int64_t *lo, const int64_t *go, int64_t sb,
-                           be_rst_seg *seg)
+                           int f32, be_rst_seg *seg)
 {
     for (int q = 0; q < ns; q++) /* past the buffer: any staged value (the where discards it) */
         seg[q] = u[q].g < 0 ? (be_rst_seg){st, 0, 1}
-                            : (be_rst_seg){st + go[u[q].g] + (u[q].r - lo[u[q].g]) * sb + u[q].byte,
-                                           u[q].dr * sb + u[q].db, u[q].n};
+                            : (be_rst_seg){st + ((go[u[q].g] + (u[q].r - lo[u[q].g]) * sb + u[q].byte) >> f32),
+                                           (u[q].dr * sb + u[q].db) >> f32, u[q].n};
+}
+
+/* An fp32 buffer's `bytes` staged at st, rounded to DL16 in place: each
+ * stick's 4-byte values become 2-byte ones at half its offset, so a
+ * staged byte offset o reads at o / 2 (rk_gather_segs). */
+static void rk_stage_dl16(cc_emit *e, int64_t st, int64_t bytes, int64_t sb)
+{
+    for (int64_t done = 0; done < bytes / sb;) {
+        cc_sfp_args cv = {0};
+        cv.op = ISA_OP_SFP_CVT;
+        cv.t = ISA_T_F32;
+        cv.n0 = cc_min(bytes / sb - done, 65535);
+        cv.a = cc_abs(st + done * sb);
+        cv.d = cc_abs(st + done * sb / 2);
+        cv.as0 = sb;
+        cv.ds0 = sb / 2;
+        cv.n1 = 1;
+        cc_emit_sfp(e, &cv);
+        done += cv.n0;
+    }
 }
 
 /* A restickified tile load: rows [r0, r0 + n) of the row space, every
@@ -2591,6 +2611,7 @@ static void rk_gather(rk_core *rc, const rk_load *L, int64_t lx, int64_t r0, int
     be_ctx *c = k->c;
     const ir_expr *x = &c->p->A.e[L->e];
     const int64_t sb = c->t.stick, lanes = c->t.lanes16, gs = rc->R * sb, nel = rk_numel(c, x->buf);
+    const int f32 = c->lay[x->buf].f32; /* rounded to DL16 in place (rk_stage_dl16) */
     int64_t val[IR_MAX_VARS] = {0};
     be_wseg ws[BE_LANES_MAX], mv[BE_LANES_MAX];
     be_rst_seg seg[BE_LANES_MAX];
@@ -2632,7 +2653,7 @@ static void rk_gather(rk_core *rc, const rk_load *L, int64_t lx, int64_t r0, int
             if (m.ax != -2 && be_wseg_movable(&w, ws, ns, m.ax) && be_wseg_move(&w, ws, ns, co, m.ax, m.by, mv)) {
                 /* the runs of the row walked last, moved (the Llama-8B
                  * prefill layer's rotary embedding: a token on a row) */
-                rk_gather_segs(mv, ns, st, lo, go, sb, seg);
+                rk_gather_segs(mv, ns, st, lo, go, sb, f32, seg);
                 be_rst_segs(&r, lx + g * gs + i * sb, seg, ns);
                 continue;
             }
@@ -2642,7 +2663,7 @@ static void rk_gather(rk_core *rc, const rk_load *L, int64_t lx, int64_t r0, int
                 m.ax = -2;
             memcpy(co, w.co, sizeof co);
             ns = be_walk_segs(&w, cnt, ws);
-            rk_gather_segs(ws, ns, st, lo, go, sb, seg);
+            rk_gather_segs(ws, ns, st, lo, go, sb, f32, seg);
             be_rst_segs(&r, lx + g * gs + i * sb, seg, ns);
         }
     }
@@ -2842,7 +2863,7 @@ static void rk_chunk(rk_core *rc, int64_t r0, int64_t n)
     cc_emit_wait(e, ISA_U_DMAI, rc->empty[s]);
     int64_t first[IR_KERNEL_LOADS]; /* (rk_prepare checked k->nl) */
     int64_t at = base + rk_slot_place(k, first) * gs;
-    int64_t lx_of[IR_KERNEL_LOADS], st_of[IR_KERNEL_LOADS];
+    int64_t lx_of[IR_KERNEL_LOADS], st_of[IR_KERNEL_LOADS], st_n[IR_KERNEL_LOADS];
     int64_t *st_lo[IR_KERNEL_LOADS], *st_go[IR_KERNEL_LOADS]; /* only the loads' entries are read: only theirs cleared */
     for (int i = 0; i < k->nl && i < IR_KERNEL_LOADS; i++) {
         rk_load *L = &k->loads[i];
@@ -2874,7 +2895,8 @@ static void rk_chunk(rk_core *rc, int64_t r0, int64_t n)
         st_lo[i] = ir_xalloc((size_t)groups * sizeof *st_lo[i]);
         st_go[i] = ir_xalloc((size_t)groups * sizeof *st_go[i]);
         st_of[i] = at;
-        at += rk_stage_chunk(rc, i, at, r0, n, st_lo[i], st_go[i]);
+        st_n[i] = rk_stage_chunk(rc, i, at, r0, n, st_lo[i], st_go[i]);
+        at += st_n[i];
     }
     cc_emit_sig(e, ISA_U_DMAI, rc->full[s]);
 
@@ -2904,6 +2926,9 @@ static void rk_chunk(rk_core *rc, int64_t r0, int64_t n)
         a.b = cc_abs(L->stage + L->v.lane * 2);
         cc_emit_sfp(e, &a);
     }
+    for (int i = 0; i < k->nl && i < IR_KERNEL_LOADS; i++)
+        if (k->loads[i].staged && rk_stage_leader(k, i) == i && c->lay[c->p->A.e[k->loads[i].e].buf].f32)
+            rk_stage_dl16(e, st_of[i], st_n[i], sb);
     for (int i = 0; i < k->nl && i < IR_KERNEL_LOADS; i++)
         if (k->loads[i].staged) {
             const int l = rk_stage_leader(k, i);

@@ -912,6 +912,35 @@ static void collect_gather(rk_walk *w, const ir_expr *x)
     k->loads[k->nl++] = G;
 }
 
+/* Does expression x read load e other than as a gather's row numbers? */
+static int reads_plain(const ir_arena *A, int x, int e, char *seen)
+{
+    if (x < 0 || seen[x])
+        return 0;
+    seen[x] = 1;
+    const ir_expr *X = &A->e[x];
+    int ids = X->kind == IR_E_ILOAD ? X->a : -1;
+    while (ids >= 0 && A->e[ids].kind == IR_E_CAST && !ir_dtype_is_float(A->e[ids].dtype))
+        ids = A->e[ids].a;
+    return x == e || (ids != e && reads_plain(A, X->a, e, seen)) || reads_plain(A, X->b, e, seen) ||
+           reads_plain(A, X->c, e, seen);
+}
+
+/* A gather's row numbers e, also read elementwise by the node being
+ * collected (a mask of the ids beside their embedding)? */
+static int gather_ids_read(const rk_plan *k, int e)
+{
+    const ir_prog *p = k->c->p;
+    if (!k->c->lay[p->A.e[e].buf].f32 || !k->nn)
+        return 0;
+    char *seen = calloc((size_t)p->A.n + 1, 1);
+    if (!seen)
+        abort();
+    int r = reads_plain(&p->A, p->nodes[k->nodes[k->nn - 1].node].body, e, seen);
+    free(seen);
+    return r;
+}
+
 void be_collect_load(void *ctx, const ir_expr *x)
 {
     rk_walk *w = ctx;
@@ -928,7 +957,7 @@ void be_collect_load(void *ctx, const ir_expr *x)
     const rk_node *cur = k->K->kind != IR_MATMUL && k->nn ? &k->nodes[k->nn - 1] : NULL;
     int row_op = cur && (cur->cls == BE_V_TILE || k->c->p->nodes[cur->node].kind == IR_REDUCTION);
     for (int i = 0; i < k->nl; i++)
-        if (k->loads[i].e == e || (k->loads[i].gather && k->loads[i].ids == e)) {
+        if (k->loads[i].e == e || (k->loads[i].gather && k->loads[i].ids == e && !gather_ids_read(k, e))) {
             if (k->loads[i].row_tile && !row_op) {
                 be_error(k->c, k->K, "%s: a loop strides inside its stick dimension (needs a restickify)",
                          k->c->p->bufs[x->buf].name);
@@ -936,7 +965,10 @@ void be_collect_load(void *ctx, const ir_expr *x)
             }
             return;
         }
-    if (k->c->lay[x->buf].f32) {
+    /* a gather's row numbers (fp32): staged, then rounded to DL16 in LX
+     * (rk_gather), which intexact.c proved exact for this reader */
+    const int rounded = k->c->lay[x->buf].f32;
+    if (rounded && (k->c->p->bufs[x->buf].kind == IR_BUF_COMPUTED || !ir_gather_rows(k->c->p, x->buf))) {
         be_error(k->c, k->K, "%s holds integers (fp32 on the device): only a gather reads them (not supported yet)",
                  k->c->p->bufs[x->buf].name);
         w->failed = 1;
@@ -949,7 +981,7 @@ void be_collect_load(void *ctx, const ir_expr *x)
         has_row |= x->idx.coef[k->rsp.var[i]] != 0;
     L.cls = has_col ? (has_row ? BE_V_TILE : BE_V_COL) : has_row ? BE_V_ROW : BE_V_NONE;
     char why[256] = "";
-    if (L.cls == BE_V_NONE && k->scalars) { /* a scalar: its stick, then every lane of a COL value */
+    if (L.cls == BE_V_NONE && k->scalars && !rounded) { /* a scalar: its stick, then every lane of a COL value */
         if (be_view_of(k->c, x->buf, &x->idx, k->nvars, -1, NULL, &L.v, why, sizeof why)) {
             be_error(k->c, k->K, "%s", why);
             w->failed = 1;
@@ -959,6 +991,12 @@ void be_collect_load(void *ctx, const ir_expr *x)
         L.scalar = 1;
         k->loads = ir_xgrow(k->loads, &(int){k->nl}, k->nl + 1, sizeof *k->loads);
         k->loads[k->nl++] = L;
+        return;
+    }
+    if (rounded && (L.cls == BE_V_NONE || k->K->kind == IR_MATMUL)) {
+        be_error(k->c, k->K, "%s holds integers (fp32 on the device): read once per row or in a product's epilogue "
+                 "(not supported yet)", k->c->p->bufs[x->buf].name);
+        w->failed = 1;
         return;
     }
     if (L.cls == BE_V_NONE) {
@@ -979,7 +1017,8 @@ void be_collect_load(void *ctx, const ir_expr *x)
     const int repeats = inner >= 0 && k->rsp.ext[inner] > 1 && x->idx.coef[k->rsp.var[inner]] == 0;
     if (L.cls == BE_V_TILE && repeats && k->K->kind != IR_MATMUL && k->c->lay[x->buf].dram) {
         L.staged = 1;
-    } else if (be_view_of(k->c, x->buf, &x->idx, k->nvars, has_col ? k->colvar : -1, NULL, &L.v, why, sizeof why) ||
+    } else if (rounded ||
+               be_view_of(k->c, x->buf, &x->idx, k->nvars, has_col ? k->colvar : -1, NULL, &L.v, why, sizeof why) ||
         (has_col && !be_lane_fits(k->c, x->buf, &x->idx, k->cols))) {
         /* a per-column operand of a row kernel whose columns run past its
          * stick dimension (a layer norm's weight over two dimensions; every

@@ -24,9 +24,11 @@ typedef ir_ival ival;
 typedef struct {
     ir_prog *p;
     const ir_node *n;
-    ival *buf;    /* per buffer: the interval of its values */
-    double worst; /* the largest magnitude an integer result may reach */
-    int from, to; /* a cast tabulated: expression from becomes to */
+    ival *buf;     /* per buffer: the interval of its values */
+    char *rounded; /* per buffer: an integer input a kernel reads rounded to DL16 (a gather's row numbers) */
+    int compared;  /* the load being evaluated is compared with values DL16 keeps exactly */
+    double worst;  /* the largest magnitude an integer result may reach */
+    int from, to;  /* a cast tabulated: expression from becomes to */
 } ictx;
 
 #define TAB_MAX 2048 /* values of the integer a tabulated cast reads */
@@ -63,9 +65,42 @@ static ival eval(ictx *c, int e);
 static ival load_ival(ictx *c, int b)
 {
     const ir_buf *B = &c->p->bufs[b];
-    if (B->ranged)
+    if ((B->ranged || c->rounded[b]) && !c->compared)
         c->worst = fmax(c->worst, fmax(fabs(c->buf[b].lo), fabs(c->buf[b].hi)));
     return c->buf[b];
+}
+
+/* A gather's row numbers are fp32 on the device (exact up to 2^24); an
+ * elementwise reader gets them rounded to DL16 (be_collect_load), exact
+ * only up to 1024.  Rounding is monotone and keeps every integer in
+ * [-1024, 1024], so an x past 1024 reads as some value >= 1024 (<= -1024
+ * below): compared with any value strictly inside (-1024, 1024) it gives
+ * x's answer.  Is e such a load (through casts)? */
+static int rounded_load(const ictx *c, int e)
+{
+    const ir_arena *A = &c->p->A;
+    while (A->e[e].kind == IR_E_CAST)
+        e = A->e[e].a;
+    return A->e[e].kind == IR_E_LOAD && c->rounded[A->e[e].buf];
+}
+
+/* A comparison's operands: a rounded load beside an operand strictly
+ * inside DL16's exact integers is exact (rounded_load). */
+static void compare_ivals(ictx *c, const ir_expr *x, ival *a, ival *b)
+{
+    const int ra = rounded_load(c, x->a), rb = rounded_load(c, x->b);
+    *a = ra ? (ival){0, 0} : eval(c, x->a);
+    *b = rb ? (ival){0, 0} : eval(c, x->b);
+    const int a_in = !ra && a->lo > -EXACT && a->hi < EXACT, b_in = !rb && b->lo > -EXACT && b->hi < EXACT;
+    if (ra) {
+        c->compared = b_in;
+        *a = eval(c, x->a);
+    }
+    if (rb) {
+        c->compared = a_in;
+        *b = eval(c, x->b);
+    }
+    c->compared = 0;
 }
 
 /* The one integer expression the float expression e reads (through casts
@@ -243,7 +278,13 @@ static ival eval(ictx *c, int e)
         break;
     }
     case IR_E_OP: {
-        ival a = eval(c, x.a), b = ir_ops[x.op].arity == 2 ? eval(c, x.b) : a;
+        ival a, b;
+        if (x.op >= IR_EQ && x.op <= IR_GE) {
+            compare_ivals(c, &x, &a, &b);
+        } else {
+            a = eval(c, x.a);
+            b = ir_ops[x.op].arity == 2 ? eval(c, x.b) : a;
+        }
         r = op_ival(x.op, a, b);
         if (x.dtype == GR_I64 || x.dtype == GR_I32)
             c->worst = fmax(c->worst, fmax(fabs(r.lo), fabs(r.hi)));
@@ -296,9 +337,12 @@ static int node_line(const ir_prog *p, const ir_node *n, const char **op)
 
 int ir_check_int_exact(ir_prog *p)
 {
-    ictx c = {p, NULL, ir_xalloc((size_t)(p->nbufs + 1) * sizeof *c.buf), 0, -1, -1};
+    ictx c = {p, NULL, ir_xalloc((size_t)(p->nbufs + 1) * sizeof *c.buf), ir_xalloc((size_t)p->nbufs + 1), 0, 0,
+              -1, -1};
     for (int b = 0; b < p->nbufs; b++) {
         gr_dtype d = p->bufs[b].type.dtype;
+        c.rounded[b] = p->bufs[b].kind != IR_BUF_COMPUTED && !ir_dtype_is_float(d) && d != GR_BOOL &&
+                       ir_gather_rows(p, b);
         /* integer inputs are fp32 on the device, exact up to 2^24, or within the range declared */
         c.buf[b] = d == GR_BOOL ? (ival){0, 1} : ir_dtype_is_float(d) ? WIDE : (ival){-0x1p24, 0x1p24};
         if (p->bufs[b].ranged)
@@ -327,5 +371,32 @@ int ir_check_int_exact(ir_prog *p)
         }
     }
     free(c.buf);
+    free(c.rounded);
     return rc;
+}
+
+typedef struct {
+    const ir_prog *p;
+    int buf, found;
+} gather_scan;
+
+static void find_gather_rows(void *ctx, const ir_expr *x)
+{
+    gather_scan *g = ctx;
+    if (x->kind != IR_E_ILOAD)
+        return;
+    int ids = x->a;
+    while (ids >= 0 && g->p->A.e[ids].kind == IR_E_CAST && !ir_dtype_is_float(g->p->A.e[ids].dtype))
+        ids = g->p->A.e[ids].a;
+    if (ids >= 0 && g->p->A.e[ids].kind == IR_E_LOAD && g->p->A.e[ids].buf == g->buf)
+        g->found = 1;
+}
+
+int ir_gather_rows(const ir_prog *p, int b)
+{
+    gather_scan g = {p, b, 0};
+    for (int n = 0; n < p->nnodes && !g.found; n++)
+        if (!p->nodes[n].dead && p->nodes[n].body >= 0)
+            ir_expr_walk((ir_arena *)&p->A, p->nodes[n].body, find_gather_rows, &g);
+    return g.found;
 }

@@ -504,6 +504,9 @@ int ir_lower(ir_prog *p);                        /* lower.c */
 /* What decompose left for lower (dg, dfrom, dnan, dconsts), freed (lower.c). */
 void ir_free_dgraph(ir_prog *p);
 int ir_check_int_exact(ir_prog *p);              /* intexact.c: run by ir_lower */
+/* Does buffer b hold the row numbers of a gather (an ILOAD's index is a
+ * load of b, through integer casts)?  intexact.c */
+int ir_gather_rows(const ir_prog *p, int b);
 int ir_deps(ir_prog *p);                         /* schedule.c */
 int ir_dce(ir_prog *p);
 int ir_fuse_siblings(ir_prog *p);               /* siblings.c */
