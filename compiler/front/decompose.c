@@ -1394,6 +1394,9 @@ static int r_div_mode(dctx *c, const gr_node *n, int *out)
     const gr_arg *o = gr_node_arg(n, 1, "other");
     int q = dc_is_number(o) ? dc_bins(c, "aten.div.Tensor", x, dc_num(c, n, 1, "other", 1))
                          : dc_bin(c, "aten.div.Tensor", x, dc_val(c, n, 1, "other"));
+    /* an integer quotient stays an integer (PyTorch's type), the true one is f32 */
+    if (!dc_is_float(dc_T(c, x).dtype) || !dc_is_float(dc_T(c, q).dtype))
+        dc_fail(c, "the compiler lowers div with rounding_mode only of float tensors");
     out[0] = round_to_int(c, q, strcmp(m->s, "trunc") ? RD_FLOOR : RD_TRUNC);
     return 1;
 }
