@@ -4328,6 +4328,21 @@ static void test_a_nan_in_a_max_or_a_min_is_nan_as_pytorch(void)
         "output %mx, %mn, %cl, %rl, %am, %mv, %av\n");
 }
 
+/* clamp of floats with min above max is max everywhere, its DL16 rounding
+ * within --check's bound (the bound left it out below max); a NaN scalar
+ * bound of clamp is ignored, as torch 1.13 does (the device gave NaN),
+ * while clamp_min's NaN gives NaN (the reference kept x). */
+static void test_clamp_with_min_above_max_or_a_nan_bound_is_as_pytorch(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips("graph clampsem\n"
+                                                          "input %x: f32[8, 64]\n"
+                                                          "%a: f32[8, 64] = aten.clamp.default(%x, 1.83, 1.41)\n"
+                                                          "%b: f32[8, 64] = aten.clamp.default(%x, None, nan)\n"
+                                                          "%c: f32[8, 64] = aten.clamp.default(%x, nan, 0.5)\n"
+                                                          "%d: f32[8, 64] = aten.clamp_min.default(%x, nan)\n"
+                                                          "output %a, %b, %c, %d\n");
+}
+
 /* F.interpolate(mode="nearest-exact") (_upsample_nearest_exact1d/2d/3d)
  * faulted: neither the compiler nor the host had it.  It is nearest's
  * slices from the pixel centre's source, floor((i + 0.5) * scale). */
@@ -7066,6 +7081,7 @@ int main(void)
         {"infinities and NaNs are found and replaced on both chips",
          test_infinities_and_nans_are_found_and_replaced_on_both_chips},
         {"softmax of a row masked whole is NaN as PyTorch", test_softmax_of_a_row_masked_whole_is_nan_as_pytorch},
+        {"clamp with min above max or a NaN bound is as PyTorch", test_clamp_with_min_above_max_or_a_nan_bound_is_as_pytorch},
         {"softmax over an input mask masking a row whole is NaN", test_softmax_over_an_input_mask_masking_a_row_whole_is_nan},
         {"softmax over a broadcast input mask masking a batch whole is NaN",
          test_softmax_over_a_broadcast_input_mask_masking_a_batch_whole_is_nan},

@@ -930,7 +930,7 @@ static int r_clamp(dctx *c, const gr_node *n, int *out)
             y = dc_bin(c, op, y, dc_val(c, n, 1 + i, which[i]));
         else if (a->kind == GR_ARG_INT && !dc_is_float(dc_T(c, y).dtype)) /* an integer stays one (PyTorch) */
             y = DC_EMIT(c, op, dc_T(c, y), da_val(y), da_int(a->i));
-        else
+        else if (dc_num(c, n, 1 + i, which[i], 0) == dc_num(c, n, 1 + i, which[i], 0)) /* torch 1.13 ignores a NaN */
             y = dc_bins(c, op, y, dc_num(c, n, 1 + i, which[i], 0));
     }
     out[0] = y;
