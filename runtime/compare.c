@@ -11,14 +11,16 @@
 
 
 /* An equal infinity is exact, and so is the device's stand-in for it (+-2^30
- * or beyond, the same sign), and an infinity read into a 16-bit host dtype
- * where the reference overflows that dtype (PyTorch's 70000 in fp16). */
+ * or beyond, the same sign), also for a finite reference beyond DL16's
+ * range (a -1e30 mask constant is written as the stand-in: be_dl16_imm),
+ * and an infinity read into a 16-bit host dtype where the reference
+ * overflows that dtype (PyTorch's 70000 in fp16). */
 static int same_value(isa_host_dtype hdt, float y, double ref)
 {
     if ((double)y == ref)
         return 1;
     int same_sign = (y < 0) == (ref < 0);
-    if (isinf(ref))
+    if (isinf(ref) || (!isnan(ref) && isnan(isa_dl16_round((float)ref))))
         return same_sign && fabs(y) >= ISA_DL16_INF;
     return same_sign && isinf(y) && (fabs(ref) > FLT_MAX || isinf(isa_host_round(hdt, (float)ref)));
 }

@@ -4343,6 +4343,26 @@ static void test_clamp_with_min_above_max_or_a_nan_bound_is_as_pytorch(void)
                                                           "output %a, %b, %c, %d\n");
 }
 
+/* A finite mask constant beyond DL16's range (-1e30, float32's lowest as
+ * Hugging Face masks with) was stored as NINF, a NaN: the softmax of every
+ * masked row came out NaN.  It is written as the stand-in -2^30, as -inf is,
+ * and --check takes the stand-in for a reference beyond DL16's range. */
+static void test_a_mask_constant_beyond_dl16_is_the_stand_in(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph bigmask\n"
+        "input %x: f32[16, 16]\n"
+        "%o: f32[16, 16] = aten.ones.default([16, 16], dtype=f32)\n"
+        "%t: f32[16, 16] = aten.triu.default(%o, 1)\n"
+        "%m: bool[16, 16] = aten.gt.Scalar(%t, 0.5)\n"
+        "%a: f32[16, 16] = aten.masked_fill.Scalar(%x, %m, -1e30)\n"
+        "%b: f32[16, 16] = aten.masked_fill.Scalar(%x, %m, -3.4028234663852886e+38)\n"
+        "%sa: f32[16, 16] = aten._softmax.default(%a, -1, False)\n"
+        "%sb: f32[16, 16] = aten._softmax.default(%b, -1, False)\n"
+        "%c: f32[16, 16] = aten.sub.Tensor(%x, 1e30)\n"
+        "output %sa, %sb, %c\n");
+}
+
 /* F.interpolate(mode="nearest-exact") (_upsample_nearest_exact1d/2d/3d)
  * faulted: neither the compiler nor the host had it.  It is nearest's
  * slices from the pixel centre's source, floor((i + 0.5) * scale). */
@@ -7082,6 +7102,7 @@ int main(void)
          test_infinities_and_nans_are_found_and_replaced_on_both_chips},
         {"softmax of a row masked whole is NaN as PyTorch", test_softmax_of_a_row_masked_whole_is_nan_as_pytorch},
         {"clamp with min above max or a NaN bound is as PyTorch", test_clamp_with_min_above_max_or_a_nan_bound_is_as_pytorch},
+        {"a mask constant beyond DL16 is the stand-in", test_a_mask_constant_beyond_dl16_is_the_stand_in},
         {"softmax over an input mask masking a row whole is NaN", test_softmax_over_an_input_mask_masking_a_row_whole_is_nan},
         {"softmax over a broadcast input mask masking a batch whole is NaN",
          test_softmax_over_a_broadcast_input_mask_masking_a_batch_whole_is_nan},

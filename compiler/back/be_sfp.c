@@ -205,14 +205,15 @@ static void shape_for(const be_tile *T, be_vclass cls, cc_sfp_args *s)
 /* DL16 has no infinity: its one NINF pattern stands for infinity and NaN
  * alike and reads back as NaN, so an infinite constant written to a DL16
  * tile (masked_fill(x, mask, -inf) before a softmax) would make the whole
- * row NaN through max and exp.  An infinite immediate becomes
+ * row NaN through max and exp.  An infinite immediate, or a finite one
+ * beyond DL16's range (a -1e30 mask, stored as NINF too), becomes
  * +-ISA_DL16_INF instead: finite, far beyond any activation, and with room
  * left below the largest DL16 (about 8.6e9) so that softmax's
  * x - max(x) stays finite; exp of it is exactly 0.  (A row whose every
  * element is masked comes out uniform instead of NaN.) */
 float be_dl16_imm(double v)
 {
-    if (isinf(v))
+    if (isinf(v) || (!isnan(v) && isnan(isa_dl16_round((float)v))))
         return v < 0 ? -ISA_DL16_INF : ISA_DL16_INF;
     return (float)v;
 }
