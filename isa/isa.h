@@ -321,7 +321,7 @@ static inline void isa_store8(isa_insn *in, uint8_t *field, int64_t v)
     X(SFP_GELU,  "sfp.gelu",  0x39, SFP, ISA_C_SFP, COMPLEX, "d := a * (1 + erf(a / sqrt 2)) / 2") \
     X(SFP_GELUT, "sfp.gelut", 0x3a, SFP, ISA_C_SFP, COMPLEX, "d := a * (1 + tanh(sqrt(2/pi) * (a + 0.044715 a^3))) / 2") \
     X(SFP_SILU,  "sfp.silu",  0x3b, SFP, ISA_C_SFP, COMPLEX, "d := a / (1 + exp(-a))") \
-    X(SFP_RELU,  "sfp.relu",  0x3c, SFP, ISA_C_SFP, SIMPLE, "d := max(a, 0), NaN if a is") \
+    X(SFP_RELU,  "sfp.relu",  0x3c, SFP, ISA_C_SFP, SIMPLE, "d := max(a, 0)") \
     X(SFP_ERF,   "sfp.erf",   0x3d, SFP, ISA_C_SFP, COMPLEX, "d := erf(a)") \
     X(SFP_ABS,   "sfp.abs",   0x3e, SFP, ISA_C_SFP, SIMPLE, "d := |a|") \
     X(SFP_SIN,   "sfp.sin",   0x3f, SFP, ISA_C_SFP, COMPLEX, "d := sin(a)") \

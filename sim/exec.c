@@ -499,7 +499,7 @@ static void sfp_lanes(int op, float *x, const float *y, int n)
             x[i] = 0.5f * x[i] * (1.0f + tanhf(SQRT_2_OVER_PI * (x[i] + 0.044715f * x[i] * x[i] * x[i])));
         break;
     case ISA_OP_SFP_SILU: for (i = 0; i < n; i++) x[i] = x[i] / (1.0f + expf(-x[i])); break;
-    case ISA_OP_SFP_RELU: for (i = 0; i < n; i++) x[i] = max_nan(x[i], 0.0f); break;
+    case ISA_OP_SFP_RELU: for (i = 0; i < n; i++) x[i] = x[i] > 0.0f ? x[i] : 0.0f; break;
     case ISA_OP_SFP_ERF: for (i = 0; i < n; i++) x[i] = erff(x[i]); break;
     case ISA_OP_SFP_ABS: for (i = 0; i < n; i++) x[i] = fabsf(x[i]); break;
     case ISA_OP_SFP_SIN: for (i = 0; i < n; i++) x[i] = sinf(x[i]); break;

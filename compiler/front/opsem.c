@@ -52,7 +52,7 @@ D1(d_recip, 1 / a)
 D1(d_tanh, tanh(a))
 D1(d_sigmoid, 1 / (1 + exp(-a)))
 D1(d_erf, erf(a))
-D1(d_relu, a > 0 || a != a ? a : 0) /* NaN kept, as PyTorch and sfp.relu */
+D1(d_relu, a > 0 ? a : 0)
 D1(d_sin, sin(a))
 D1(d_cos, cos(a))
 D1(d_abs, fabs(a))
