@@ -305,6 +305,21 @@ static void unmark_ahead(const gr_graph *g, char *host, int s)
     free(back);
 }
 
+/* A refused kernel of no source op: a copy bringing back the name of a
+ * value decompose folded away (a clone of a host op's integers, which a
+ * device kernel cannot read, for a host op reading the clone: lower.c
+ * host_input).  The op that defines that name becomes a host op. */
+static int mark_named(const ir_prog *p, const gr_graph *g, char *host, const ir_kernel *K)
+{
+    for (int i = 0; i < K->nnodes; i++) {
+        const int v = gr_graph_find(g, p->bufs[p->nodes[K->nodes[i]].out].name);
+        for (int s = 0; v >= 0 && s < g->nnodes; s++)
+            if (g->nodes[s].out == v && mark_op(g, host, s))
+                return 1;
+    }
+    return 0;
+}
+
 /* After a failed attempt: the op it failed on, or the first op (by line)
  * of the kernel the back half refused that is not yet one, becomes a host
  * op, an op computing no product first (the refused kernel holds a
@@ -329,6 +344,8 @@ static int mark_host(const ir_prog *p, const gr_graph *g, char *host)
             host[K->ops[j]] |= product >= 0 ? IR_SRC_AHEAD : 0;
             return 1;
         }
+    if (product < 0)
+        return mark_named(p, g, host, K);
     if (!mark_op(g, host, product))
         return 0;
     unmark_ahead(g, host, product);

@@ -302,9 +302,10 @@ static int op_clamp(ex *E, int which)
         return -1;
     for (int64_t k = 0; k < x->n; k++) {
         if (kr == K_F) {
+            /* a NaN bound: clamp ignores it, clamp_min and clamp_max give NaN (torch 1.13) */
             float v = ldf(x, k), fl = (float)l, fh = (float)h;
-            v = v < fl ? fl : v; /* NaN stays */
-            o->f[k] = v > fh ? fh : v;
+            v = v < fl || (which != CL_BOTH && fl != fl) ? fl : v; /* NaN stays */
+            o->f[k] = v > fh || (which != CL_BOTH && fh != fh) ? fh : v;
         } else {
             int64_t v = ldi(x, k);
             if (ref_present(lo) && v < (int64_t)l)
@@ -322,7 +323,7 @@ static int op_clamp(ex *E, int which)
             double sw = e == 0 ? 0
                                : fmax(fabs(fmin(fmax(v + le, l), h) - c), fabs(fmin(fmax(v - le, l), h) - c)) /
                                      ref_eb_lam(w);
-            o->eb[w][k] = (float)(sw + (v - le <= l ? ref_eb_const(l) : 0) + (v + le >= h ? ref_eb_const(h) : 0));
+            o->eb[w][k] = (float)(sw + (v - le <= l ? ref_eb_const(l) : 0) + (fmax(v + le, l) >= h ? ref_eb_const(h) : 0));
         }
     }
     return 0;

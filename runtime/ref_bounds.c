@@ -75,9 +75,13 @@ double ref_eb_prod(double a, double ea, double b, double eb, int w)
     return eb_mul0(fabs(b), ea) + eb_mul0(fabs(a), eb) + eb_mul0(ref_eb_lam(w) * ea, eb);
 }
 
-/* |a~ / b~ - a / b|; unbounded when b~ may be 0. */
+/* |a~ / b~ - a / b|; unbounded when b~ may be 0.  An infinite b is the
+ * device's stand-in, ISA_DL16_INF (docs/compiler.md, "Infinities and
+ * NaNs"): a~ / b~ is within (|a| + ea) / ISA_DL16_INF of a / b = 0. */
 double ref_eb_quot(double a, double ea, double b, double eb, int w)
 {
+    if (isinf(b))
+        return isfinite(a) ? (fabs(a) + ea) / ISA_DL16_INF : INFINITY;
     double lb = ref_eb_lam(w) * eb;
     if (!(fabs(b) > lb))
         return INFINITY;

@@ -119,8 +119,9 @@ double ref_unary_bound(int op, double x, double e, int w)
     case U_ABS:
         return e;
     case U_RELU: /* selections: no rounding */
-    case U_SIGN:
         return eb_swing(op, x, e, w);
+    case U_SIGN: /* of NaN 0: both comparisons fail on the device too */
+        return isnan(x) ? 0 : eb_swing(op, x, e, w);
     case U_GELU:
     case U_GELU_TANH:
         return bv_gelu(b, op == U_GELU_TANH).e;

@@ -88,7 +88,7 @@ static int unary(ex *E, int op, const tens *x)
         case U_CEIL: r = ceilf(v); break;
         case U_ROUND: r = nearbyintf(v); break; /* half to even, as torch.round */
         case U_TRUNC: r = truncf(v); break;
-        case U_SIGN: r = isnan(v) ? v : (float)((v > 0) - (v < 0)); break;
+        case U_SIGN: r = (float)((v > 0) - (v < 0)); break; /* of NaN 0, as torch 1.13 */
         case U_GELU: r = (float)ref_gelu(d); break;
         case U_GELU_TANH: r = (float)ref_gelu_tanh(d); break;
         case U_SQUARE: r = v * v; break;

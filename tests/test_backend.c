@@ -4422,6 +4422,41 @@ static void test_a_nan_in_a_max_or_a_min_is_nan_as_pytorch(void)
         "output %mx, %mn, %cl, %am, %mv, %av, %r\n");
 }
 
+/* clamp of floats with min above max is max everywhere, its DL16 rounding
+ * within --check's bound (the bound left it out below max); a NaN scalar
+ * bound of clamp is ignored, as torch 1.13 does (the device gave NaN),
+ * while clamp_min's NaN gives NaN (the reference kept x). */
+static void test_clamp_with_min_above_max_or_a_nan_bound_is_as_pytorch(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips("graph clampsem\n"
+                                                          "input %x: f32[8, 64]\n"
+                                                          "%a: f32[8, 64] = aten.clamp.default(%x, 1.83, 1.41)\n"
+                                                          "%b: f32[8, 64] = aten.clamp.default(%x, None, nan)\n"
+                                                          "%c: f32[8, 64] = aten.clamp.default(%x, nan, 0.5)\n"
+                                                          "%d: f32[8, 64] = aten.clamp_min.default(%x, nan)\n"
+                                                          "output %a, %b, %c, %d\n");
+}
+
+/* A finite mask constant beyond DL16's range (-1e30, float32's lowest as
+ * Hugging Face masks with) was stored as NINF, a NaN: the softmax of every
+ * masked row came out NaN.  It is written as a finite stand-in
+ * (isa_dl16_standin), and --check takes it for a reference beyond DL16's range. */
+static void test_a_mask_constant_beyond_dl16_is_the_stand_in(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph bigmask\n"
+        "input %x: f32[16, 16]\n"
+        "%o: f32[16, 16] = aten.ones.default([16, 16], dtype=f32)\n"
+        "%t: f32[16, 16] = aten.triu.default(%o, 1)\n"
+        "%m: bool[16, 16] = aten.gt.Scalar(%t, 0.5)\n"
+        "%a: f32[16, 16] = aten.masked_fill.Scalar(%x, %m, -1e30)\n"
+        "%b: f32[16, 16] = aten.masked_fill.Scalar(%x, %m, -3.4028234663852886e+38)\n"
+        "%sa: f32[16, 16] = aten._softmax.default(%a, -1, False)\n"
+        "%sb: f32[16, 16] = aten._softmax.default(%b, -1, False)\n"
+        "%c: f32[16, 16] = aten.sub.Tensor(%x, 1e30)\n"
+        "output %sa, %sb, %c\n");
+}
+
 /* F.interpolate(mode="nearest-exact") (_upsample_nearest_exact1d/2d/3d)
  * faulted: neither the compiler nor the host had it.  It is nearest's
  * slices from the pixel centre's source, floor((i + 0.5) * scale). */
@@ -7324,6 +7359,8 @@ int main(void)
          test_infinities_and_nans_are_found_and_replaced_on_both_chips},
         {"softmax of a row masked whole is NaN as PyTorch", test_softmax_of_a_row_masked_whole_is_nan_as_pytorch},
         {"softmax masked with finfo.min is PyTorch's", test_softmax_masked_with_finfo_min_is_pytorchs},
+        {"clamp with min above max or a NaN bound is as PyTorch", test_clamp_with_min_above_max_or_a_nan_bound_is_as_pytorch},
+        {"a mask constant beyond DL16 is the stand-in", test_a_mask_constant_beyond_dl16_is_the_stand_in},
         {"softmax over an input mask masking a row whole is NaN", test_softmax_over_an_input_mask_masking_a_row_whole_is_nan},
         {"softmax over a broadcast input mask masking a batch whole is NaN",
          test_softmax_over_a_broadcast_input_mask_masking_a_batch_whole_is_nan},

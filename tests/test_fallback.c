@@ -811,6 +811,42 @@ static void test_a_host_op_reads_a_value_folded_into_anothers_buffer(void)
     TU_ASSERT_CONTAINS(out, "  ops: aten.logcumsumexp.default (line 5)\n  reads: c f32[8, 64]\n");
 }
 
+/* A host op reading the clone of a host op's integers (an index computed
+ * from an input, expanded and made contiguous for a gather): the copy
+ * bringing back the clone's name cannot run on the device (it would read
+ * fp32 integers), so the clone runs on the host.  An integer division with
+ * a rounding mode once failed to compile (its quotient was f32): it keeps
+ * PyTorch's integer type (by a number, exactly on the device). */
+static const char *gather_of_a_host_clone = "graph gather_of_a_host_clone\n"
+                                            "input %x: f32[8, 8]\n"
+                                            "input %i: i64[16]\n"
+                                            "%a: i64[16] = aten.add.Tensor(%i, 1)\n"
+                                            "%c: i64[16] = aten.clamp.default(%a, 0, 7)\n"
+                                            "%v: i64[16, 1] = aten.view.default(%c, [-1, 1])\n"
+                                            "%e: i64[16, 8] = aten.expand.default(%v, [-1, 8])\n"
+                                            "%k: i64[16, 8] = aten.clone.default(%e, memory_format=\"contiguous_format\")\n"
+                                            "%g: f32[16, 8] = aten.gather.default(%x, 0, %k)\n"
+                                            "output %g\n";
+static const char *int_div_floor = "graph int_div_floor\n"
+                                   "input %i: i64[16]\n"
+                                   "%d: i64[16] = aten.div.Tensor_mode(%i, -3, rounding_mode=\"floor\")\n"
+                                   "%t: i64[16] = aten.div.Tensor_mode(%i, 3, rounding_mode=\"trunc\")\n"
+                                   "%s: i64[16] = aten.add.Tensor(%d, %t)\n"
+                                   "output %s\n";
+
+static void test_integer_ops_the_device_cannot_run_go_to_the_host_and_check(void)
+{
+    const char *opts[] = {" --config spyre", " --config spyre-4core"};
+    for (int i = 0; i < 2; i++) {
+        CU_ASSERT_EQUAL(run_checked(gather_of_a_host_clone, opts[i]), 0);
+        TU_ASSERT_CONTAINS(out, "check g: ");
+        CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
+        CU_ASSERT_EQUAL(run_checked(int_div_floor, opts[i]), 0);
+        TU_ASSERT_CONTAINS(out, "check s: ");
+        CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
+    }
+}
+
 /* A chip whose LX holds almost nothing puts most of encoder_small's ops
  * on the host, one of them reading `%clone` (of a transpose); the run
  * checks against the reference executor and PyTorch's expected output
@@ -1444,6 +1480,8 @@ int main(void)
          test_a_cast_to_int_the_device_cannot_hold_exactly_runs_on_the_host},
         {"a chain of host ops passes fp32 values", test_a_chain_of_host_ops_passes_fp32_values},
         {"a host chain value with a 72-char name validates", test_a_host_chain_value_with_a_72_char_name_validates},
+        {"integer ops the device cannot run go to the host and check",
+         test_integer_ops_the_device_cannot_run_go_to_the_host_and_check},
         {"encoder_small on a tiny LX runs its host ops and checks",
          test_encoder_small_on_a_tiny_lx_runs_its_host_ops_and_checks},
         {NULL, NULL},

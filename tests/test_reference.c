@@ -1437,6 +1437,25 @@ static void test_error_bounds_of_elementwise_ops_are_the_documented_formulas(voi
     done(&t);
 }
 
+/* A quotient by an infinite constant (x / -inf): the device divides by
+ * the stand-in 2^30, so the bound is (|x| + u|x|) / 2^30, stored; it was
+ * inf / inf = NaN, an internal error of --check. */
+static void test_a_quotient_by_an_infinite_constant_has_the_stand_ins_bound(void)
+{
+    const float x[] = {3e-30f, 1000};
+    run_t t;
+    RUN_TRACKED(&t, "input %x: f32[2]\n%d: f32[2] = aten.div.Tensor(%x, -inf)\noutput %d\n", x);
+    for (int w = 0; w < 2; w++) {
+        double d[2];
+        for (int i = 0; i < 2; i++) {
+            double q = (fabs(x[i]) + EU * fabs(x[i])) / 0x1p30;
+            d[i] = stored(-0.0, stored(-0.0, q, w), w);
+        }
+        expect_bound(&t, "d", w, d, 2);
+    }
+    done(&t);
+}
+
 /* Sum, mean, amax and softmax over x = (1, -2, 0.5, 3). */
 static void test_error_bounds_of_reductions_and_softmax_are_the_documented_formulas(void)
 {
@@ -2265,6 +2284,8 @@ int main(void)
         {"every small trace matches PyTorch", test_every_small_trace_matches_pytorch},
         {"error bounds of elementwise ops are the documented formulas",
          test_error_bounds_of_elementwise_ops_are_the_documented_formulas},
+        {"a quotient by an infinite constant has the stand-in's bound",
+         test_a_quotient_by_an_infinite_constant_has_the_stand_ins_bound},
         {"error bounds of reductions and softmax are the documented formulas",
          test_error_bounds_of_reductions_and_softmax_are_the_documented_formulas},
         {"error bound of mm of inputs is the short form's formula plus u^2",

@@ -959,28 +959,32 @@ static void test_factor_forms_solve_and_rebuild_their_matrix(void)
     done(&t);
 }
 
-/* copysign, signbit (a -0.0 counts), nextafter, frexp, histc and the incomplete gamma functions
+/* copysign, signbit (a -0.0 counts), sign (of NaN 0), clamp's NaN bound, nextafter, frexp, histc and the incomplete gamma functions
  * (P(1, x) = 1 - e^-x, P(1/2, x) = erf(sqrt x), P(2, x) = 1 - e^-x (1 + x): the series and the
  * continued fraction both). */
 static void test_float_bits_histogram_and_incomplete_gamma_give_known_values(void)
 {
-    const float a[] = {1, -2, 3}, b[] = {-1, 1, -0.0f}, z[] = {-1, 0, -0.0f, 2}, f[] = {8, -3, 0.75f},
+    const float a[] = {1, -2, 3}, b[] = {-1, 1, -0.0f}, z[] = {-1, 0, -0.0f, 2}, f[] = {8, -3, 0.75f}, sq[] = {NAN, -0.0f, -4},
                 h[] = {0.5f, 1.5f, 1.5f, 2.9f, 3.5f}, ga[] = {1, 0.5f, 2}, gx[] = {2, 4, 0.5f};
     run_t t;
     RUN(&t,
         "input %a: f32[3]\ninput %b: f32[3]\ninput %z: f32[4]\ninput %f: f32[3]\ninput %h: f32[5]\n"
-        "input %ga: f32[3]\ninput %gx: f32[3]\n"
+        "input %ga: f32[3]\ninput %gx: f32[3]\ninput %sq: f32[3]\n"
         "%cs: f32[3] = aten.copysign.Tensor(%a, %b)\n%cn: f32[3] = aten.copysign.Scalar(%a, -1.0)\n"
-        "%sb: bool[4] = aten.signbit.default(%z)\n"
+        "%sb: bool[4] = aten.signbit.default(%z)\n%sn: f32[3] = aten.sign.default(%sq)\n"
+        "%cb: f32[3] = aten.clamp.default(%a, None, nan)\n%cm: f32[3] = aten.clamp_min.default(%a, nan)\n"
         "%na: f32[3] = aten.nextafter.default(%a, %b)\n"
         "%fr: (f32[3], i32[3]) = aten.frexp.Tensor(%f)\n%fm: f32[3] = getitem(%fr, 0)\n%fe: i32[3] = getitem(%fr, 1)\n"
         "%hc: f32[3] = aten.histc.default(%h, 3, 0, 3)\n"
         "%ig: f32[3] = aten.igamma.default(%ga, %gx)\n%ic: f32[3] = aten.igammac.default(%ga, %gx)\n"
-        "output %cs, %cn, %sb, %na, %fm, %fe, %hc, %ig, %ic\n",
-        a, b, z, f, h, ga, gx);
+        "output %cs, %cn, %sb, %na, %fm, %fe, %hc, %ig, %ic, %sn, %cb, %cm\n",
+        a, b, z, f, h, ga, gx, sq);
     EXPECT(&t, "cs", -1, 2, -3);
     EXPECT(&t, "cn", -1, -2, -3);
     EXPECT(&t, "sb", 1, 0, 1, 0);
+    EXPECT(&t, "sn", 0, 0, -1); /* torch 1.13: sign of NaN is 0 */
+    EXPECT(&t, "cb", 1, -2, 3);  /* torch 1.13: clamp ignores a NaN bound, clamp_min does not */
+    EXPECT(&t, "cm", NAN, NAN, NAN);
     /* one fp32 step: 2^-24 below 1, 2^-23 in [1, 2), 2^-22 in [2, 4) */
     EXPECT(&t, "na", 1 - 0x1p-24f, -2 + 0x1p-23f, 3 - 0x1p-22f);
     EXPECT(&t, "fm", 0.5, -0.75, 0.75);

@@ -205,7 +205,8 @@ static void shape_for(const be_tile *T, be_vclass cls, cc_sfp_args *s)
 /* DL16 has no infinity: its one NINF pattern stands for infinity and NaN
  * alike and reads back as NaN, so an infinite constant written to a DL16
  * tile (masked_fill(x, mask, -inf) before a softmax) would make the whole
- * row NaN through max and exp.  An infinite immediate becomes
+ * row NaN through max and exp.  An infinite immediate, or a finite one
+ * beyond DL16's range (a -1e30 mask, stored as NINF too), becomes
  * +-ISA_DL16_INF instead: finite, far beyond any activation, and with room
  * left below the largest DL16 (about 8.6e9) so that softmax's
  * x - max(x) stays finite; exp of it is exactly 0.  (A row whose every

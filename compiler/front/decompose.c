@@ -948,7 +948,7 @@ static int r_clamp(dctx *c, const gr_node *n, int *out)
             y = dc_bin(c, op, y, dc_val(c, n, 1 + i, which[i]));
         else if (a->kind == GR_ARG_INT && !dc_is_float(dc_T(c, y).dtype)) /* an integer stays one (PyTorch) */
             y = DC_EMIT(c, op, dc_T(c, y), da_val(y), da_int(a->i));
-        else
+        else if (dc_num(c, n, 1 + i, which[i], 0) == dc_num(c, n, 1 + i, which[i], 0)) /* torch 1.13 ignores a NaN */
             y = dc_bins(c, op, y, dc_num(c, n, 1 + i, which[i], 0));
     }
     out[0] = y;
@@ -1387,16 +1387,15 @@ static int r_frac(dctx *c, const gr_node *n, int *out)
     return 1;
 }
 
-/* sign, sgn: (x > 0) - (x < 0), NaN kept */
+/* sign, sgn: (x > 0) - (x < 0); of NaN 0, as torch 1.13 computes it */
 static int r_sign(dctx *c, const gr_node *n, int *out)
 {
     int x = dc_val(c, n, 0, "self");
     gr_dtype dt = dc_T(c, x).dtype;
     if (!dc_is_float(dt))
         dc_fail(c, "the compiler lowers %s only of a float tensor", n->base);
-    int s = dc_bin(c, "aten.sub.Tensor", as_num(c, dc_cmps(c, "aten.gt.Scalar", x, 0), dt),
-                 as_num(c, dc_cmps(c, "aten.lt.Scalar", x, 0), dt));
-    out[0] = dc_where(c, dc_cmpv(c, "aten.ne.Tensor", x, x), x, s);
+    out[0] = dc_bin(c, "aten.sub.Tensor", as_num(c, dc_cmps(c, "aten.gt.Scalar", x, 0), dt),
+                    as_num(c, dc_cmps(c, "aten.lt.Scalar", x, 0), dt));
     return 1;
 }
 
@@ -2866,7 +2865,7 @@ static const struct {
     {"trunc", r_round, "as floor"},
     {"round", r_round, "as floor, ties to even; decimals d: round(x * 10^d) / 10^d"},
     {"frac", r_frac, "x - trunc(x)"},
-    {"sign", r_sign, "(x > 0) - (x < 0), NaN kept (where(x != x, x, ..))"},
+    {"sign", r_sign, "(x > 0) - (x < 0), of NaN 0 (as torch 1.13)"},
     {"sgn", r_sign, "as sign (real tensors)"},
     {"div", r_div_mode, "with rounding_mode: div, then trunc or floor (as floor); integers as floor_divide"},
     {"remainder", r_remainder, "a - floor(a / b) * b"},
