@@ -140,17 +140,25 @@ static rng fmod_(rctx *r, const gr_node *n)
     return (rng){x.lo < 0 ? fmax(-b, x.lo) : 0, x.hi > 0 ? fmin(b, x.hi) : 0};
 }
 
-/* x / d for d of one sign, rounded by rounding_mode as the dtype says
- * (floor and trunc are monotone: the ends' quotients bound it). */
+/* x / d for d of one sign, rounded as rounding_mode says: the ends'
+ * quotients bound it (x / d is monotone in each, and so are floor and
+ * trunc), each taken directly: 49 * (1 / 49) is below 1. */
 static rng divide(rctx *r, const gr_node *n)
 {
     rng x = same(r, n), d = arg(r, n, 1, "other", ANY);
     if (d.lo <= 0 && d.hi >= 0)
         return ANY;
-    rng q = mul(x, (rng){1 / d.hi, 1 / d.lo});
     const gr_arg *m = gr_node_arg(n, 2, "rounding_mode");
-    int floor_ = !strcmp(n->base, "floor_divide") || (m && m->kind == GR_ARG_STR && !strcmp(m->s, "floor"));
-    return floor_ ? (rng){floor(q.lo), floor(q.hi)} : q;
+    const char *mode = !strcmp(n->base, "floor_divide") ? "floor" : m && m->kind == GR_ARG_STR ? m->s : "";
+    double p[4] = {x.lo / d.lo, x.lo / d.hi, x.hi / d.lo, x.hi / d.hi};
+    rng q = {INFINITY, -INFINITY};
+    for (int i = 0; i < 4; i++) {
+        double v = !strcmp(mode, "floor") ? floor(p[i]) : !strcmp(mode, "trunc") ? trunc(p[i]) : p[i];
+        if (isnan(v))
+            return ANY;
+        q = join(q, point(v));
+    }
+    return q;
 }
 
 static rng where(rctx *r, const gr_node *n) { return join(arg(r, n, 1, "self", ANY), arg(r, n, 2, "other", ANY)); }
