@@ -41,20 +41,26 @@ typedef struct {
     uint64_t serial; /* sim_dram_serial just after it; 0: not uploaded */
 } rt_packed;
 
+/* An op reading an input as indices into dim `dim` of this size (size 0:
+ * none); wrap: a negative index counts from the end, [-size, size). */
+typedef struct {
+    int64_t size;
+    int wrap, dim;
+    char use[ISA_NAME_MAX];
+} rt_reader;
+
 /* The values an integer input may hold, checked at each launch: a range
  * declared `range=[lo, hi]` (docs/graph-format.md), which the compiler
  * relied on, or, undeclared, DL16's exact integers when its device copy
- * is DL16; line 0: no check.  An input an index op reads directly must
- * also index within its dim, as PyTorch requires (the device would drop
- * or clamp the element; tensor.c's index_ops lists the ops). */
+ * is DL16; line 0: no check.  An input index ops read directly must also
+ * index within each one's dim, as PyTorch requires (the device would drop
+ * or clamp the element; tensor.c's index_ops lists the ops): the readers
+ * allowing the fewest values below and above bound it. */
 typedef struct {
     int line;
     int declared;
     int64_t lo, hi;
-    int64_t size;    /* > 0: the input indexes dim `dim` of this size of op `use` */
-    int wrap;        /* a negative index counts from the end: [-size, size) */
-    int dim;
-    char use[ISA_NAME_MAX];
+    rt_reader low, high;
 } rt_range;
 
 /* An index computed from inputs that the compiler did not prove within

@@ -142,8 +142,11 @@ static const struct {
     {"index_put", 0, LIST, 1, 1},
 };
 
+/* The lowest index reader b allows. */
+static double least(const rt_reader *b) { return b->wrap ? -(double)b->size : 0; }
+
 /* Index value iv, if an input of p, indexes dim of sv's tensor for op
- * `use`: into range, if this bound is the tightest yet. */
+ * `use`: into range's bounds where it allows fewer values. */
 static void index_input(const isa_program *p, const gr_value *iv, const gr_value *sv, int64_t dim, int wrap,
                         const char *use, rt_range *range)
 {
@@ -152,14 +155,13 @@ static void index_input(const isa_program *p, const gr_value *iv, const gr_value
     int i = isa_program_find_tensor(p, tn);
     if (iv->kind != GR_VAL_INPUT || iv->type.dtype == GR_BOOL || i < 0 || dim < 0 || dim >= sv->type.rank)
         return;
+    rt_reader b = {.size = sv->type.shape[dim], .wrap = wrap, .dim = (int)dim};
+    snprintf(b.use, sizeof b.use, "%s", use);
     rt_range *r = &range[i];
-    const int64_t size = sv->type.shape[dim];
-    if (r->size && (r->size < size || (r->size == size && (wrap || !r->wrap))))
-        return;
-    r->size = size;
-    r->wrap = wrap;
-    r->dim = (int)dim;
-    snprintf(r->use, sizeof r->use, "%s", use);
+    if (!r->low.size || least(&b) > least(&r->low))
+        r->low = b;
+    if (!r->high.size || b.size < r->high.size)
+        r->high = b;
 }
 
 /* Index value v of g, read by node `node` over dim of sv's tensor: a
@@ -180,7 +182,7 @@ static void index_computed(rt_program *prog, const gr_graph *g, int v, int node,
 }
 
 /* Node k of g, an index op: the dim each index tensor it reads indexes,
- * into the range of an input's tensor (if the smallest yet) or the checks
+ * into the range of an input's tensor (its bounds) or the checks
  * of a computed one. */
 static void index_use(rt_program *prog, const gr_graph *g, int node)
 {
@@ -262,13 +264,16 @@ int rt_ranges_check(const rt_program *prog, int *bad, char *err, size_t errlen)
         const rt_range *r = &prog->range[i];
         const float *h = prog->host[i];
         int64_t n = rt_tensor_elems(&prog->p->tensors[i]);
-        for (int64_t k = 0; r->size && h && k < n; k++)
-            if (!(truncf(h[k]) >= (r->wrap ? -(double)r->size : 0) && truncf(h[k]) < (double)r->size)) { /* as integers */
-                *bad = (int)i;
-                return isa_errf(err, errlen, "input %%%s: the value %.0f at element %lld is out of bounds for "
-                                "dim %d of size %lld (%s reads it)", prog->p->tensors[i].name, h[k], (long long)k,
-                                r->dim, (long long)r->size, r->use);
-            }
+        for (int64_t k = 0; r->high.size && h && k < n; k++) {
+            const float x = truncf(h[k]); /* as integers */
+            if (x >= least(&r->low) && x < (double)r->high.size)
+                continue;
+            const rt_reader *b = x >= least(&r->low) ? &r->high : &r->low;
+            *bad = (int)i;
+            return isa_errf(err, errlen, "input %%%s: the value %.0f at element %lld is out of bounds for "
+                            "dim %d of size %lld (%s reads it)", prog->p->tensors[i].name, h[k], (long long)k,
+                            b->dim, (long long)b->size, b->use);
+        }
         for (int64_t k = 0; r->line && h && k < n; k++) {
             if (h[k] >= (double)r->lo && h[k] <= (double)r->hi)
                 continue;

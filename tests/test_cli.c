@@ -798,6 +798,35 @@ static void test_an_index_tensor_input_past_its_dim_exits_2_naming_it(void)
     remove(bj);
 }
 
+/* One input two index ops read: each one's rule holds, index_select's
+ * (no negatives, 10 rows) and index.Tensor's ([-5, 5)); before, the
+ * smaller size alone was kept and -1 ran where PyTorch raises. */
+static void test_an_index_input_two_ops_read_is_held_to_both(void)
+{
+    char graph[512], bin[512];
+    tu_tmpfile(".txt", graph, sizeof graph);
+    tu_tmpfile(".f32", bin, sizeof bin);
+    write_file(graph, "graph m3\ninput %x: i64[4] range=[-9, 9]\ninput %u: f32[10, 2]\ninput %t: f32[5, 2]\n"
+                      "%a: f32[4, 2] = aten.index_select.default(%u, 0, %x)\n"
+                      "%b: f32[4, 2] = aten.index.Tensor(%t, [%x])\n"
+                      "%y: f32[4, 2] = aten.add.Tensor(%a, %b)\noutput %y\n");
+    float x[4] = {0, 2, -1, 3};
+    tu_write_file(bin, x, sizeof x);
+    expect_spyref("run %s --input x=%s", graph, bin, 2,
+                  ":2: input %x: the value -1 at element 2 is out of bounds for dim 0 of size 10 "
+                  "(aten.index_select.default reads it)");
+    x[2] = 7;
+    tu_write_file(bin, x, sizeof x);
+    expect_spyref("run %s --input x=%s", graph, bin, 2,
+                  ":2: input %x: the value 7 at element 2 is out of bounds for dim 0 of size 5 "
+                  "(aten.index.Tensor reads it)");
+    x[2] = 4;
+    tu_write_file(bin, x, sizeof x);
+    expect_spyref("run %s --check --input x=%s", graph, bin, 0, " ok\n");
+    remove(graph);
+    remove(bin);
+}
+
 /* An index computed from inputs (a one-hot by an out-of-bounds one would
  * give zeros) that the compiler cannot prove within its dim is computed
  * on the host before each launch: a+2 of a in [-1, 9] holding 11 refuses
@@ -1503,6 +1532,7 @@ int main(void)
         {"an index input past its dim exits 2 naming it", test_an_index_input_past_its_dim_exits_2_naming_it},
         {"an index.Tensor input past its dim exits 2 naming it",
          test_an_index_tensor_input_past_its_dim_exits_2_naming_it},
+        {"an index input two ops read is held to both", test_an_index_input_two_ops_read_is_held_to_both},
         {"a computed index out of bounds refuses the launch", test_a_computed_index_out_of_bounds_refuses_the_launch},
         {"a wrapped row position out of bounds exits 2 naming it",
          test_a_wrapped_row_position_out_of_bounds_exits_2_naming_it},
