@@ -42,7 +42,8 @@ typedef struct {
 } rt_packed;
 
 /* An op reading an input as indices into dim `dim` of this size (size 0:
- * none); wrap: a negative index counts from the end, [-size, size). */
+ * none; dim -1: the elements flattened); wrap: a negative index counts
+ * from the end, [-size, size). */
 typedef struct {
     int64_t size;
     int wrap, dim;
@@ -69,7 +70,7 @@ typedef struct {
 typedef struct {
     int value, node; /* in the program's graph (rt_program.igraph) */
     int64_t size;
-    int wrap, dim;
+    int wrap, dim;   /* as rt_reader's */
 } rt_icheck;
 
 struct rt_program {
@@ -116,6 +117,8 @@ void rt_dims_str(int rank, const int64_t *shape, char *buf, size_t len);
  * +-2^30 (docs/runtime.md, "Masks").  Every write of an input or a
  * weight, whoever makes it, comes here: one rule for all. */
 int rt_keep_host(rt_program *prog, int i, const float *values, char *err, size_t errlen);
+/* "dim D of size N", or for dim -1 "the N elements flattened", into buf. */
+const char *rt_bounds_text(char *buf, size_t len, int dim, int64_t size);
 /* The ranges of the program graph's integer inputs into prog->range, and
  * its computed indices the compiler did not prove into prog->icheck. */
 int rt_ranges_init(rt_program *prog, char *err, size_t errlen);
