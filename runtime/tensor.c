@@ -127,12 +127,14 @@ static rt_range input_range(const isa_program *p, const gr_value *v, int i)
 }
 
 /* Ops reading an index tensor into a dim of another: argument positions
- * of the tensor indexed, the dim (-1: dim 0; FLAT: its elements
+ * of the tensor indexed (OUT: the op's result, as bincount's counts of
+ * the exported length: a larger value would have grown it in PyTorch, a
+ * negative one raises), the dim (-1: dim 0; FLAT: its elements
  * flattened, as take's; LIST: the indices are a list whose tensors index
  * self's dims in order, a bool mask of rank k taking k of them, as
  * index.Tensor's) and the indices; wrap: a negative index counts from the
  * end, as Python's. */
-enum { LIST = -2, FLAT = -3 };
+enum { OUT = -1, LIST = -2, FLAT = -3 };
 static const struct {
     const char *base;
     int self, dim, index, wrap;
@@ -141,7 +143,7 @@ static const struct {
     {"scatter", 0, 1, 2, 0},      {"scatter_add", 0, 1, 2, 0},  {"scatter_reduce", 0, 1, 2, 0},
     {"index_copy", 0, 1, 2, 0},   {"index_add", 0, 1, 2, 0},    {"index", 0, LIST, 1, 1},
     {"index_put", 0, LIST, 1, 1}, {"take", 0, FLAT, 1, 1},      {"_embedding_bag", 0, -1, 1, 0},
-    {"index_fill", 0, 1, 2, 1},
+    {"index_fill", 0, 1, 2, 1},   {"bincount", OUT, -1, 0, 0},
 };
 
 /* The lowest index reader b allows. */
@@ -194,10 +196,10 @@ static void index_use(rt_program *prog, const gr_graph *g, int node)
     const gr_node *n = &g->nodes[node];
     for (size_t k = 0; k < sizeof index_ops / sizeof *index_ops; k++) {
         const int s = index_ops[k].self, d = index_ops[k].dim, x = index_ops[k].index;
-        if (strcmp(n->base, index_ops[k].base) || n->nargs <= x || n->args[s].kind != GR_ARG_VALUE ||
+        if (strcmp(n->base, index_ops[k].base) || n->nargs <= x || (s != OUT && n->args[s].kind != GR_ARG_VALUE) ||
             (d >= 0 && n->args[d].kind != GR_ARG_INT))
             continue;
-        const gr_ttype *st = &g->values[n->args[s].value].type;
+        const gr_ttype *st = &g->values[s == OUT ? n->out : n->args[s].value].type;
         const gr_arg *a = &n->args[x];
         const int list = d == LIST && a->kind == GR_ARG_LIST;
         int64_t dim = list || d < 0 ? 0 : n->args[d].i;

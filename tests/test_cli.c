@@ -868,6 +868,31 @@ static void test_take_embedding_bag_and_index_fill_inputs_are_held_to_their_boun
     remove(bin);
 }
 
+/* bincount's counts have the exported length: a value past it (PyTorch
+ * would return a longer result) or a negative one (PyTorch raises) is
+ * refused at launch as an index, not dropped from the counts. */
+static void test_a_bincount_value_past_its_exported_length_exits_2(void)
+{
+    char graph[512], bin[512];
+    tu_tmpfile(".txt", graph, sizeof graph);
+    tu_tmpfile(".f32", bin, sizeof bin);
+    write_file(graph, "graph bc\ninput %x: i64[4] range=[-9, 9]\n%b: i64[5] = aten.bincount.default(%x)\n"
+                      "%y: f32[5] = aten.mul.Tensor(%b, 1.0)\noutput %y\n");
+    float x[4] = {0, 1, 1, 5};
+    tu_write_file(bin, x, sizeof x);
+    expect_spyref("run %s --input x=%s", graph, bin, 2,
+                  ":2: input %x: the value 5 at element 3 is out of bounds for dim 0 of size 5 "
+                  "(aten.bincount.default reads it)");
+    x[3] = -1;
+    tu_write_file(bin, x, sizeof x);
+    expect_spyref("run %s --input x=%s", graph, bin, 2, ":2: input %x: the value -1 at element 3 is out of bounds");
+    x[3] = 4;
+    tu_write_file(bin, x, sizeof x);
+    expect_spyref("run %s --check --input x=%s", graph, bin, 0, " ok\n");
+    remove(graph);
+    remove(bin);
+}
+
 /* An index computed from inputs (a one-hot by an out-of-bounds one would
  * give zeros) that the compiler cannot prove within its dim is computed
  * on the host before each launch: a+2 of a in [-1, 9] holding 11 refuses
@@ -1576,6 +1601,8 @@ int main(void)
         {"an index input two ops read is held to both", test_an_index_input_two_ops_read_is_held_to_both},
         {"take, embedding_bag and index_fill inputs are held to their bounds",
          test_take_embedding_bag_and_index_fill_inputs_are_held_to_their_bounds},
+        {"a bincount value past its exported length exits 2",
+         test_a_bincount_value_past_its_exported_length_exits_2},
         {"a computed index out of bounds refuses the launch", test_a_computed_index_out_of_bounds_refuses_the_launch},
         {"a wrapped row position out of bounds exits 2 naming it",
          test_a_wrapped_row_position_out_of_bounds_exits_2_naming_it},

@@ -324,8 +324,8 @@ int dc_r_bucketize(dctx *c, const gr_node *n, int *out)
 }
 
 /* bincount(self, weights=None, minlength=0): out[k] = the count of self's elements equal to k (or
- * their weights' sum), k below the declared length (one-hot; a larger value is past the shape the
- * graph declares, which PyTorch would have grown). */
+ * their weights' sum), k below the declared length (one-hot).  A larger value, which PyTorch would
+ * have grown the shape for, or a negative one is refused at launch as an index (runtime/tensor.c). */
 int dc_r_bincount(dctx *c, const gr_node *n, int *out)
 {
     int x = dc_val(c, n, 0, "self"), w = dc_opt_val(c, n, 1, "weights");
