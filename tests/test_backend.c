@@ -521,6 +521,16 @@ static void test_computed_indices_are_proven_in_range_by_construction(void)
         {"%i: i64[4] = aten.div.Tensor_mode(%q, -49, rounding_mode=\"floor\")\n", 4, 1, 0},
         {"%i: i64[4] = aten.fmod.Scalar(%q, 49)\n", 49, 0, 0},
         {"%i: i64[4] = aten.fmod.Scalar(%q, 49)\n", 48, 0, 1},
+        /* a float's NaN survives a clamp and casts to any integer; one cast from integers has none */
+        {"%c: f32[4, 8] = aten.clamp.default(%x, 0, 7)\n%i: i64[4, 8] = aten._to_copy.default(%c, dtype=i64)\n", 8, 0,
+         1},
+        {"%f: f32[4] = aten._to_copy.default(%a, dtype=f32)\n%i: i64[4] = aten._to_copy.default(%f, dtype=i64)\n", 3, 1,
+         0},
+        /* past int32, a cast wraps: 1.96e10 holds a negative int32 */
+        {"%m: i64[4] = aten.mul.Tensor(%q, 100000000)\n%n: i32[4] = aten._to_copy.default(%m, dtype=i32)\n"
+         "%i: i32[4] = aten.floor_divide.default(%n, 1000000000)\n", 20, 0, 1},
+        {"%m: i64[4] = aten.mul.Tensor(%q, 10000000)\n%n: i32[4] = aten._to_copy.default(%m, dtype=i32)\n"
+         "%i: i32[4] = aten.floor_divide.default(%n, 1000000000)\n", 2, 0, 0},
     };
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
         snprintf(text, sizeof text, "%s%soutput %%i\n", head, cases[k].body);
