@@ -175,23 +175,24 @@ static void index_input(const isa_program *p, const gr_value *iv, const rt_reade
 }
 
 /* Index value v of g, read by node `node` as b says: a check of
- * prog->icheck if it is computed and not proven. */
-static void index_computed(rt_program *prog, const gr_graph *g, int v, int node, const rt_reader *b)
+ * prog->icheck if it is computed and not proven; -1 out of host memory. */
+static int index_computed(rt_program *prog, const gr_graph *g, int v, int node, const rt_reader *b)
 {
     const gr_value *iv = &g->values[v];
     if (iv->kind != GR_VAL_NODE || iv->type.dtype == GR_BOOL || !cc_index_unproven(g, v, b->size, b->wrap))
-        return;
+        return 0;
     rt_icheck *c = realloc(prog->icheck, (size_t)(prog->nicheck + 1) * sizeof *c);
     if (!c)
-        return; /* out of host memory: the check is lost, not the run */
+        return -1;
     prog->icheck = c;
     c[prog->nicheck++] = (rt_icheck){.value = v, .node = node, .size = b->size, .wrap = b->wrap, .dim = b->dim};
+    return 0;
 }
 
 /* Node k of g, an index op: the dim each index tensor it reads indexes,
  * into the range of an input's tensor (its bounds) or the checks
- * of a computed one. */
-static void index_use(rt_program *prog, const gr_graph *g, int node)
+ * of a computed one; -1 out of host memory. */
+static int index_use(rt_program *prog, const gr_graph *g, int node)
 {
     const gr_node *n = &g->nodes[node];
     for (size_t k = 0; k < sizeof index_ops / sizeof *index_ops; k++) {
@@ -212,11 +213,13 @@ static void index_use(rt_program *prog, const gr_graph *g, int node)
             snprintf(b.use, sizeof b.use, "%s", n->op);
             if (iv && b.size > 0) {
                 index_input(prog->p, iv, &b, prog->range);
-                index_computed(prog, g, it->value, node, &b);
+                if (index_computed(prog, g, it->value, node, &b))
+                    return -1;
             }
             dim += iv && iv->type.dtype == GR_BOOL ? iv->type.rank : 1;
         }
     }
+    return 0;
 }
 
 int rt_ranges_init(rt_program *prog, char *err, size_t errlen)
@@ -239,13 +242,14 @@ int rt_ranges_init(rt_program *prog, char *err, size_t errlen)
         if (i >= 0 && p->tensors[i].role == ISA_ROLE_INPUT)
             prog->range[i] = input_range(p, v, i);
     }
-    for (int k = 0; prog->range && k < g->nnodes; k++)
-        index_use(prog, g, k);
+    int full = !prog->range;
+    for (int k = 0; !full && k < g->nnodes; k++)
+        full = index_use(prog, g, k);
     if (prog->nicheck)
         prog->igraph = g;
     else
         gr_graph_free(g);
-    return prog->range ? 0 : isa_errf(err, errlen, "out of host memory");
+    return full ? isa_errf(err, errlen, "out of host memory") : 0;
 }
 
 /* A wrapped parameter's row numbers within [-rows, rows), as PyTorch
