@@ -59,11 +59,13 @@ static int check_one(const rt_program *prog, rt_ref *r, const rt_icheck *c, char
     if (!x || rt_ref_drawn(r, c->value)) /* a random draw of the host's is not the device's */
         return 0;
     const gr_node *n = &g->nodes[c->node];
+    char where[96];
     for (int64_t k = 0; k < gr_ttype_numel(&t); k++)
         if (x[k] < (c->wrap ? -c->size : 0) || x[k] >= c->size)
             return isa_errf(err, errlen, "graph line %d: %s: the index %%%s computed from the inputs holds %lld at "
-                            "element %lld, out of bounds for dim %d of size %lld (PyTorch raises)", n->line, n->op,
-                            g->values[c->value].name, (long long)x[k], (long long)k, c->dim, (long long)c->size);
+                            "element %lld, out of bounds for %s (PyTorch raises)", n->line, n->op,
+                            g->values[c->value].name, (long long)x[k], (long long)k,
+                            rt_bounds_text(where, sizeof where, c->dim, c->size));
     return 0;
 }
 

@@ -393,8 +393,10 @@ static int op_take(ex *E, int unused)
 
 /* The places of x along dim d picked by a 1-D index (index_select, and
  * the scatters index_add / index_copy / index_fill): for each element of
- * x's shape with dim d of the index's length. */
-static int64_t *select_places(ex *E, const tens *x, int d, const tens *ix, int64_t *shape)
+ * x's shape with dim d of the index's length; a negative index counts
+ * from the end if wrap (index_fill's alone: PyTorch refuses it in the
+ * others). */
+static int64_t *select_places(ex *E, const tens *x, int d, const tens *ix, int wrap, int64_t *shape)
 {
     if (kind_of(ix->dtype) != K_I || ix->rank > 1) {
         ref_fail(E, "index is not a 1-D integer tensor");
@@ -407,7 +409,7 @@ static int64_t *select_places(ex *E, const tens *x, int d, const tens *ix, int64
     int64_t m = ref_numel(rank, shape), c[MAXR] = {0};
     int64_t *off = offsets(E, m);
     for (int64_t k = 0; off && k < m; k++, next_coord(rank, shape, c)) {
-        int64_t v = idx_at(E, ix->i[n1 ? 0 : c[d]], x->rank ? x->shape[d] : 1, 1);
+        int64_t v = idx_at(E, ix->i[n1 ? 0 : c[d]], x->rank ? x->shape[d] : 1, wrap);
         if (v < 0) {
             free(off);
             return NULL;
@@ -426,7 +428,7 @@ static int op_index_select(ex *E, int unused)
     int d;
     if (!ix || ref_arg_req_int(E, 1, "dim", &dim) || ref_norm_dim(E, dim, x->rank, &d))
         return -1;
-    int64_t *off = select_places(E, x, d, ix, shape);
+    int64_t *off = select_places(E, x, d, ix, 0, shape);
     int rc = off ? gather_result(E, x, x->rank, shape, off, idx_exact(ix)) : -1;
     free(off);
     return rc;
@@ -848,7 +850,7 @@ static int op_index_write(ex *E, int how)
     const tens *src = ref_operand(E, ref_arg(E, 3, how == IX_FILL ? "value" : "source"), "source", &box);
     if (!src)
         return -1;
-    int64_t *dst = select_places(E, x, d, ix, shape), m = ref_numel(x->rank, shape);
+    int64_t *dst = select_places(E, x, d, ix, how == IX_FILL, shape), m = ref_numel(x->rank, shape);
     if (dst && how != IX_FILL && ref_numel(src->rank, src->shape) != m) {
         free(dst);
         return ref_fail(E, "source has %lld elements, the indexed places %lld", (long long)src->n, (long long)m);
@@ -1212,7 +1214,7 @@ static int op_index_reduce(ex *E, int unused)
         return -1;
     if (red == S_SET)
         return ref_fail(E, "index_reduce without a reduction");
-    int64_t *dst = select_places(E, x, d, ix, shape), m = ref_numel(x->rank, shape);
+    int64_t *dst = select_places(E, x, d, ix, 0, shape), m = ref_numel(x->rank, shape);
     if (dst && src->n != m) {
         free(dst);
         return ref_fail(E, "source has %lld elements, the indexed places %lld", (long long)src->n, (long long)m);

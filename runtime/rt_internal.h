@@ -41,20 +41,27 @@ typedef struct {
     uint64_t serial; /* sim_dram_serial just after it; 0: not uploaded */
 } rt_packed;
 
+/* An op reading an input as indices into dim `dim` of this size (size 0:
+ * none; dim -1: the elements flattened); wrap: a negative index counts
+ * from the end, [-size, size). */
+typedef struct {
+    int64_t size;
+    int wrap, dim;
+    char use[ISA_NAME_MAX];
+} rt_reader;
+
 /* The values an integer input may hold, checked at each launch: a range
  * declared `range=[lo, hi]` (docs/graph-format.md), which the compiler
  * relied on, or, undeclared, DL16's exact integers when its device copy
- * is DL16; line 0: no check.  An input an index op reads directly must
- * also index within its dim, as PyTorch requires (the device would drop
- * or clamp the element; tensor.c's index_ops lists the ops). */
+ * is DL16; line 0: no check.  An input index ops read directly must also
+ * index within each one's dim, as PyTorch requires (the device would drop
+ * or clamp the element; tensor.c's index_ops lists the ops): the readers
+ * allowing the fewest values below and above bound it. */
 typedef struct {
     int line;
     int declared;
     int64_t lo, hi;
-    int64_t size;    /* > 0: the input indexes dim `dim` of this size of op `use` */
-    int wrap;        /* a negative index counts from the end: [-size, size) */
-    int dim;
-    char use[ISA_NAME_MAX];
+    rt_reader low, high;
 } rt_range;
 
 /* An index computed from inputs that the compiler did not prove within
@@ -63,7 +70,7 @@ typedef struct {
 typedef struct {
     int value, node; /* in the program's graph (rt_program.igraph) */
     int64_t size;
-    int wrap, dim;
+    int wrap, dim;   /* as rt_reader's */
 } rt_icheck;
 
 struct rt_program {
@@ -110,6 +117,8 @@ void rt_dims_str(int rank, const int64_t *shape, char *buf, size_t len);
  * +-2^30 (docs/runtime.md, "Masks").  Every write of an input or a
  * weight, whoever makes it, comes here: one rule for all. */
 int rt_keep_host(rt_program *prog, int i, const float *values, char *err, size_t errlen);
+/* "dim D of size N", or for dim -1 "the N elements flattened", into buf. */
+const char *rt_bounds_text(char *buf, size_t len, int dim, int64_t size);
 /* The ranges of the program graph's integer inputs into prog->range, and
  * its computed indices the compiler did not prove into prog->icheck. */
 int rt_ranges_init(rt_program *prog, char *err, size_t errlen);

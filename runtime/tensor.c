@@ -127,11 +127,14 @@ static rt_range input_range(const isa_program *p, const gr_value *v, int i)
 }
 
 /* Ops reading an index tensor into a dim of another: argument positions
- * of the tensor indexed, the dim (-1: dim 0; LIST: the indices are a list
- * whose tensors index self's dims in order, a bool mask of rank k taking
- * k of them, as index.Tensor's) and the indices; wrap: a negative index
- * counts from the end, as Python's. */
-enum { LIST = -2 };
+ * of the tensor indexed (OUT: the op's result, as bincount's counts of
+ * the exported length: a larger value would have grown it in PyTorch, a
+ * negative one raises), the dim (-1: dim 0; FLAT: its elements
+ * flattened, as take's; LIST: the indices are a list whose tensors index
+ * self's dims in order, a bool mask of rank k taking k of them, as
+ * index.Tensor's) and the indices; wrap: a negative index counts from the
+ * end, as Python's. */
+enum { OUT = -1, LIST = -2, FLAT = -3 };
 static const struct {
     const char *base;
     int self, dim, index, wrap;
@@ -139,72 +142,84 @@ static const struct {
     {"embedding", 0, -1, 1, 0},   {"index_select", 0, 1, 2, 0}, {"gather", 0, 1, 2, 0},
     {"scatter", 0, 1, 2, 0},      {"scatter_add", 0, 1, 2, 0},  {"scatter_reduce", 0, 1, 2, 0},
     {"index_copy", 0, 1, 2, 0},   {"index_add", 0, 1, 2, 0},    {"index", 0, LIST, 1, 1},
-    {"index_put", 0, LIST, 1, 1},
+    {"index_put", 0, LIST, 1, 1}, {"take", 0, FLAT, 1, 1},      {"_embedding_bag", 0, -1, 1, 0},
+    {"index_fill", 0, 1, 2, 1},   {"bincount", OUT, -1, 0, 0},
 };
 
-/* Index value iv, if an input of p, indexes dim of sv's tensor for op
- * `use`: into range, if this bound is the tightest yet. */
-static void index_input(const isa_program *p, const gr_value *iv, const gr_value *sv, int64_t dim, int wrap,
-                        const char *use, rt_range *range)
+/* The lowest index reader b allows. */
+static double least(const rt_reader *b) { return b->wrap ? -(double)b->size : 0; }
+
+const char *rt_bounds_text(char *buf, size_t len, int dim, int64_t size)
+{
+    if (dim < 0)
+        snprintf(buf, len, "the %lld elements flattened", (long long)size);
+    else
+        snprintf(buf, len, "dim %d of size %lld", dim, (long long)size);
+    return buf;
+}
+
+/* Index value iv, if an input of p, read by b: into range's bounds where
+ * b allows fewer values. */
+static void index_input(const isa_program *p, const gr_value *iv, const rt_reader *b, rt_range *range)
 {
     char tn[GR_TENSOR_NAME_MAX];
     gr_tensor_name(iv->name, tn);
     int i = isa_program_find_tensor(p, tn);
-    if (iv->kind != GR_VAL_INPUT || iv->type.dtype == GR_BOOL || i < 0 || dim < 0 || dim >= sv->type.rank)
+    if (iv->kind != GR_VAL_INPUT || iv->type.dtype == GR_BOOL || i < 0)
         return;
     rt_range *r = &range[i];
-    const int64_t size = sv->type.shape[dim];
-    if (r->size && (r->size < size || (r->size == size && (wrap || !r->wrap))))
-        return;
-    r->size = size;
-    r->wrap = wrap;
-    r->dim = (int)dim;
-    snprintf(r->use, sizeof r->use, "%s", use);
+    if (!r->low.size || least(b) > least(&r->low))
+        r->low = *b;
+    if (!r->high.size || b->size < r->high.size)
+        r->high = *b;
 }
 
-/* Index value v of g, read by node `node` over dim of sv's tensor: a
- * check of prog->icheck if it is computed and not proven. */
-static void index_computed(rt_program *prog, const gr_graph *g, int v, int node, const gr_value *sv, int64_t dim,
-                           int wrap)
+/* Index value v of g, read by node `node` as b says: a check of
+ * prog->icheck if it is computed and not proven; -1 out of host memory. */
+static int index_computed(rt_program *prog, const gr_graph *g, int v, int node, const rt_reader *b)
 {
     const gr_value *iv = &g->values[v];
-    if (iv->kind != GR_VAL_NODE || iv->type.dtype == GR_BOOL || dim < 0 || dim >= sv->type.rank ||
-        !cc_index_unproven(g, v, sv->type.shape[dim], wrap))
-        return;
+    if (iv->kind != GR_VAL_NODE || iv->type.dtype == GR_BOOL || !cc_index_unproven(g, v, b->size, b->wrap))
+        return 0;
     rt_icheck *c = realloc(prog->icheck, (size_t)(prog->nicheck + 1) * sizeof *c);
     if (!c)
-        return; /* out of host memory: the check is lost, not the run */
+        return -1;
     prog->icheck = c;
-    c[prog->nicheck++] = (rt_icheck){.value = v, .node = node, .size = sv->type.shape[dim], .wrap = wrap,
-                                     .dim = (int)dim};
+    c[prog->nicheck++] = (rt_icheck){.value = v, .node = node, .size = b->size, .wrap = b->wrap, .dim = b->dim};
+    return 0;
 }
 
 /* Node k of g, an index op: the dim each index tensor it reads indexes,
- * into the range of an input's tensor (if the smallest yet) or the checks
- * of a computed one. */
-static void index_use(rt_program *prog, const gr_graph *g, int node)
+ * into the range of an input's tensor (its bounds) or the checks
+ * of a computed one; -1 out of host memory. */
+static int index_use(rt_program *prog, const gr_graph *g, int node)
 {
     const gr_node *n = &g->nodes[node];
     for (size_t k = 0; k < sizeof index_ops / sizeof *index_ops; k++) {
         const int s = index_ops[k].self, d = index_ops[k].dim, x = index_ops[k].index;
-        if (strcmp(n->base, index_ops[k].base) || n->nargs <= x || n->args[s].kind != GR_ARG_VALUE ||
+        if (strcmp(n->base, index_ops[k].base) || n->nargs <= x || (s != OUT && n->args[s].kind != GR_ARG_VALUE) ||
             (d >= 0 && n->args[d].kind != GR_ARG_INT))
             continue;
-        const gr_value *sv = &g->values[n->args[s].value];
+        const gr_ttype *st = &g->values[s == OUT ? n->out : n->args[s].value].type;
         const gr_arg *a = &n->args[x];
         const int list = d == LIST && a->kind == GR_ARG_LIST;
-        int64_t dim = list ? 0 : d < 0 ? 0 : n->args[d].i;
-        dim += dim < 0 ? sv->type.rank : 0;
+        int64_t dim = list || d < 0 ? 0 : n->args[d].i;
+        dim += dim < 0 ? st->rank : 0;
         for (int j = 0; j < (list ? a->nitems : 1); j++) {
             const gr_arg *it = list ? &a->items[j] : a;
             const gr_value *iv = it->kind == GR_ARG_VALUE ? &g->values[it->value] : NULL;
-            if (iv) {
-                index_input(prog->p, iv, sv, dim, index_ops[k].wrap, n->op, prog->range);
-                index_computed(prog, g, it->value, node, sv, dim, index_ops[k].wrap);
+            rt_reader b = {.size = d == FLAT ? gr_ttype_numel(st) : dim >= 0 && dim < st->rank ? st->shape[dim] : 0,
+                           .wrap = index_ops[k].wrap, .dim = d == FLAT ? -1 : (int)dim};
+            snprintf(b.use, sizeof b.use, "%s", n->op);
+            if (iv && b.size > 0) {
+                index_input(prog->p, iv, &b, prog->range);
+                if (index_computed(prog, g, it->value, node, &b))
+                    return -1;
             }
             dim += iv && iv->type.dtype == GR_BOOL ? iv->type.rank : 1;
         }
     }
+    return 0;
 }
 
 int rt_ranges_init(rt_program *prog, char *err, size_t errlen)
@@ -227,13 +242,14 @@ int rt_ranges_init(rt_program *prog, char *err, size_t errlen)
         if (i >= 0 && p->tensors[i].role == ISA_ROLE_INPUT)
             prog->range[i] = input_range(p, v, i);
     }
-    for (int k = 0; prog->range && k < g->nnodes; k++)
-        index_use(prog, g, k);
+    int full = !prog->range;
+    for (int k = 0; !full && k < g->nnodes; k++)
+        full = index_use(prog, g, k);
     if (prog->nicheck)
         prog->igraph = g;
     else
         gr_graph_free(g);
-    return prog->range ? 0 : isa_errf(err, errlen, "out of host memory");
+    return full ? isa_errf(err, errlen, "out of host memory") : 0;
 }
 
 /* A wrapped parameter's row numbers within [-rows, rows), as PyTorch
@@ -262,13 +278,17 @@ int rt_ranges_check(const rt_program *prog, int *bad, char *err, size_t errlen)
         const rt_range *r = &prog->range[i];
         const float *h = prog->host[i];
         int64_t n = rt_tensor_elems(&prog->p->tensors[i]);
-        for (int64_t k = 0; r->size && h && k < n; k++)
-            if (!(truncf(h[k]) >= (r->wrap ? -(double)r->size : 0) && truncf(h[k]) < (double)r->size)) { /* as integers */
-                *bad = (int)i;
-                return isa_errf(err, errlen, "input %%%s: the value %.0f at element %lld is out of bounds for "
-                                "dim %d of size %lld (%s reads it)", prog->p->tensors[i].name, h[k], (long long)k,
-                                r->dim, (long long)r->size, r->use);
-            }
+        for (int64_t k = 0; r->high.size && h && k < n; k++) {
+            const float x = truncf(h[k]); /* as integers */
+            if (x >= least(&r->low) && x < (double)r->high.size)
+                continue;
+            const rt_reader *b = x >= least(&r->low) ? &r->high : &r->low;
+            char where[96];
+            *bad = (int)i;
+            return isa_errf(err, errlen, "input %%%s: the value %.0f at element %lld is out of bounds for %s (%s reads "
+                            "it)", prog->p->tensors[i].name, h[k], (long long)k,
+                            rt_bounds_text(where, sizeof where, b->dim, b->size), b->use);
+        }
         for (int64_t k = 0; r->line && h && k < n; k++) {
             if (h[k] >= (double)r->lo && h[k] <= (double)r->hi)
                 continue;

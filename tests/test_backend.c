@@ -490,7 +490,8 @@ static int unproven(const char *text, int64_t size, int wrap)
  * declared range; the runtime checks the rest at launch. */
 static void test_computed_indices_are_proven_in_range_by_construction(void)
 {
-    const char *head = "graph p\ninput %x: f32[4, 8]\ninput %a: i64[4] range=[-2, 2]\ninput %b: i64[4]\n";
+    const char *head = "graph p\ninput %x: f32[4, 8]\ninput %a: i64[4] range=[-2, 2]\ninput %b: i64[4]\n"
+                       "input %q: i64[4] range=[0, 196]\n";
     char text[1024];
     const struct {
         const char *body;
@@ -513,6 +514,23 @@ static void test_computed_indices_are_proven_in_range_by_construction(void)
         {"%c: bool[4] = aten.gt.Scalar(%b, 0)\n%i: i64[4] = aten.where.self(%c, %a, 0)\n", 3, 1, 0},
         {"%r: i64[4] = aten.arange.start(2, 6)\n%i: i64[4] = aten.sub.Tensor(%r, %a)\n", 8, 0, 0},
         {"%r: i64[4] = aten.arange.start(2, 6)\n%i: i64[4] = aten.sub.Tensor(%r, %a)\n", 7, 0, 1},
+        /* 196 // 49 is 4, and 49 * (1 / 49) is below 1 */
+        {"%i: i64[4] = aten.floor_divide.default(%q, 49)\n", 4, 0, 1},
+        {"%i: i64[4] = aten.floor_divide.default(%q, 49)\n", 5, 0, 0},
+        {"%i: i64[4] = aten.div.Tensor_mode(%q, 49, rounding_mode=\"trunc\")\n", 4, 0, 1},
+        {"%i: i64[4] = aten.div.Tensor_mode(%q, -49, rounding_mode=\"floor\")\n", 4, 1, 0},
+        {"%i: i64[4] = aten.fmod.Scalar(%q, 49)\n", 49, 0, 0},
+        {"%i: i64[4] = aten.fmod.Scalar(%q, 49)\n", 48, 0, 1},
+        /* a float's NaN survives a clamp and casts to any integer; one cast from integers has none */
+        {"%c: f32[4, 8] = aten.clamp.default(%x, 0, 7)\n%i: i64[4, 8] = aten._to_copy.default(%c, dtype=i64)\n", 8, 0,
+         1},
+        {"%f: f32[4] = aten._to_copy.default(%a, dtype=f32)\n%i: i64[4] = aten._to_copy.default(%f, dtype=i64)\n", 3, 1,
+         0},
+        /* past int32, a cast wraps: 1.96e10 holds a negative int32 */
+        {"%m: i64[4] = aten.mul.Tensor(%q, 100000000)\n%n: i32[4] = aten._to_copy.default(%m, dtype=i32)\n"
+         "%i: i32[4] = aten.floor_divide.default(%n, 1000000000)\n", 20, 0, 1},
+        {"%m: i64[4] = aten.mul.Tensor(%q, 10000000)\n%n: i32[4] = aten._to_copy.default(%m, dtype=i32)\n"
+         "%i: i32[4] = aten.floor_divide.default(%n, 1000000000)\n", 2, 0, 0},
     };
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
         snprintf(text, sizeof text, "%s%soutput %%i\n", head, cases[k].body);

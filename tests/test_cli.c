@@ -798,6 +798,101 @@ static void test_an_index_tensor_input_past_its_dim_exits_2_naming_it(void)
     remove(bj);
 }
 
+/* One input two index ops read: each one's rule holds, index_select's
+ * (no negatives, 10 rows) and index.Tensor's ([-5, 5)); before, the
+ * smaller size alone was kept and -1 ran where PyTorch raises. */
+static void test_an_index_input_two_ops_read_is_held_to_both(void)
+{
+    char graph[512], bin[512];
+    tu_tmpfile(".txt", graph, sizeof graph);
+    tu_tmpfile(".f32", bin, sizeof bin);
+    write_file(graph, "graph m3\ninput %x: i64[4] range=[-9, 9]\ninput %u: f32[10, 2]\ninput %t: f32[5, 2]\n"
+                      "%a: f32[4, 2] = aten.index_select.default(%u, 0, %x)\n"
+                      "%b: f32[4, 2] = aten.index.Tensor(%t, [%x])\n"
+                      "%y: f32[4, 2] = aten.add.Tensor(%a, %b)\noutput %y\n");
+    float x[4] = {0, 2, -1, 3};
+    tu_write_file(bin, x, sizeof x);
+    expect_spyref("run %s --input x=%s", graph, bin, 2,
+                  ":2: input %x: the value -1 at element 2 is out of bounds for dim 0 of size 10 "
+                  "(aten.index_select.default reads it)");
+    x[2] = 7;
+    tu_write_file(bin, x, sizeof x);
+    expect_spyref("run %s --input x=%s", graph, bin, 2,
+                  ":2: input %x: the value 7 at element 2 is out of bounds for dim 0 of size 5 "
+                  "(aten.index.Tensor reads it)");
+    x[2] = 4;
+    tu_write_file(bin, x, sizeof x);
+    expect_spyref("run %s --check --input x=%s", graph, bin, 0, " ok\n");
+    remove(graph);
+    remove(bin);
+}
+
+/* take (the flattened elements; negatives count from the end),
+ * _embedding_bag's indices (no negatives) and index_fill (negatives
+ * count from the end) refuse an index PyTorch refuses, naming it; before,
+ * take and index_fill ran (exit 0) and the bag faulted in dma.gather. */
+static void test_take_embedding_bag_and_index_fill_inputs_are_held_to_their_bounds(void)
+{
+    static const struct {
+        const char *graph;
+        float ok[4], bad[4];
+        const char *said;
+    } cases[] = {
+        {"graph tk\ninput %x: i64[4]\ninput %t: f32[3, 4]\n%a: f32[4] = aten.take.default(%t, %x)\noutput %a\n",
+         {-12, 11, 0, 3}, {12, 5, 0, 3},
+         ":2: input %x: the value 12 at element 0 is out of bounds for the 12 elements flattened "
+         "(aten.take.default reads it)"},
+        {"graph eb\ninput %x: i64[4]\ninput %w: f32[10, 2]\n"
+         "%e: (f32[4, 2], i64[0], i64[4], i64[4]) = aten._embedding_bag.default(%w, %x, %x)\n"
+         "%b: f32[4, 2] = getitem(%e, 0)\noutput %b\n",
+         {0, 1, 2, 3}, {0, 1, 2, -1},
+         ":2: input %x: the value -1 at element 3 is out of bounds for dim 0 of size 10 "
+         "(aten._embedding_bag.default reads it)"},
+        {"graph fi\ninput %x: i64[4]\ninput %f: f32[6, 2]\n"
+         "%c: f32[6, 2] = aten.index_fill.int_Scalar(%f, 0, %x, 5.0)\noutput %c\n",
+         {-6, 5, 0, -1}, {-7, 5, 0, 3},
+         ":2: input %x: the value -7 at element 0 is out of bounds for dim 0 of size 6 "
+         "(aten.index_fill.int_Scalar reads it)"},
+    };
+    char graph[512], bin[512];
+    tu_tmpfile(".txt", graph, sizeof graph);
+    tu_tmpfile(".f32", bin, sizeof bin);
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        write_file(graph, cases[k].graph);
+        tu_write_file(bin, cases[k].bad, sizeof cases[k].bad);
+        expect_spyref("run %s --input x=%s", graph, bin, 2, cases[k].said);
+        tu_write_file(bin, cases[k].ok, sizeof cases[k].ok);
+        expect_spyref("run %s --check --input x=%s", graph, bin, 0, " ok\n");
+    }
+    remove(graph);
+    remove(bin);
+}
+
+/* bincount's counts have the exported length: a value past it (PyTorch
+ * would return a longer result) or a negative one (PyTorch raises) is
+ * refused at launch as an index, not dropped from the counts. */
+static void test_a_bincount_value_past_its_exported_length_exits_2(void)
+{
+    char graph[512], bin[512];
+    tu_tmpfile(".txt", graph, sizeof graph);
+    tu_tmpfile(".f32", bin, sizeof bin);
+    write_file(graph, "graph bc\ninput %x: i64[4] range=[-9, 9]\n%b: i64[5] = aten.bincount.default(%x)\n"
+                      "%y: f32[5] = aten.mul.Tensor(%b, 1.0)\noutput %y\n");
+    float x[4] = {0, 1, 1, 5};
+    tu_write_file(bin, x, sizeof x);
+    expect_spyref("run %s --input x=%s", graph, bin, 2,
+                  ":2: input %x: the value 5 at element 3 is out of bounds for dim 0 of size 5 "
+                  "(aten.bincount.default reads it)");
+    x[3] = -1;
+    tu_write_file(bin, x, sizeof x);
+    expect_spyref("run %s --input x=%s", graph, bin, 2, ":2: input %x: the value -1 at element 3 is out of bounds");
+    x[3] = 4;
+    tu_write_file(bin, x, sizeof x);
+    expect_spyref("run %s --check --input x=%s", graph, bin, 0, " ok\n");
+    remove(graph);
+    remove(bin);
+}
+
 /* An index computed from inputs (a one-hot by an out-of-bounds one would
  * give zeros) that the compiler cannot prove within its dim is computed
  * on the host before each launch: a+2 of a in [-1, 9] holding 11 refuses
@@ -1503,6 +1598,11 @@ int main(void)
         {"an index input past its dim exits 2 naming it", test_an_index_input_past_its_dim_exits_2_naming_it},
         {"an index.Tensor input past its dim exits 2 naming it",
          test_an_index_tensor_input_past_its_dim_exits_2_naming_it},
+        {"an index input two ops read is held to both", test_an_index_input_two_ops_read_is_held_to_both},
+        {"take, embedding_bag and index_fill inputs are held to their bounds",
+         test_take_embedding_bag_and_index_fill_inputs_are_held_to_their_bounds},
+        {"a bincount value past its exported length exits 2",
+         test_a_bincount_value_past_its_exported_length_exits_2},
         {"a computed index out of bounds refuses the launch", test_a_computed_index_out_of_bounds_refuses_the_launch},
         {"a wrapped row position out of bounds exits 2 naming it",
          test_a_wrapped_row_position_out_of_bounds_exits_2_naming_it},

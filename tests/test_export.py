@@ -729,6 +729,15 @@ class Widthless(nn.Module):
         return F.one_hot(i)
 
 
+class Classes(nn.Module):
+    def forward(self, i):
+        return F.one_hot(i, 5).float() * 2
+
+
+def classes():
+    return Classes(), (torch.tensor([0, 1, 4, 2]),)
+
+
 def top2():
     torch.manual_seed(0)
     return Top2().eval(), (torch.randn(6, 8),)
@@ -742,21 +751,34 @@ def widthless():
 def check_one_hot_exports(tmp):
     """F.one_hot with num_classes traces as a compare with arange (PyTorch's kernel reads the
     indices' max and min, and tracing failed: "trying to get value out of a tracing tensor"):
-    a top-2 router's one-hot runs natively and matches PyTorch on both chips; without
-    num_classes the export exits 2 with one line."""
+    a top-2 router's one-hot runs natively and matches PyTorch on both chips; a class out of
+    range refuses the launch as PyTorch raises; without num_classes the export exits 2 with
+    one line."""
     src = os.path.join(tmp, "one_hot.py")
     with open(src, "w") as f:
         f.write(ONE_HOT)
     out = os.path.join(tmp, "top2")
+    spyre = os.path.join(ROOT, "build", "spyre")
     r = subprocess.run([sys.executable, EXPORT, f"{src}:top2", "-o", out], capture_output=True, text=True)
     if check("F.one_hot: export exits 0", r.returncode == 0, r.stderr.strip()):
-        spyre = os.path.join(ROOT, "build", "spyre")
         for cfg in ("spyre", "spyre-4core") if os.path.exists(spyre) else ():
             r = subprocess.run([spyre, "run", out, "--check", "--config", cfg], capture_output=True, text=True)
             mism = [ln for ln in r.stdout.splitlines() if "MISMATCH" in ln]
             check(f"F.one_hot: spyre run --check on {cfg} matches PyTorch with fallback_ops=0",
                   r.returncode == 0 and not mism and "fallback_ops=0 " in r.stdout and "expected " in r.stdout,
                   f"status {r.returncode}: {(mism or r.stderr.strip().splitlines() or [''])[-1]}")
+    # a class outside [0, 5) (PyTorch raises) refuses the launch, not a zero row
+    out = os.path.join(tmp, "classes")
+    r = subprocess.run([sys.executable, EXPORT, f"{src}:classes", "-o", out], capture_output=True, text=True)
+    if check("F.one_hot of an input: export exits 0", r.returncode == 0, r.stderr.strip()) and os.path.exists(spyre):
+        for bad, said in (((7, 1, 0, 2), "the value 7 at element 0"), ((0, -1, 0, 2), "the value -1 at element 1")):
+            ids = os.path.join(tmp, "classes.f32")
+            with open(ids, "wb") as f:
+                f.write(struct.pack("4f", *bad))
+            r = subprocess.run([spyre, "run", out, "--input", f"i={ids}"], capture_output=True, text=True)
+            check(f"F.one_hot of {bad}: the launch exits 2 naming {said}",
+                  r.returncode == 2 and said in r.stderr and len(r.stderr.strip().splitlines()) == 1,
+                  f"status {r.returncode}: {r.stderr.strip()!r}")
     r = subprocess.run([sys.executable, EXPORT, f"{src}:widthless", "-o", os.path.join(tmp, "widthless")],
                        capture_output=True, text=True)
     check("F.one_hot without num_classes: export exits 2 with one line",

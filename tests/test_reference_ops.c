@@ -793,6 +793,32 @@ static void test_bad_arguments_are_refused_naming_the_line(void)
                 (const float *const[]){a}, "t.txt:2: aten._linalg_det.default: a square matrix is needed, not 2 x 3");
 }
 
+/* index_select, index_add, index_copy and index_reduce refuse a negative
+ * index as PyTorch 1.13 does (they wrapped it); index_fill counts it from
+ * the end. */
+static void test_a_negative_index_is_refused_by_index_select_add_and_copy_not_index_fill(void)
+{
+    const float x[] = {1, 2, 3, 4}, i[] = {-1}, s[] = {9, 9};
+    static const struct {
+        const char *op, *args, *shape;
+    } ops[] = {{"aten.index_select.default", "0, %i", "1, 2"},
+               {"aten.index_add.default", "0, %i, %s", "2, 2"},
+               {"aten.index_copy.default", "0, %i, %s", "2, 2"},
+               {"aten.index_reduce.default", "0, %i, %s, \"prod\"", "2, 2"}};
+    char text[512], msg[256];
+    for (size_t k = 0; k < sizeof ops / sizeof *ops; k++) {
+        snprintf(text, sizeof text, "input %%x: f32[2, 2]\ninput %%i: i64[1]\ninput %%s: f32[1, 2]\n"
+                 "%%y: f32[%s] = %s(%%x, %s)\noutput %%y\n", ops[k].shape, ops[k].op, ops[k].args);
+        snprintf(msg, sizeof msg, "t.txt:4: %s: index -1 out of range for a dim of size 2", ops[k].op);
+        expect_fail(text, (const float *const[]){x, i, s}, msg);
+    }
+    run_t t;
+    RUN(&t, "input %x: f32[2, 2]\ninput %i: i64[1]\n%y: f32[2, 2] = aten.index_fill.int_Scalar(%x, 0, %i, 5.0)\n"
+            "output %y\n", x, i);
+    EXPECT(&t, "y", 1, 2, 5, 5);
+    done(&t);
+}
+
 /* ---- Special functions ---- */
 
 /* Known values, and identities that tie the functions together where no
@@ -1800,6 +1826,8 @@ int main(void)
         {"flip, roll, diagonal and diag move elements", test_flip_roll_diagonal_and_diag_move_elements},
         {"gather, take, index_select and index pick by index",
          test_gather_take_index_select_and_index_pick_by_index},
+        {"a negative index is refused by index_select, add and copy, not index_fill",
+         test_a_negative_index_is_refused_by_index_select_add_and_copy_not_index_fill},
         {"index with dims apart puts the index dims first", test_index_with_dims_apart_puts_the_index_dims_first},
         {"scatters write and reduce at their places", test_scatters_write_and_reduce_at_their_places},
         {"index_put, index_add and slice scatters write their places",

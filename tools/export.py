@@ -325,11 +325,16 @@ def im2col(decomposed):
 
 def _one_hot(x, num_classes=-1):
     """F.one_hot with num_classes given, as a compare with arange (PyTorch's kernel reads the
-    indices' max and min to check them, which tracing cannot)."""
+    indices' max and min to check them, which tracing cannot).  The indices pass through
+    index_select(arange) first: it refuses one outside [0, num_classes) as F.one_hot does (the
+    launch and computed-index checks cover it), and the compiler takes it as the index itself."""
     if num_classes < 0:
         raise UserError("F.one_hot needs num_classes to be traced (without it the width is the "
                         "indices' max, a value the graph cannot know)")
-    return (x.unsqueeze(-1) == torch.arange(num_classes, device=x.device)).to(torch.int64)
+    classes = torch.arange(num_classes, device=x.device)
+    flat = x if x.dim() == 1 else x.reshape(-1)
+    i = torch.index_select(classes, 0, flat).view(x.shape)
+    return (i.unsqueeze(-1) == classes).to(torch.int64)
 
 
 @contextlib.contextmanager

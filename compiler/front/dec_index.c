@@ -324,8 +324,8 @@ int dc_r_bucketize(dctx *c, const gr_node *n, int *out)
 }
 
 /* bincount(self, weights=None, minlength=0): out[k] = the count of self's elements equal to k (or
- * their weights' sum), k below the declared length (one-hot; a larger value is past the shape the
- * graph declares, which PyTorch would have grown). */
+ * their weights' sum), k below the declared length (one-hot).  A larger value, which PyTorch would
+ * have grown the shape for, or a negative one is refused at launch as an index (runtime/tensor.c). */
 int dc_r_bincount(dctx *c, const gr_node *n, int *out)
 {
     int x = dc_val(c, n, 0, "self"), w = dc_opt_val(c, n, 1, "weights");
@@ -583,12 +583,27 @@ static int row_gather(dctx *c, int x, int d, int idx)
     return dc_T(c, x).rank == 2 && d == 0 && dc_T(c, idx).rank <= 1 && c->d->values[idx].kind != GR_VAL_NODE;
 }
 
+/* Whether value v is arange(0, n) itself: 0, 1, .., n - 1. */
+static int is_count(dctx *c, int v)
+{
+    const gr_value *r = &c->d->values[v];
+    if (r->kind != GR_VAL_NODE)
+        return 0;
+    const gr_node *a = &c->d->nodes[r->node];
+    const int one_arg = !strcmp(a->op, "aten.arange.default");
+    return !strcmp(a->base, "arange") && (one_arg || (dc_num(c, a, 0, "start", -1) == 0 && dc_num(c, a, 2, "step", 1) == 1));
+}
+
 int dc_r_index_select(dctx *c, const gr_node *n, int *out)
 {
     int x = dc_val(c, n, 0, "self"), ix = dc_val(c, n, 2, "index");
     gr_ttype t = dc_T(c, x);
     int d = dc_normdim(c, (int64_t)dc_num(c, n, 1, "dim", 0), t.rank);
     gr_ttype ti = dc_T(c, ix);
+    if (t.rank == 1 && is_count(c, x) && !dc_is_float(ti.dtype)) { /* F.one_hot's check (export.py): the index */
+        out[0] = dc_cast(c, ix, t.dtype);
+        return 1;
+    }
     if (!t.rank && dc_numel(&ti) == 1 && !dc_is_float(ti.dtype)) { /* a 0-d tensor's one element (index 0) */
         out[0] = x;
         return 1;

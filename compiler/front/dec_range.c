@@ -140,17 +140,25 @@ static rng fmod_(rctx *r, const gr_node *n)
     return (rng){x.lo < 0 ? fmax(-b, x.lo) : 0, x.hi > 0 ? fmin(b, x.hi) : 0};
 }
 
-/* x / d for d of one sign, rounded by rounding_mode as the dtype says
- * (floor and trunc are monotone: the ends' quotients bound it). */
+/* x / d for d of one sign, rounded as rounding_mode says: the ends'
+ * quotients bound it (x / d is monotone in each, and so are floor and
+ * trunc), each taken directly: 49 * (1 / 49) is below 1. */
 static rng divide(rctx *r, const gr_node *n)
 {
     rng x = same(r, n), d = arg(r, n, 1, "other", ANY);
     if (d.lo <= 0 && d.hi >= 0)
         return ANY;
-    rng q = mul(x, (rng){1 / d.hi, 1 / d.lo});
     const gr_arg *m = gr_node_arg(n, 2, "rounding_mode");
-    int floor_ = !strcmp(n->base, "floor_divide") || (m && m->kind == GR_ARG_STR && !strcmp(m->s, "floor"));
-    return floor_ ? (rng){floor(q.lo), floor(q.hi)} : q;
+    const char *mode = !strcmp(n->base, "floor_divide") ? "floor" : m && m->kind == GR_ARG_STR ? m->s : "";
+    double p[4] = {x.lo / d.lo, x.lo / d.hi, x.hi / d.lo, x.hi / d.hi};
+    rng q = {INFINITY, -INFINITY};
+    for (int i = 0; i < 4; i++) {
+        double v = !strcmp(mode, "floor") ? floor(p[i]) : !strcmp(mode, "trunc") ? trunc(p[i]) : p[i];
+        if (isnan(v))
+            return ANY;
+        q = join(q, point(v));
+    }
+    return q;
 }
 
 static rng where(rctx *r, const gr_node *n) { return join(arg(r, n, 1, "self", ANY), arg(r, n, 2, "other", ANY)); }
@@ -303,18 +311,45 @@ static rng getitem(rctx *r, const gr_node *n)
     return part && m->nargs && m->args[0].kind == GR_ARG_VALUE ? of(r, m->args[0].value) : ANY;
 }
 
+/* Whether value v is a float cast from integers: no NaN among its values. */
+static int from_integers(const gr_graph *g, int v)
+{
+    const gr_value *x = &g->values[ir_view_root(g, v)];
+    if (x->kind != GR_VAL_NODE)
+        return 0;
+    const gr_node *m = &g->nodes[x->node];
+    return (ir_op_attrs(m->base) & IR_OP_CAST) && m->nargs && m->args[0].kind == GR_ARG_VALUE &&
+           !dc_is_float(g->values[m->args[0].value].type.dtype);
+}
+
+/* A cast: its argument's values, but a float's that may hold a NaN (a
+ * clamp keeps it) becomes any integer. */
+static rng cast(rctx *r, const gr_node *n)
+{
+    if (!n->nargs || n->args[0].kind != GR_ARG_VALUE)
+        return ANY;
+    const int v = n->args[0].value;
+    const int to_int = !dc_is_float(r->g->values[n->out].type.dtype);
+    return to_int && dc_is_float(r->g->values[v].type.dtype) && !from_integers(r->g, v) ? ANY : of(r, v);
+}
+
 static rng node_rng(rctx *r, const gr_node *n)
 {
     if (!strcmp(n->op, "getitem"))
         return getitem(r, n);
+    if (ir_op_attrs(n->base) & IR_OP_CAST)
+        return cast(r, n);
     for (size_t k = 0; k < sizeof rules / sizeof *rules; k++)
         if (!strcmp(n->base, rules[k].base))
             return rules[k].fn(r, n);
     return ir_op_attrs(n->base) ? same(r, n) : ANY;
 }
 
+/* The integers dtype t holds (a cast wraps a value past them into them). */
+static rng held(gr_dtype t) { return t == GR_I32 ? (rng){INT32_MIN, INT32_MAX} : (rng){-0x1p63, 0x1p63}; }
+
 /* Value v's range, its dtype's rounding applied (an integer cast
- * truncates, a bool is 0 or 1). */
+ * truncates and wraps past the dtype's integers, a bool is 0 or 1). */
 static rng of(rctx *r, int v)
 {
     const gr_value *x = &r->g->values[v];
@@ -329,8 +364,10 @@ static rng of(rctx *r, int v)
                                      : ANY;
     if (isnan(a.lo) || isnan(a.hi))
         a = ANY;
-    if (!dc_is_float(x->type.dtype))
-        a = (rng){trunc(a.lo), trunc(a.hi)};
+    if (!dc_is_float(x->type.dtype)) {
+        const rng h = held(x->type.dtype);
+        a = a.lo >= h.lo && a.hi <= h.hi ? (rng){trunc(a.lo), trunc(a.hi)} : h;
+    }
     return r->memo[v] = a;
 }
 

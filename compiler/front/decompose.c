@@ -3031,7 +3031,8 @@ static const struct {
                                            "length L (offsets arange(0, N, L)): rows as (B, L, D); else a mask (B, N) "
                                            "offsets[b] <= i < next; sum, mean (/ count) or amax over the bag, padding_idx "
                                            "rows out, empty bags 0"},
-    {"index_select", dc_r_index_select, "an index of arange affine in the output: a strided view (dec_affine.c); else "
+    {"index_select", dc_r_index_select, "a self of arange(0, n): the index (F.one_hot's check, export.py); an index of "
+                                        "arange affine in the output: a strided view (dec_affine.c); else "
                                         "a 0-d self: itself; a 2-D table's rows by an input's row numbers: a row gather (lower); "
                                         "else one-hot: sum_k where(index == k, x[.., k, ..], 0)"},
     {"embedding", dc_r_embedding, "indices made from positions alone, or computed on the device (within 1024 "
