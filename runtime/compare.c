@@ -13,7 +13,7 @@
 /* An equal infinity is exact, and so is the device's stand-in for it (+-2^30
  * or beyond, the same sign), and an infinity read into a 16-bit host dtype
  * where the reference overflows that dtype (PyTorch's 70000 in fp16); a
- * finite reference beyond 2^29 held as +-2^29 (torch.finfo(f32).min,
+ * finite reference DL16 cannot hold held as +-2^29 (torch.finfo(f32).min,
  * isa_dl16_standin) is too. */
 static int same_value(isa_host_dtype hdt, float y, double ref)
 {
@@ -22,7 +22,7 @@ static int same_value(isa_host_dtype hdt, float y, double ref)
     int same_sign = (y < 0) == (ref < 0);
     if (isinf(ref))
         return same_sign && fabs(y) >= ISA_DL16_INF;
-    if (fabs(ref) > ISA_DL16_BIG && fabs(y) == ISA_DL16_BIG)
+    if (isa_dl16_beyond(ref) && fabs(y) == ISA_DL16_BIG)
         return same_sign;
     return same_sign && isinf(y) && (fabs(ref) > FLT_MAX || isinf(isa_host_round(hdt, (float)ref)));
 }
