@@ -5,6 +5,7 @@
  * beyond the largest finite become NINF, and NINF reads back as NaN. */
 #include "isa.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -47,11 +48,17 @@ static inline uint32_t to_bits(uint32_t h)
     return mag == ISA_DL16_NINF ? 0x7fc00000u : u; /* NINF reads as NaN */
 }
 
+/* Finite v rounding beyond ISA_DL16_MAX, by the conversion's own rule. */
+int isa_dl16_beyond(double v)
+{
+    return isfinite(v) && (fabs(v) > FLT_MAX || (isa_dl16_from_f32((float)v) & 0x7fffu) == ISA_DL16_NINF);
+}
+
 float isa_dl16_standin(float v)
 {
     if (isinf(v))
         return v < 0 ? -ISA_DL16_INF : ISA_DL16_INF;
-    if (fabsf(v) > ISA_DL16_BIG)
+    if (isa_dl16_beyond(v))
         return v < 0 ? -ISA_DL16_BIG : ISA_DL16_BIG;
     return v;
 }

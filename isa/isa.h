@@ -88,12 +88,16 @@ typedef enum { ISA_T_DL16, ISA_T_F32 } isa_dtype_dev;
  * one, in the compiler's constants, the runtime's uploads and its checks
  * (docs/compiler.md, "Infinities"). */
 #define ISA_DL16_INF 0x1p30f
-/* A finite value beyond +-2^29 (torch.finfo(f32).min in a Hugging Face
- * attention mask, -1e10) becomes +-2^29 on the device: still finite,
- * below the stand-in, so twice it is an infinity as in fp32, and softmax's
- * x - max(x) stays inside DL16's range.  isa_dl16_standin is the rule for
- * constants and uploaded data: infinities to the stand-in, these to 2^29. */
+/* DL16's largest finite value: biased exponent 63, fraction 510/512. */
+#define ISA_DL16_MAX 0x1.ffp32f
+/* A finite value DL16 cannot hold (isa_dl16_beyond: torch.finfo(f32).min
+ * in a Hugging Face attention mask, -1e10), which would become NINF, is
+ * +-2^29 on the device: still finite, below the stand-in, so twice it is
+ * an infinity as in fp32, and softmax's x - max(x) stays inside DL16's
+ * range.  isa_dl16_standin is the rule for constants and uploaded data:
+ * infinities to the stand-in, these to 2^29, the rest unchanged. */
 #define ISA_DL16_BIG 0x1p29f
+int isa_dl16_beyond(double v);
 float isa_dl16_standin(float v);
 /* DL16's 10-bit significand holds every integer up to here exactly. */
 #define ISA_DL16_EXACT_INT 1024

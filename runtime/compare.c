@@ -13,9 +13,9 @@
 /* An equal infinity is exact, and so is the device's stand-in for it (+-2^30
  * or beyond, the same sign), and an infinity read into a 16-bit host dtype
  * where the reference overflows that dtype (PyTorch's 70000 in fp16).  A
- * finite reference beyond DL16's range (a -1e30 or torch.finfo(f32).min
- * mask) is held as the finite stand-in +-2^29 (isa_dl16_standin), or
- * computed into the infinity's; either is taken for it. */
+ * finite reference DL16 cannot hold (a -1e30 or torch.finfo(f32).min mask)
+ * is held as the finite stand-in +-2^29 (isa_dl16_standin) or computed into
+ * the infinity's; either is taken for it. */
 static int same_value(isa_host_dtype hdt, float y, double ref)
 {
     if ((double)y == ref)
@@ -23,10 +23,8 @@ static int same_value(isa_host_dtype hdt, float y, double ref)
     int same_sign = (y < 0) == (ref < 0);
     if (isinf(ref))
         return same_sign && fabs(y) >= ISA_DL16_INF;
-    if (!isnan(ref) && isnan(isa_dl16_round((float)ref)))
+    if (isa_dl16_beyond(ref))
         return same_sign && (fabs(y) >= ISA_DL16_INF || fabs(y) == ISA_DL16_BIG);
-    if (fabs(ref) > ISA_DL16_BIG && fabs(y) == ISA_DL16_BIG)
-        return same_sign;
     return same_sign && isinf(y) && (fabs(ref) > FLT_MAX || isinf(isa_host_round(hdt, (float)ref)));
 }
 

@@ -35,11 +35,13 @@ rt_program *rt_load_program(rt_device *dev, isa_program *p, char *err, size_t er
     }
     rt_program *prog = calloc(1, sizeof *prog);
     float **host = calloc(p->ntensors ? p->ntensors : 1, sizeof *host);
+    float **user = calloc(p->ntensors ? p->ntensors : 1, sizeof *user);
     rt_packed *packed = calloc(p->ntensors ? p->ntensors : 1, sizeof *packed);
-    if (!prog || !host || !packed) {
+    if (!prog || !host || !user || !packed) {
         isa_errf(err, errlen, "load: out of host memory");
         free(prog);
         free(host);
+        free(user);
         free(packed);
         isa_program_free(p);
         return NULL;
@@ -47,6 +49,7 @@ rt_program *rt_load_program(rt_device *dev, isa_program *p, char *err, size_t er
     prog->dev = dev;
     prog->p = p;
     prog->host = host;
+    prog->user = user;
     prog->packed = packed;
     prog->abase = UINT64_MAX;
     prog->host_ops = -1;
@@ -93,9 +96,11 @@ void rt_unload(rt_program *prog)
     rt_unstage(prog);
     for (size_t i = 0; i < prog->p->ntensors; i++) {
         free(prog->host[i]);
+        free(prog->user[i]);
         free(prog->packed[i].bytes);
     }
     free(prog->host);
+    free(prog->user);
     free(prog->packed);
     rt_state_free(prog);
     free(prog->range);

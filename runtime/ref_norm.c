@@ -51,11 +51,11 @@ static int op_softmax(ex *E, int logsm)
                 if (v > m || isnan(v))
                     m = v;
             }
-            /* an infinite max (a row masked whole with -inf, held as the
-             * stand-in -2^30) makes the row NaN, as inf - inf in PyTorch;
-             * a finite one beyond DL16's largest (2^32 x 1.996), such as
-             * torch.finfo(f32).min, is no stand-in: the row is uniform */
-            if (isinf(m) || (fabs(m) >= 0x1p30 && fabs(m) < 0x1p33))
+            /* an infinite max, or the device's stand-in for one (+-2^30:
+             * a row masked whole with -inf), makes the row NaN, as
+             * inf - inf in PyTorch; any finite one, the stand-in +-2^29
+             * for torch.finfo(f32).min included, leaves it uniform */
+            if (isinf(m) || fabs(m) == ISA_DL16_INF)
                 m = NAN;
             for (int64_t j = 0; j < D; j++)
                 s += exp(ldd(x, b + j * inner) - m);

@@ -83,6 +83,13 @@ struct rt_program {
     uint64_t last_use;   /* dev->clock at its last load or launch */
     rt_transfer_stats pending; /* moved since the last launch; reported by the next */
     float **host;        /* per tensor: fp32 host copy or NULL */
+    /* Per tensor: host[i] with the user's finite values DL16 cannot hold
+     * in place of their stand-in +-2^29 (isa_dl16_standin), where it has
+     * any, else NULL; the reference reads them (rt_user_values), as
+     * PyTorch does (an infinity it reads as the device's stand-in, as
+     * compare.c and its softmax take it).  Dropped with every change of
+     * host[i] (rt_host_changed). */
+    float **user;
     /* Per tensor: an activation-region input's host copy in device layout,
      * as last uploaded (bytes NULL: none).  The region is allocated and
      * filled anew at every launch; packing (DL16 conversion) was most of
@@ -119,6 +126,7 @@ void rt_dims_str(int rank, const int64_t *shape, char *buf, size_t len);
 int rt_keep_host(rt_program *prog, int i, const float *values, char *err, size_t errlen);
 /* "dim D of size N", or for dim -1 "the N elements flattened", into buf. */
 const char *rt_bounds_text(char *buf, size_t len, int dim, int64_t size);
+const float *rt_user_values(const rt_program *prog, int i);
 /* The ranges of the program graph's integer inputs into prog->range, and
  * its computed indices the compiler did not prove into prog->icheck. */
 int rt_ranges_init(rt_program *prog, char *err, size_t errlen);

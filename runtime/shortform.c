@@ -79,7 +79,7 @@ static rt_refval *arg_value(ref_ctx *c, const char *arg)
     snprintf(v->name, sizeof v->name, "%s", name);
     v->rank = t->rank;
     memcpy(v->shape, t->shape, sizeof v->shape);
-    v->val = c->prog->host[i];
+    v->val = rt_user_values(c->prog, i);
     return v;
 }
 

@@ -98,6 +98,24 @@ static void infinity_rule(const isa_tensor *t, float *v)
         v[i] = isa_dl16_standin(v[i]);
 }
 
+/* user[i]: host[i] with the user's finite values DL16 cannot hold in
+ * place of their stand-in +-2^29, where it has any. */
+static int keep_user(rt_program *prog, int i, const float *values, size_t n)
+{
+    const float *h = prog->host[i];
+    for (size_t k = 0; k < n; k++) {
+        if (h[k] == values[k] || !isa_dl16_beyond(values[k]))
+            continue;
+        if (!prog->user[i]) {
+            if (!(prog->user[i] = malloc(n * sizeof *h)))
+                return -1;
+            memcpy(prog->user[i], h, n * sizeof *h);
+        }
+        prog->user[i][k] = values[k];
+    }
+    return 0;
+}
+
 int rt_keep_host(rt_program *prog, int i, const float *values, char *err, size_t errlen)
 {
     size_t n = (size_t)rt_tensor_elems(&prog->p->tensors[i]);
@@ -110,7 +128,12 @@ int rt_keep_host(rt_program *prog, int i, const float *values, char *err, size_t
     free(prog->host[i]);
     prog->host[i] = h;
     rt_host_changed(prog, i);
-    return 0;
+    return keep_user(prog, i, values, n) ? isa_errf(err, errlen, "out of host memory") : 0;
+}
+
+const float *rt_user_values(const rt_program *prog, int i)
+{
+    return prog->user[i] ? prog->user[i] : prog->host[i];
 }
 
 /* Input v's range in tensor i of program p: declared, or DL16's exact
@@ -306,6 +329,8 @@ int rt_ranges_check(const rt_program *prog, int *bad, char *err, size_t errlen)
 
 void rt_host_changed(rt_program *prog, int i)
 {
+    free(prog->user[i]);
+    prog->user[i] = NULL;
     free(prog->packed[i].bytes);
     prog->packed[i] = (rt_packed){0};
 }

@@ -207,7 +207,7 @@ static int check_graph(rt_program *prog, const gr_graph *g, const rt_st_file *wa
             break;
         }
         /* a state as the last run read it, before its updates */
-        const float *h = rt_state_before(prog, ti) ? rt_state_before(prog, ti) : prog->host[ti];
+        const float *h = rt_state_before(prog, ti) ? rt_state_before(prog, ti) : rt_user_values(prog, ti);
         if (rt_ref_set(r, val->name, h, rt_tensor_elems(&p->tensors[ti]), rerr, sizeof rerr))
             rc = isa_errf(err, errlen, "reference: %s", rerr);
     }

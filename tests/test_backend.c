@@ -6227,6 +6227,79 @@ static void test_softmax_masked_with_finfo_min_is_pytorchs(void)
     }
 }
 
+/* Finite inputs DL16 holds (2e9, -3e9; its largest is 0x1.ffp32) reach
+ * the device as themselves, not the stand-in +-2^29 (x * 1e-9 was +-0.54
+ * where PyTorch has 2 and -3, and the reference, reading the stand-in,
+ * agreed); -1e10, beyond DL16, is held as -2^29, checked for the user's
+ * -1e10 by the reference, which reads the user's values.  clamp(y, -2e9)
+ * is -2^29 on the device where the reference has -2e9: a mismatch, as the
+ * stand-in stands only for values DL16 cannot hold. */
+static void test_finite_inputs_dl16_holds_are_not_stand_ins(void)
+{
+    const char *text = "graph big\n"
+                       "input %x: f32[4]\n"
+                       "input %y: f32[2]\n"
+                       "%a: f32[4] = aten.mul.Tensor(%x, 2.0)\n"
+                       "%b: f32[4] = aten.mul.Tensor(%x, 1e-09)\n"
+                       "%c: f32[2] = aten.add.Tensor(%y, 0.5)\n"
+                       "output %a, %b, %c\n";
+    const char *clamped = "graph bigc\n"
+                          "input %x: f32[4]\n"
+                          "input %y: f32[2]\n"
+                          "%c: f32[2] = aten.clamp.default(%y, -2000000000.0)\n"
+                          "output %c\n";
+    float x[4] = {1, 2e9f, -3e9f, 7}, y[2] = {-1e10f, 3};
+    rt_st_entry e[2] = {{.name = "x", .dtype = RT_ST_F32, .rank = 1, .shape = {4}, .data = x},
+                        {.name = "y", .dtype = RT_ST_F32, .rank = 1, .shape = {2}, .data = y}};
+    char path[1024], err[256];
+    tu_tmpfile(".safetensors", path, sizeof path);
+    CU_ASSERT_EQUAL_FATAL(rt_st_write(path, e, 2, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(isa_dl16_to_f32(0x7ffe), ISA_DL16_MAX);
+    const char *names[] = {"b", "c"};
+    for (int c = 0; c < 2; c++) {
+        float *v[2] = {0};
+        int64_t n[2] = {0};
+        CU_ASSERT_EQUAL(run_and_read_from(text, "big.txt", both_chips[c], path, 2, names, v, n), 0);
+        int ok = 0;
+        for (int k = 0; k < 4 && v[0]; k++)
+            ok += fabs(v[0][k] - x[k] * 1e-9) <= 0x1p-8 * fabs(x[k] * 1e-9);
+        CU_ASSERT_EQUAL(ok, 4);
+        CU_ASSERT(v[1] && v[1][0] == -ISA_DL16_BIG);
+        for (int i = 0; i < 2; i++)
+            free(v[i]);
+        float *w[1] = {0};
+        CU_ASSERT_EQUAL(run_and_read_from(clamped, "bigc.txt", both_chips[c], path, 1, names + 1, w, n), 1);
+        free(w[0]);
+    }
+    remove(path);
+}
+
+/* A row masked whole with -2e9, finite and inside DL16's range, is uniform
+ * in PyTorch's softmax; the reference took any max in [2^30, 2^33) for the
+ * infinity stand-in and made the row NaN, failing the check. */
+static void test_softmax_of_a_row_masked_whole_with_a_finite_value_is_uniform(void)
+{
+    const char *text = "graph smf\n"
+                       "%i: i64[16] = aten.arange.default(16)\n"
+                       "%f: f32[16] = aten.mul.Tensor(%i, 0.125)\n"
+                       "%x: f32[2, 8] = aten.view.default(%f, [2, 8])\n"
+                       "%m: bool[2, 8] = aten.lt.Scalar(%x, 1.0)\n"
+                       "%p: f32[2, 8] = aten.masked_fill.Scalar(%x, %m, -2000000000.0)\n"
+                       "%s: f32[2, 8] = aten._softmax.default(%p, 1, False)\n"
+                       "output %s\n";
+    const char *names[] = {"s"};
+    for (int c = 0; c < 2; c++) {
+        float *v[1] = {0};
+        int64_t n[1] = {0};
+        CU_ASSERT_EQUAL(run_and_read(text, "smf.txt", both_chips[c], 1, names, v, n), 0);
+        int ok = 0;
+        for (int j = 0; j < 8 && v[0]; j++)
+            ok += fabs(v[0][j] - 0.125) <= 0x1p-8;
+        CU_ASSERT_EQUAL(ok, 8);
+        free(v[0]);
+    }
+}
+
 static int mask_nan_axis(const char *text, int *guarded);
 
 /* The same over graph inputs: a user's additive attention mask, -inf in
@@ -7379,6 +7452,9 @@ int main(void)
         {"softmax masked with finfo.min is PyTorch's", test_softmax_masked_with_finfo_min_is_pytorchs},
         {"clamp with min above max or a NaN bound is as PyTorch", test_clamp_with_min_above_max_or_a_nan_bound_is_as_pytorch},
         {"a mask constant beyond DL16 is the stand-in", test_a_mask_constant_beyond_dl16_is_the_stand_in},
+        {"finite inputs DL16 holds are not stand-ins", test_finite_inputs_dl16_holds_are_not_stand_ins},
+        {"softmax of a row masked whole with a finite value is uniform",
+         test_softmax_of_a_row_masked_whole_with_a_finite_value_is_uniform},
         {"softmax over an input mask masking a row whole is NaN", test_softmax_over_an_input_mask_masking_a_row_whole_is_nan},
         {"softmax over a broadcast input mask masking a batch whole is NaN",
          test_softmax_over_a_broadcast_input_mask_masking_a_batch_whole_is_nan},

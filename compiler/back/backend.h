@@ -654,7 +654,7 @@ void be_bind(be_tile *T, int e, const be_val *v);
  * class its value will have (loads only; see be_rows.c). */
 
 /* be_dl16_imm(v) is v as an SFP immediate, by isa_dl16_standin: +-inf
- * replaced by the finite stand-in +-ISA_DL16_INF, a huge finite value by
+ * replaced by the finite stand-in +-ISA_DL16_INF, a finite one DL16 cannot hold by
  * +-ISA_DL16_BIG. */
 float be_dl16_imm(double v);
 
