@@ -988,70 +988,52 @@ static void test_a_huge_factory_is_refused_before_it_is_made(void)
     }
 }
 
+/* T5's relative-position bucket: distances, a log bucket past 8, an
+ * embedding of the buckets; with and without the clamp below. */
+#define T5_BUCKET_HEAD \
+    "input %q: f32[20, 20]\n" \
+    "%i: i64[20] = aten.arange.default(20)\n" \
+    "%c: i64[20, 1] = aten.unsqueeze.default(%i, 1)\n" \
+    "%m: i64[1, 20] = aten.unsqueeze.default(%i, 0)\n" \
+    "%rel: i64[20, 20] = aten.sub.Tensor(%m, %c)\n" \
+    "%z: i64[20, 20] = aten.zeros_like.default(%rel, dtype=i64)\n" \
+    "%mn: i64[20, 20] = aten.minimum.default(%rel, %z)\n" \
+    "%n: i64[20, 20] = aten.neg.default(%mn)\n" \
+    "%f: f32[20, 20] = aten._to_copy.default(%n, dtype=f32)\n"
+#define T5_BUCKET_TAIL \
+    "%l: f32[20, 20] = aten.log.default(%d)\n" \
+    "%d1: f32[20, 20] = aten.div.Tensor(%l, 2.772588722239781)\n" \
+    "%s: f32[20, 20] = aten.mul.Tensor(%d1, 8)\n" \
+    "%t: i64[20, 20] = aten._to_copy.default(%s, dtype=i64)\n" \
+    "%a: i64[20, 20] = aten.add.Tensor(%t, 8)\n" \
+    "%full: i64[20, 20] = aten.full_like.default(%a, 15, dtype=i64)\n" \
+    "%large: i64[20, 20] = aten.minimum.default(%a, %full)\n" \
+    "%lt: bool[20, 20] = aten.lt.Scalar(%n, 8)\n" \
+    "%b: i64[20, 20] = aten.where.self(%lt, %n, %large)\n" \
+    "%ar: f32[16] = aten.arange.default(16.0)\n" \
+    "%col: f32[16, 1] = aten.unsqueeze.default(%ar, 1)\n" \
+    "%tab: f32[16, 1] = aten.mul.Tensor(%col, 0.1)\n" \
+    "%e: f32[20, 20, 1] = aten.embedding.default(%tab, %b)\n" \
+    "%sq: f32[20, 20] = aten.squeeze.dim(%e, -1)\n" \
+    "%r: f32[20, 20] = aten.add.Tensor(%q, %sq)\n" \
+    "output %b, %r\n"
+
 /* T5's relative-position bucket (traces/models/positions.py:relpos): the
  * cast of log(n / 8) back to int64 is tabulated at compile time, the
  * embedding by the buckets is one-hot; the buckets match the reference
  * exactly. */
-static const char *t5_bucket = "graph t5_bucket\n"
-                               "input %q: f32[20, 20]\n"
-                               "%i: i64[20] = aten.arange.default(20)\n"
-                               "%c: i64[20, 1] = aten.unsqueeze.default(%i, 1)\n"
-                               "%m: i64[1, 20] = aten.unsqueeze.default(%i, 0)\n"
-                               "%rel: i64[20, 20] = aten.sub.Tensor(%m, %c)\n"
-                               "%z: i64[20, 20] = aten.zeros_like.default(%rel, dtype=i64)\n"
-                               "%mn: i64[20, 20] = aten.minimum.default(%rel, %z)\n"
-                               "%n: i64[20, 20] = aten.neg.default(%mn)\n"
-                               "%f: f32[20, 20] = aten._to_copy.default(%n, dtype=f32)\n"
-                               "%cl: f32[20, 20] = aten.clamp.default(%f, 1)\n"
-                               "%d: f32[20, 20] = aten.div.Tensor(%cl, 8)\n"
-                               "%l: f32[20, 20] = aten.log.default(%d)\n"
-                               "%d1: f32[20, 20] = aten.div.Tensor(%l, 2.772588722239781)\n"
-                               "%s: f32[20, 20] = aten.mul.Tensor(%d1, 8)\n"
-                               "%t: i64[20, 20] = aten._to_copy.default(%s, dtype=i64)\n"
-                               "%a: i64[20, 20] = aten.add.Tensor(%t, 8)\n"
-                               "%full: i64[20, 20] = aten.full_like.default(%a, 15, dtype=i64)\n"
-                               "%large: i64[20, 20] = aten.minimum.default(%a, %full)\n"
-                               "%lt: bool[20, 20] = aten.lt.Scalar(%n, 8)\n"
-                               "%b: i64[20, 20] = aten.where.self(%lt, %n, %large)\n"
-                               "%ar: f32[16] = aten.arange.default(16.0)\n"
-                               "%col: f32[16, 1] = aten.unsqueeze.default(%ar, 1)\n"
-                               "%tab: f32[16, 1] = aten.mul.Tensor(%col, 0.1)\n"
-                               "%e: f32[20, 20, 1] = aten.embedding.default(%tab, %b)\n"
-                               "%sq: f32[20, 20] = aten.squeeze.dim(%e, -1)\n"
-                               "%r: f32[20, 20] = aten.add.Tensor(%q, %sq)\n"
-                               "output %b, %r\n";
+static const char *t5_bucket = "graph t5_bucket\n" T5_BUCKET_HEAD
+    "%cl: f32[20, 20] = aten.clamp.default(%f, 1)\n"
+    "%d: f32[20, 20] = aten.div.Tensor(%cl, 8)\n"
+    T5_BUCKET_TAIL;
 
 /* The same as Hugging Face writes it, without the clamp: distance 0 takes
  * log(0) = -inf, cast to int64 (undefined in PyTorch) and discarded by the
  * where; the tabulation refused the infinity and the bucket ran on the
  * host ("integer values up to inf are not exact"). */
-static const char *t5_bucket_hf = "graph t5_bucket_hf\n"
-                               "input %q: f32[20, 20]\n"
-                               "%i: i64[20] = aten.arange.default(20)\n"
-                               "%c: i64[20, 1] = aten.unsqueeze.default(%i, 1)\n"
-                               "%m: i64[1, 20] = aten.unsqueeze.default(%i, 0)\n"
-                               "%rel: i64[20, 20] = aten.sub.Tensor(%m, %c)\n"
-                               "%z: i64[20, 20] = aten.zeros_like.default(%rel, dtype=i64)\n"
-                               "%mn: i64[20, 20] = aten.minimum.default(%rel, %z)\n"
-                               "%n: i64[20, 20] = aten.neg.default(%mn)\n"
-                               "%f: f32[20, 20] = aten._to_copy.default(%n, dtype=f32)\n"
-                               "%d: f32[20, 20] = aten.div.Tensor(%f, 8)\n"
-                               "%l: f32[20, 20] = aten.log.default(%d)\n"
-                               "%d1: f32[20, 20] = aten.div.Tensor(%l, 2.772588722239781)\n"
-                               "%s: f32[20, 20] = aten.mul.Tensor(%d1, 8)\n"
-                               "%t: i64[20, 20] = aten._to_copy.default(%s, dtype=i64)\n"
-                               "%a: i64[20, 20] = aten.add.Tensor(%t, 8)\n"
-                               "%full: i64[20, 20] = aten.full_like.default(%a, 15, dtype=i64)\n"
-                               "%large: i64[20, 20] = aten.minimum.default(%a, %full)\n"
-                               "%lt: bool[20, 20] = aten.lt.Scalar(%n, 8)\n"
-                               "%b: i64[20, 20] = aten.where.self(%lt, %n, %large)\n"
-                               "%ar: f32[16] = aten.arange.default(16.0)\n"
-                               "%col: f32[16, 1] = aten.unsqueeze.default(%ar, 1)\n"
-                               "%tab: f32[16, 1] = aten.mul.Tensor(%col, 0.1)\n"
-                               "%e: f32[20, 20, 1] = aten.embedding.default(%tab, %b)\n"
-                               "%sq: f32[20, 20] = aten.squeeze.dim(%e, -1)\n"
-                               "%r: f32[20, 20] = aten.add.Tensor(%q, %sq)\n"
-                               "output %b, %r\n";
+static const char *t5_bucket_hf = "graph t5_bucket_hf\n" T5_BUCKET_HEAD
+    "%d: f32[20, 20] = aten.div.Tensor(%f, 8)\n"
+    T5_BUCKET_TAIL;
 
 /* The i64 values of graph text's value name on the reference executor
  * (its inputs zeros) equal want[0..n). */
