@@ -320,6 +320,18 @@ static int in_vocabulary(const gen_args *a, int64_t vocab)
     return 0;
 }
 
+/* Do the prompt and the tokens fed back (all but the last) fit context?
+ * Else why, fmt taking the positions needed and the context. */
+static int context_fits(const gen_args *a, int64_t context, const char *fmt)
+{
+    char n[64], m[64];
+    if (a->nprompt + a->max_new - 1 <= context)
+        return 0;
+    snprintf(n, sizeof n, "%ld", (long)(a->nprompt + a->max_new - 1));
+    snprintf(m, sizeof m, "%lld", (long long)context);
+    return bad(fmt, n, m);
+}
+
 /* Do the prompt and the tokens asked for fit the steps, prefill and decode? */
 static int cached_fits(const gen_args *a, const gen_step *s)
 {
@@ -334,27 +346,18 @@ static int cached_fits(const gen_args *a, const gen_step *s)
         return bad("--prompt has %s tokens, more than the prefill step's %s", n, m);
     if (in_vocabulary(a, pre->vocab))
         return GEN_USAGE;
-    if (a->nprompt + a->max_new - 1 > pre->context) {
-        snprintf(n, sizeof n, "%ld", (long)(a->nprompt + a->max_new - 1));
-        snprintf(m, sizeof m, "%lld", (long long)pre->context);
-        return bad("the prompt and --max-new-tokens need %s cache positions, more than the model's context of %s", n, m);
-    }
-    return 0;
+    return context_fits(a, pre->context,
+                        "the prompt and --max-new-tokens need %s cache positions, more than the model's context of %s");
 }
 
 /* Do the prompt and the tokens fed back (all but the last) fit the plain
  * step's context? */
 static int plain_fits(const gen_args *a, const gen_step *s)
 {
-    char n[64], m[64];
     if (in_vocabulary(a, s->vocab))
         return GEN_USAGE;
-    if (a->nprompt + a->max_new - 1 > s->context) {
-        snprintf(n, sizeof n, "%ld", (long)(a->nprompt + a->max_new - 1));
-        snprintf(m, sizeof m, "%lld", (long long)s->context);
-        return bad("the prompt and --max-new-tokens need %s positions, more than the step's context of %s", n, m);
-    }
-    return 0;
+    return context_fits(a, s->context,
+                        "the prompt and --max-new-tokens need %s positions, more than the step's context of %s");
 }
 
 /* A token as printed: "-" when values are off (not computed). */
