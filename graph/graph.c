@@ -1915,6 +1915,24 @@ int gr_arg_uses(const gr_arg *a, int v)
     return 0;
 }
 
+void gr_mark_upstream(const gr_graph *g, int v, char *mark)
+{
+    if (mark[v])
+        return;
+    mark[v] = 1;
+    if (g->values[v].kind != GR_VAL_NODE)
+        return;
+    const gr_node *n = &g->nodes[g->values[v].node];
+    for (int i = 0; i < n->nargs; i++) {
+        const gr_arg *a = &n->args[i];
+        for (int j = 0; j < (a->kind == GR_ARG_LIST ? a->nitems : 1); j++) {
+            const gr_arg *x = a->kind == GR_ARG_LIST ? &a->items[j] : a;
+            if (x->kind == GR_ARG_VALUE)
+                gr_mark_upstream(g, x->value, mark);
+        }
+    }
+}
+
 int gr_arg_ints(const gr_arg *a, int64_t *out)
 {
     if (!a || a->kind == GR_ARG_NONE)

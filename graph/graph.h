@@ -123,6 +123,10 @@ int64_t gr_ttype_numel(const gr_ttype *t);
 int gr_arg_ints(const gr_arg *a, int64_t *out);
 /* Does argument a (a list: any of its items) use value v? */
 int gr_arg_uses(const gr_arg *a, int v);
+/* Mark value v and every value it is computed from (the nodes' arguments,
+ * list items too, down to inputs and parameters): mark has a byte per
+ * value; a marked value's inputs are taken as marked already. */
+void gr_mark_upstream(const gr_graph *g, int v, char *mark);
 /* Argument by position (counting positional ones only) or keyword; NULL if absent. */
 const gr_arg *gr_node_arg(const gr_node *n, int pos, const char *key);
 /* The scale of spatial axis a (of nd, 1 to 3) of an upsampling node whose

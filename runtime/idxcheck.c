@@ -13,26 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Mark the nodes value v needs (v's own among them) and the leaves
- * (inputs, parameters) they read; mark[] has a byte per value. */
-static void need(const gr_graph *g, int v, char *mark)
-{
-    if (mark[v])
-        return;
-    mark[v] = 1;
-    if (g->values[v].kind != GR_VAL_NODE)
-        return;
-    const gr_node *n = &g->nodes[g->values[v].node];
-    for (int i = 0; i < n->nargs; i++) {
-        const gr_arg *a = &n->args[i];
-        for (int j = 0; j < (a->kind == GR_ARG_LIST ? a->nitems : 1); j++) {
-            const gr_arg *x = a->kind == GR_ARG_LIST ? &a->items[j] : a;
-            if (x->kind == GR_ARG_VALUE)
-                need(g, x->value, mark);
-        }
-    }
-}
-
 /* The marked leaves from their host copies: 1 when all are there, 0 when
  * one is not (no check), -1 on error. */
 static int set_leaves(const rt_program *prog, rt_ref *r, const char *mark, char *err, size_t errlen)
@@ -90,7 +70,7 @@ int rt_index_check(const rt_program *prog, char *err, size_t errlen)
         return isa_errf(err, errlen, "out of host memory");
     }
     for (int k = 0; k < prog->nicheck; k++)
-        need(g, prog->icheck[k].value, mark);
+        gr_mark_upstream(g, prog->icheck[k].value, mark); /* the nodes it needs, and their leaves */
     int rc = supported(g, mark) ? set_leaves(prog, r, mark, err, errlen) : 0;
     if (rc == 1) {
         rt_ref_seed(r, prog->seed);

@@ -371,31 +371,15 @@ static rng of(rctx *r, int v)
     return r->memo[v] = a;
 }
 
-static int reads_data_rec(const gr_graph *g, int v, char *seen)
-{
-    if (g->values[v].kind != GR_VAL_NODE)
-        return 1;
-    if (seen[v])
-        return 0;
-    seen[v] = 1;
-    const gr_node *n = &g->nodes[g->values[v].node];
-    for (int i = 0; i < n->nargs; i++) {
-        const gr_arg *a = &n->args[i];
-        for (int j = 0; j < (a->kind == GR_ARG_LIST ? a->nitems : 1); j++) {
-            const gr_arg *x = a->kind == GR_ARG_LIST ? &a->items[j] : a;
-            if (x->kind == GR_ARG_VALUE && reads_data_rec(g, x->value, seen))
-                return 1;
-        }
-    }
-    return 0;
-}
-
 int dc_reads_data(const gr_graph *g, int v)
 {
     char *seen = calloc((size_t)g->nvalues + 1, 1);
     if (!seen)
         abort();
-    int r = reads_data_rec(g, v, seen);
+    gr_mark_upstream(g, v, seen);
+    int r = 0;
+    for (int u = 0; u < g->nvalues && !r; u++)
+        r = seen[u] && g->values[u].kind != GR_VAL_NODE;
     free(seen);
     return r;
 }
