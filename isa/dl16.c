@@ -48,10 +48,13 @@ static inline uint32_t to_bits(uint32_t h)
     return mag == ISA_DL16_NINF ? 0x7fc00000u : u; /* NINF reads as NaN */
 }
 
-/* Finite v rounding beyond ISA_DL16_MAX, by the conversion's own rule. */
+/* Finite v rounding beyond ISA_DL16_MAX, by the conversion's own rule
+ * (asked of every element an upload writes: no value up to the largest
+ * finite rounds past it, so only those beyond it are converted). */
 int isa_dl16_beyond(double v)
 {
-    return isfinite(v) && (fabs(v) > FLT_MAX || (isa_dl16_from_f32((float)v) & 0x7fffu) == ISA_DL16_NINF);
+    return fabs(v) > ISA_DL16_MAX && isfinite(v) &&
+           (fabs(v) > FLT_MAX || (isa_dl16_from_f32((float)v) & 0x7fffu) == ISA_DL16_NINF);
 }
 
 float isa_dl16_standin(float v)
