@@ -3381,6 +3381,14 @@ static int mm_core_emit(be_ctx *c, void *arg, int core)
     return w->bcast && w->gn > 1 ? mm_rg_core(c, m, core) : mm_grid_core(c, m, core);
 }
 
+/* be_kind.core_sig of a product: the grid over the ring's, none for the others yet. */
+int be_matmul_core_sig(be_ctx *c, const void *arg, int core, uint64_t *sig)
+{
+    const mm_plan *m = arg;
+    const be_work *w = &c->work[m->ep.pos];
+    return w->bcast && w->gn > 1 && mm_rg_sig(c, m, core, sig);
+}
+
 /* A copy of the plan on another view of the back half (be_par_cores). */
 static void mm_view(be_ctx *c, void *arg)
 {

@@ -321,6 +321,8 @@ void bc_release(mm_core *mc, int64_t step);
 void mm_splitk_reduce(mm_core *mc);
 void mm_core_ring(mm_core *mc);
 int mm_rg_core(be_ctx *c, mm_plan *m, int core);
+/* A core of the grid over the ring's signature (be_kind.core_sig): 0 refuses. */
+int mm_rg_sig(be_ctx *c, const mm_plan *m, int core, uint64_t *sig);
 /* The grid over the ring's tiling, searched once for the plan (m->rg_tl;
  * its rc, 0 when one fits), and the cycles its last chunk's way down a
  * column and last epilogue take after its last DRAM load (c->drain). */

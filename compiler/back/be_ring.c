@@ -1551,6 +1551,43 @@ int mm_rg_prefetch(be_ctx *c, mm_plan *m, int from, int64_t above, double budget
     return tl->slots > 0;
 }
 
+/* Does kernel pos hand a buffer off by stick group, or read one so?  Its
+ * cores' code then routes by the core that holds each group. */
+static int rg_heads_any(const be_ctx *c, const mm_plan *m, int pos)
+{
+    for (int i = 0; i < c->nhbufs; i++)
+        if (be_heads_writes(c, c->hbufs[i], pos) || be_heads_reads(c, c->hbufs[i], pos))
+            return 1;
+    for (int jj = 0; jj < m->ep.nn && jj < IR_KERNEL_NODES; jj++)
+        if (m->ep.nodes[jj].heads)
+            return 1;
+    return m->ahd || m->bhd;
+}
+
+static uint64_t sig_mix(uint64_t h, int64_t v) { return (h ^ (uint64_t)v) * 0x100000001b3ull; }
+
+/* What rg_setup and the code after it read per core but its block's
+ * origin: the column, the grid row's parts, and the row's place against
+ * the column's loader and ends (within two rows: the loader's
+ * neighbours send and are sent B apart).  The origin's moves (rows of A
+ * and C, ring targets) are affine from core to core of one column whose
+ * parts are alike. */
+int mm_rg_sig(be_ctx *c, const mm_plan *m, int core, uint64_t *sig)
+{
+    const be_work *w = &c->work[m->ep.pos];
+    if (!m->rg_memo || m->rg_rc || rg_heads_any(c, m, m->ep.pos))
+        return 0;
+    const int64_t gn = w->gn, gm = w->gm, i = core / gn, j = core % gn, mid = rg_mid(&m->rg_tl, gm, j);
+    mm_rows rs;
+    rg_rows(m, gn, i, &rs);
+    uint64_t h = sig_mix(sig_mix(sig_mix(0xcbf29ce484222325ull, j), cc_max(-2, cc_min(2, i - mid))),
+                         cc_min(i, 2) * 8 + cc_min(gm - 1 - i, 2));
+    for (int q = 0; q < rs.n; q++)
+        h = sig_mix(h, rs.len[q]);
+    *sig = h;
+    return 1;
+}
+
 /* A core of the grid over the ring: setup, then K chunk by chunk (in,
  * products), then the epilogue. */
 int mm_rg_core(be_ctx *c, mm_plan *m, int core)
