@@ -345,6 +345,10 @@ int64_t be_view_group(const be_view *v, int64_t g);
  * with e NULL it emits nothing, for the cost models to count them. */
 int64_t be_dma_rows(const be_ctx *c, cc_emit *e, int op, int64_t lx, int64_t lx_gs, const be_view *v, const be_rowspace *rsp,
                     int64_t r0, int64_t n, int64_t ng);
+/* Are view v's rows of row space rsp one stride apart (its levels join
+ * into one, be_level_join) and its groups not wrapped: its DRAM address
+ * affine in the row and the group? */
+int be_view_linear(const be_view *v, const be_rowspace *rsp);
 /* Row-major coordinates of a flat offset (or of a coefficient: the
  * coordinates one step of the variable moves). */
 void be_coords_of(const gr_ttype *t, int64_t flat, int64_t *co);

@@ -1551,9 +1551,24 @@ int mm_rg_prefetch(be_ctx *c, mm_plan *m, int from, int64_t above, double budget
     return tl->slots > 0;
 }
 
-/* Does kernel pos hand a buffer off by stick group, or read one so?  Its
- * cores' code then routes by the core that holds each group. */
-static int rg_heads_any(const be_ctx *c, const mm_plan *m, int pos)
+int mm_views_linear(const mm_plan *m)
+{
+    if (m->nbatch > 1 || m->gb > 1 || !be_view_linear(&m->av, &m->arsp) || !be_view_linear(&m->bv, &m->brsp))
+        return 0;
+    for (int i = 0; i < m->ep.nl; i++) {
+        const rk_load *l = &m->ep.loads[i];
+        if (l->staged || l->gather || l->scalar || l->row_tile || l->shared || !be_view_linear(&l->v, &m->ep.rsp))
+            return 0;
+    }
+    for (int jj = 0; jj < m->ep.nn && jj < IR_KERNEL_NODES; jj++) {
+        const rk_node *n = &m->ep.nodes[jj];
+        if (n->dram && (n->staged || !be_view_linear(&n->sv, &m->ep.rsp)))
+            return 0;
+    }
+    return 1;
+}
+
+int mm_heads_any(const be_ctx *c, const mm_plan *m, int pos)
 {
     for (int i = 0; i < c->nhbufs; i++)
         if (be_heads_writes(c, c->hbufs[i], pos) || be_heads_reads(c, c->hbufs[i], pos))
@@ -1564,10 +1579,8 @@ static int rg_heads_any(const be_ctx *c, const mm_plan *m, int pos)
     return m->ahd || m->bhd;
 }
 
-static uint64_t sig_mix(uint64_t h, int64_t v) { return (h ^ (uint64_t)v) * 0x100000001b3ull; }
-
 /* What rg_setup and the code after it read per core but its block's
- * origin: the column, the grid row's parts, and the row's place against
+ * origin (every DRAM view affine in it: mm_views_linear): the column, the grid row's parts, and the row's place against
  * the column's loader and ends (within two rows: the loader's
  * neighbours send and are sent B apart).  The origin's moves (rows of A
  * and C, ring targets) are affine from core to core of one column whose
@@ -1575,15 +1588,15 @@ static uint64_t sig_mix(uint64_t h, int64_t v) { return (h ^ (uint64_t)v) * 0x10
 int mm_rg_sig(be_ctx *c, const mm_plan *m, int core, uint64_t *sig)
 {
     const be_work *w = &c->work[m->ep.pos];
-    if (!m->rg_memo || m->rg_rc || rg_heads_any(c, m, m->ep.pos))
+    if (!m->rg_memo || m->rg_rc || mm_heads_any(c, m, m->ep.pos) || !mm_views_linear(m))
         return 0;
     const int64_t gn = w->gn, gm = w->gm, i = core / gn, j = core % gn, mid = rg_mid(&m->rg_tl, gm, j);
     mm_rows rs;
     rg_rows(m, gn, i, &rs);
-    uint64_t h = sig_mix(sig_mix(sig_mix(0xcbf29ce484222325ull, j), cc_max(-2, cc_min(2, i - mid))),
+    uint64_t h = mm_sig_mix(mm_sig_mix(mm_sig_mix(MM_SIG_SEED, j), cc_max(-2, cc_min(2, i - mid))),
                          cc_min(i, 2) * 8 + cc_min(gm - 1 - i, 2));
     for (int q = 0; q < rs.n; q++)
-        h = sig_mix(h, rs.len[q]);
+        h = mm_sig_mix(h, rs.len[q]);
     *sig = h;
     return 1;
 }
