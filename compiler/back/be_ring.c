@@ -1580,11 +1580,11 @@ int mm_heads_any(const be_ctx *c, const mm_plan *m, int pos)
 }
 
 /* What rg_setup and the code after it read per core but its block's
- * origin (every DRAM view affine in it: mm_views_linear): the column, the grid row's parts, and the row's place against
- * the column's loader and ends (within two rows: the loader's
- * neighbours send and are sent B apart).  The origin's moves (rows of A
- * and C, ring targets) are affine from core to core of one column whose
- * parts are alike. */
+ * origin (every DRAM view affine in it: mm_views_linear): the column,
+ * the grid row's parts, the row's side of the column's loader (B's way:
+ * rg_layout) and whether it ends the column.  The origin's moves (rows
+ * of A and C, ring targets) are affine from core to core of one column
+ * whose parts are alike. */
 int mm_rg_sig(be_ctx *c, const mm_plan *m, int core, uint64_t *sig)
 {
     const be_work *w = &c->work[m->ep.pos];
@@ -1593,8 +1593,8 @@ int mm_rg_sig(be_ctx *c, const mm_plan *m, int core, uint64_t *sig)
     const int64_t gn = w->gn, gm = w->gm, i = core / gn, j = core % gn, mid = rg_mid(&m->rg_tl, gm, j);
     mm_rows rs;
     rg_rows(m, gn, i, &rs);
-    uint64_t h = mm_sig_mix(mm_sig_mix(mm_sig_mix(MM_SIG_SEED, j), cc_max(-2, cc_min(2, i - mid))),
-                         cc_min(i, 2) * 8 + cc_min(gm - 1 - i, 2));
+    uint64_t h = mm_sig_mix(mm_sig_mix(mm_sig_mix(MM_SIG_SEED, j), cc_max(-1, cc_min(1, i - mid))),
+                         (i == 0) * 2 + (i == gm - 1));
     for (int q = 0; q < rs.n; q++)
         h = mm_sig_mix(h, rs.len[q]);
     *sig = h;
