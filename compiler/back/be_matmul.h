@@ -322,8 +322,12 @@ void mm_splitk_reduce(mm_core *mc);
 void mm_core_ring(mm_core *mc);
 int mm_rg_core(be_ctx *c, mm_plan *m, int core);
 /* Does kernel pos hand a buffer off by stick group, or read one so?  Its
- * cores' code then routes by the core that holds each group. */
+ * cores' code then routes by the core that holds each group: the cores
+ * that hold its hand-offs' groups (n: cores 0 .. n - 1; 0 none), and
+ * whether it reads one. */
 int mm_heads_any(const be_ctx *c, const mm_plan *m, int pos);
+int mm_heads_cores(const be_ctx *c, const mm_plan *m, int pos);
+int mm_heads_read(const be_ctx *c, const mm_plan *m, int pos);
 /* Is every DRAM view the product reads or writes affine in its rows and
  * groups (be_view_linear; no batch, no staged, gathered or shared load)?
  * Then its cores' addresses move with their tiles' origins alone. */

@@ -1570,13 +1570,26 @@ int mm_views_linear(const mm_plan *m)
 
 int mm_heads_any(const be_ctx *c, const mm_plan *m, int pos)
 {
+    return mm_heads_cores(c, m, pos) || mm_heads_read(c, m, pos);
+}
+
+int mm_heads_read(const be_ctx *c, const mm_plan *m, int pos)
+{
     for (int i = 0; i < c->nhbufs; i++)
-        if (be_heads_writes(c, c->hbufs[i], pos) || be_heads_reads(c, c->hbufs[i], pos))
-            return 1;
-    for (int jj = 0; jj < m->ep.nn && jj < IR_KERNEL_NODES; jj++)
-        if (m->ep.nodes[jj].heads)
+        if (be_heads_reads(c, c->hbufs[i], pos))
             return 1;
     return m->ahd || m->bhd;
+}
+
+int mm_heads_cores(const be_ctx *c, const mm_plan *m, int pos)
+{
+    int n = 0, any = 0;
+    for (int i = 0; i < c->nhbufs; i++)
+        if (be_heads_writes(c, c->hbufs[i], pos))
+            n = cc_max(n, c->res[c->hbufs[i]].hcores);
+    for (int jj = 0; jj < m->ep.nn && jj < IR_KERNEL_NODES; jj++)
+        any |= m->ep.nodes[jj].heads;
+    return any && !n ? c->cfg->cores : n;
 }
 
 /* What rg_setup and the code after it read per core but its block's
@@ -1584,11 +1597,15 @@ int mm_heads_any(const be_ctx *c, const mm_plan *m, int pos)
  * the grid row's parts, the row's side of the column's loader (B's way:
  * rg_layout) and whether it ends the column.  The origin's moves (rows
  * of A and C, ring targets) are affine from core to core of one column
- * whose parts are alike. */
+ * whose parts are alike.  A result handed off by stick group to readers'
+ * cores 0 .. hc - 1 (be_heads_send, be_heads_close) is routed by the core
+ * below hc alone: those have none; none either when the kernel reads
+ * such a hand-off (its loads go by the core holding each group). */
 int mm_rg_sig(be_ctx *c, const mm_plan *m, int core, uint64_t *sig)
 {
     const be_work *w = &c->work[m->ep.pos];
-    if (!m->rg_memo || m->rg_rc || mm_heads_any(c, m, m->ep.pos) || !mm_views_linear(m))
+    const int hc = mm_heads_cores(c, m, m->ep.pos);
+    if (!m->rg_memo || m->rg_rc || mm_heads_read(c, m, m->ep.pos) || !mm_views_linear(m) || core < hc)
         return 0;
     const int64_t gn = w->gn, gm = w->gm, i = core / gn, j = core % gn, mid = rg_mid(&m->rg_tl, gm, j);
     mm_rows rs;
