@@ -1067,7 +1067,8 @@ static void cg_end(void *ctx, int core, const char *name, isa_stream *s)
     cg_lane *l = ctx;
     if (name) {
         cg_core_done(l, core);
-        be_derive_capture(l->w->dv, name, s->insns, (long)s->n);
+        if (l == &l->w->own) /* (the derivation runs on this thread alone) */
+            be_derive_capture(l->w->dv, name, s->insns, (long)s->n);
         walk_kernel(l, core, s);
         be_reroll_append(l->w->c, l->rr, core, name, s->insns, (long)s->n);
         l->emitted += (long)s->n;
@@ -1265,7 +1266,6 @@ static int derive_or_emit(be_ctx *c, be_core_fn fn, void *arg, int core)
         return fn(c, arg, core);
     if (be_derive_core(w->dv, &c->em[core], core))
         return 0;
-    be_derive_capture_begin(w->dv, core);
     const int rc = fn(c, arg, core);
     if (!rc)
         be_derive_emitted(w->dv, &c->em[core], core);
@@ -1278,7 +1278,7 @@ int be_par_cores(be_ctx *c, int n, be_core_fn fn, void *arg, size_t size, void (
     cg_walk *w = c->cgw;
     const long emitted = w ? w->own.emitted : 0;
     derive_sigs(c, n, arg);
-    int rc = n ? derive_or_emit(c, fn, arg, 0) : 0;
+    int rc = n ? fn(c, arg, 0) : 0;
     /* core 0 on this thread, in the pass's lane: what it emitted says
      * whether the rest pay for the worker's wake-up and the joins; and
      * only with a processor free for it (another job on the second of
@@ -1288,6 +1288,11 @@ int be_par_cores(be_ctx *c, int n, be_core_fn fn, void *arg, size_t size, void (
     if (!rc && n > 1 && w && w->par && (w->own.emitted - emitted) * (n - 1) >= par_min(c->p) &&
         (w->threads == 2 || be_cpu_free()) && par_start(w))
         return par_rest(c, n, fn, arg, size, view, side);
+    /* (core 0 shown to the derivation once the worker takes no share: the
+     * kernel's first core a class may keep, a copy of the whole kernel's
+     * code, which a shared kernel would not use) */
+    if (!rc && n && w)
+        be_derive_emitted(w->dv, &c->em[0], 0);
     for (int core = 1; core < n && !rc; core++)
         rc = derive_or_emit(c, fn, arg, core);
     return rc;

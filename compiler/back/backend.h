@@ -213,9 +213,8 @@ void be_derive_begin(be_derive *d, int ncores);
 void be_derive_sig(be_derive *d, int core, uint64_t sig);
 /* 1 when core's kernel was written through e's hooks. */
 int be_derive_core(be_derive *d, cc_emit *e, int core);
-/* The next kernel's code complete (cg_end's capture), of core about to
- * be emitted: compared with its class's, kept when the first. */
-void be_derive_capture_begin(be_derive *d, int core);
+/* A kernel's code complete (cg_end): seen by be_derive_emitted, which
+ * must come before another kernel begins. */
 void be_derive_capture(be_derive *d, const char *name, const isa_insn *in, long n);
 /* Core emitted on e: what its code showed recorded for its signature. */
 void be_derive_emitted(be_derive *d, const cc_emit *e, int core);

@@ -56,11 +56,9 @@ struct be_derive {
     int *of; /* per core of the kernel: its class, -1 none */
     int ncores, ofcap;
     int check; /* emit anyway and compare */
-    /* a core being emitted (cg_end's capture): its class, whether its
-     * code moved from the base by m times the moves (or, m 0, by what
-     * tmp holds), its code's length and kernel name */
-    dv_class *capk;
-    int capm, capok;
+    /* the last kernel's code cg_end saw (be_derive_capture), read by
+     * be_derive_emitted before another kernel begins: NULL none */
+    const isa_insn *cap;
     long ncap;
     const char *capname;
     isa_insn *chk; /* the check's derived code (nchk instructions, -1 refused) */
@@ -105,6 +103,8 @@ void be_derive_counts(const be_derive *d, long *derived, long *checked, long *mi
 void be_derive_begin(be_derive *d, int ncores)
 {
     d->ncls = 0;
+    d->cap = NULL;
+    d->nchk = -1;
     d->of = ir_xgrow(d->of, &d->ofcap, ncores, sizeof *d->of);
     d->ncores = ncores;
     for (int k = 0; k < ncores; k++)
@@ -274,6 +274,7 @@ int be_derive_core(be_derive *d, cc_emit *e, int core)
     int64_t m;
     dv_class *k = class_of(d, core, &m);
     d->nchk = -1;
+    d->cap = NULL;
     if (!k || k->state != DV_SURE || m <= 0)
         return 0;
     if (!moves_hold(k, m, (int)e->cfg->cores))
@@ -292,58 +293,59 @@ int be_derive_core(be_derive *d, cc_emit *e, int core)
     e->nregs = k->post.nregs;
     memcpy(e->tok_fit, k->post.tok_fit, sizeof e->tok_fit);
     cc_kernel_end(e);
+    d->cap = NULL;
     d->derived++;
     return 1;
 }
 
-void be_derive_capture_begin(be_derive *d, int core)
-{
-    int64_t m;
-    dv_class *k = class_of(d, core, &m);
-    d->capk = k && k->count >= 4 && k->state != DV_DEAD && (k->state < DV_MOVES || m > 0) ? k : NULL;
-    d->capm = (int)m;
-    d->capok = 0;
-    d->ncap = -1;
-}
-
 void be_derive_capture(be_derive *d, const char *name, const isa_insn *in, long n)
 {
-    if (!d || !d->capk || d->ncap >= 0)
+    if (!d)
         return;
-    dv_class *k = d->capk;
+    d->cap = in;
     d->ncap = n;
     d->capname = name;
-    if (d->nchk >= 0)
-        d->chkok = d->nchk == n && !memcmp(d->chk, in, (size_t)n * sizeof *in);
-    if (k->state == DV_NONE) { /* the base */
+}
+
+/* Does core's code (d->cap, of k, m steps from its first) keep k's
+ * moves?  The base taken from it when k has none yet. */
+static int keeps(be_derive *d, dv_class *k, int64_t m)
+{
+    const long n = d->ncap;
+    if (k->state == DV_NONE) {
         k->base = room(k->base, &k->cap, n, sizeof *k->base);
-        copy_code(k->base, in, n);
+        copy_code(k->base, d->cap, n);
         k->n = n;
-        d->capok = 1;
-        return;
+        return 1;
     }
-    d->capok = n == k->n && !strcmp(name, k->name) && diff(d, k->base, in, n) &&
-               (k->state == DV_BASE || moves_times(k, d, d->capm));
+    return n == k->n && !strcmp(d->capname, k->name) && diff(d, k->base, d->cap, n) &&
+           (k->state == DV_BASE || moves_times(k, d, m));
 }
 
 /* The check: the derived code and state against what emission gave. */
 static void check(be_derive *d, const dv_class *k, const dv_post *p)
 {
     d->checked++;
-    if (!d->chkok || !same_post(&k->post, p) || strcmp(k->name, d->capname))
+    if (d->nchk != d->ncap || memcmp(d->chk, d->cap, (size_t)d->ncap * sizeof *d->chk) || !same_post(&k->post, p) ||
+        strcmp(k->name, d->capname))
         d->mismatched++;
 }
 
 void be_derive_emitted(be_derive *d, const cc_emit *e, int core)
 {
-    dv_class *k = d->capk;
-    d->capk = NULL;
-    if (!k || d->ncap < 0)
+    int64_t m;
+    dv_class *k = class_of(d, core, &m);
+    if (!d->cap || !k || k->count < 4 || k->state == DV_DEAD || (k->state >= DV_MOVES && m <= 0)) {
+        d->cap = NULL;
         return;
+    }
     const dv_post p = post_of(e);
     if (d->nchk >= 0)
         check(d, k, &p);
-    if (!d->capok || (k->state != DV_NONE && !same_post(&k->post, &p))) {
+    d->nchk = -1;
+    const int kept = keeps(d, k, m);
+    d->cap = NULL;
+    if (!kept || (k->state != DV_NONE && !same_post(&k->post, &p))) {
         k->state = DV_DEAD;
         return;
     }
