@@ -140,7 +140,7 @@ typedef struct {
      * the program must be the same. */
     int replan;
     /* Tests: every core codegen would derive from earlier cores' code
-     * (docs/compiler-speed.md, "Deriving a core's kernel") is emitted as
+     * (docs/compiler.md, "Cores derived from earlier cores' code") is emitted as
      * well and compared (cc_result_derived): the program is the emitted one. */
     int derive_check;
 } cc_compile_opts;

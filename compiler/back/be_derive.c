@@ -1,5 +1,6 @@
 /* be_derive.c: a core's kernel written from an earlier core's instead of
- * emitted (docs/compiler-speed.md, "Deriving a core's kernel").
+ * emitted (docs/compiler-speed.md, "Cores derived from earlier cores'
+ * code").
  *
  * The kind gives each core of a kernel a signature (be_kind.core_sig):
  * cores with the same one emit the same ops and fields, their addresses,
@@ -64,7 +65,6 @@ struct be_derive {
     isa_insn *chk; /* the check's derived code (nchk instructions, -1 refused) */
     long nchk;
     size_t chkcap;
-    int chkok;
     dv_delta *tmp;
     long ntmp;
     size_t tmpcap;
