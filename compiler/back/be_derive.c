@@ -36,15 +36,23 @@ typedef struct {
 
 enum { DV_DEAD = -1, DV_NONE, DV_BASE, DV_MOVES, DV_SURE };
 
+/* A class keeps a core's code of at most this many instructions (256 KB):
+ * a copy of a larger one comes back from memory, not from cache, and
+ * took longer than emitting it (the prefill layer's products of up to
+ * some 14,000 instructions a core: 14-21% more wall on one thread, 8 MB
+ * more touched, for 6% fewer instructions). */
+enum { DV_MAX_N = 2048 };
+
 typedef struct {
     uint64_t sig;
     int count; /* the kernel's cores of this signature */
     int state; /* DV_*: dead, nothing yet, the base, the moves, the moves confirmed */
     int first, step;
     const char *name;
-    isa_insn *base;
+    isa_stream base; /* its code (base.insns, n of them), in the program's arena: the prefill
+                        layer's first cores are up to some 14,000 instructions, a copy of
+                        which in a malloc's mapping of its own faulted in 4 KB pages */
     long n;
-    size_t cap;
     dv_delta *dl;
     long ndl;
     size_t dlcap;
@@ -57,6 +65,7 @@ struct be_derive {
     int *of; /* per core of the kernel: its class, -1 none */
     int ncores, ofcap;
     int check; /* emit anyway and compare */
+    isa_arena *arena;
     /* the last kernel's code cg_end saw (be_derive_capture), read by
      * be_derive_emitted before another kernel begins: NULL none */
     const isa_insn *cap;
@@ -71,10 +80,11 @@ struct be_derive {
     long derived, checked, mismatched;
 };
 
-be_derive *be_derive_new(int check)
+be_derive *be_derive_new(int check, isa_arena *arena)
 {
     be_derive *d = ir_xalloc(sizeof *d);
     d->check = check;
+    d->arena = arena;
     return d;
 }
 
@@ -83,7 +93,7 @@ void be_derive_free(be_derive *d)
     if (!d)
         return;
     for (int i = 0; i < d->clscap; i++) {
-        free(d->cls[i].base);
+        isa_stream_free(&d->cls[i].base);
         free(d->cls[i].dl);
     }
     free(d->cls);
@@ -119,6 +129,7 @@ void be_derive_sig(be_derive *d, int core, uint64_t sig)
     if (i == d->ncls) {
         d->cls = ir_xgrow(d->cls, &d->clscap, d->ncls + 1, sizeof *d->cls); /* (zeroed; a class keeps its buffers) */
         dv_class *k = &d->cls[d->ncls++];
+        k->base.arena = d->arena;
         k->sig = sig;
         k->count = 0;
         k->state = DV_NONE;
@@ -253,7 +264,7 @@ static int moves_hold(const dv_class *k, int64_t m, int ncores)
 {
     for (long j = 0; j < k->ndl; j++) {
         const dv_delta *x = &k->dl[j];
-        if (!holds(&k->base[x->idx], (int)x->f, get(&k->base[x->idx], (int)x->f) + m * x->by, ncores))
+        if (!holds(&k->base.insns[x->idx], (int)x->f, get(&k->base.insns[x->idx], (int)x->f) + m * x->by, ncores))
             return 0;
     }
     return 1;
@@ -262,7 +273,7 @@ static int moves_hold(const dv_class *k, int64_t m, int ncores)
 /* The base moved by m times the moves into out. */
 static void moved(const dv_class *k, int64_t m, isa_insn *out)
 {
-    copy_code(out, k->base, k->n);
+    copy_code(out, k->base.insns, k->n);
     for (long j = 0; j < k->ndl; j++) {
         const dv_delta *x = &k->dl[j];
         put(&out[x->idx], (int)x->f, get(&out[x->idx], (int)x->f) + m * x->by);
@@ -313,12 +324,14 @@ static int keeps(be_derive *d, dv_class *k, int64_t m)
 {
     const long n = d->ncap;
     if (k->state == DV_NONE) {
-        k->base = room(k->base, &k->cap, n, sizeof *k->base);
-        copy_code(k->base, d->cap, n);
+        if (n > DV_MAX_N)
+            return 0;
+        k->base.n = 0;
+        copy_code(isa_stream_room_n(&k->base, (size_t)n), d->cap, n);
         k->n = n;
         return 1;
     }
-    return n == k->n && !strcmp(d->capname, k->name) && diff(d, k->base, d->cap, n) &&
+    return n == k->n && !strcmp(d->capname, k->name) && diff(d, k->base.insns, d->cap, n) &&
            (k->state == DV_BASE || moves_times(k, d, m));
 }
 
