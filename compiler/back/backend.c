@@ -1415,7 +1415,7 @@ static void cg_walk_begin(cg_walk *w, be_ctx *c, bd_state *bd, int roll)
     for (int core = 0; core < ncores; core++)
         c->em[core].hooks = roll ? &w->own.hooks : NULL;
     c->cgw = w;
-    w->dv = be_derive_new(c->p->opts.derive_check, roll ? c->prog->arena : NULL);
+    w->dv = be_derive_new(c->p->opts.derive_check);
     w->threads = be_threads(c->p);
     w->par = roll && w->threads != 1;
 }

@@ -205,8 +205,7 @@ int be_par_cores(be_ctx *c, int n, be_core_fn fn, void *arg, size_t size, void (
  * be_derive_emitted).  check: derive, emit anyway and count the cores
  * whose code or emitter state differ (cc_compile_opts.derive_check). */
 typedef struct be_derive be_derive;
-/* Its classes' code in arena (NULL: mappings of their own). */
-be_derive *be_derive_new(int check, isa_arena *arena);
+be_derive *be_derive_new(int check);
 void be_derive_free(be_derive *d);
 /* A kernel's ncores cores begin: no signatures yet; then each core's
  * that has one (be_derive_sig), before any is emitted. */

@@ -40,7 +40,8 @@ enum { DV_DEAD = -1, DV_NONE, DV_BASE, DV_MOVES, DV_SURE };
  * a copy of a larger one comes back from memory, not from cache, and
  * took longer than emitting it (the prefill layer's products of up to
  * some 14,000 instructions a core: 14-21% more wall on one thread, 8 MB
- * more touched, for 6% fewer instructions). */
+ * more touched, for 6% fewer instructions; in the program's arena the
+ * bases moved other streams' growth, +0.14 M on the decode step). */
 enum { DV_MAX_N = 2048 };
 
 typedef struct {
@@ -49,10 +50,9 @@ typedef struct {
     int state; /* DV_*: dead, nothing yet, the base, the moves, the moves confirmed */
     int first, step;
     const char *name;
-    isa_stream base; /* its code (base.insns, n of them), in the program's arena: the prefill
-                        layer's first cores are up to some 14,000 instructions, a copy of
-                        which in a malloc's mapping of its own faulted in 4 KB pages */
+    isa_insn *base; /* its code, n instructions (at most DV_MAX_N) */
     long n;
+    size_t cap;
     dv_delta *dl;
     long ndl;
     size_t dlcap;
@@ -65,7 +65,6 @@ struct be_derive {
     int *of; /* per core of the kernel: its class, -1 none */
     int ncores, ofcap;
     int check; /* emit anyway and compare */
-    isa_arena *arena;
     /* the last kernel's code cg_end saw (be_derive_capture), read by
      * be_derive_emitted before another kernel begins: NULL none */
     const isa_insn *cap;
@@ -80,11 +79,10 @@ struct be_derive {
     long derived, checked, mismatched;
 };
 
-be_derive *be_derive_new(int check, isa_arena *arena)
+be_derive *be_derive_new(int check)
 {
     be_derive *d = ir_xalloc(sizeof *d);
     d->check = check;
-    d->arena = arena;
     return d;
 }
 
@@ -93,7 +91,7 @@ void be_derive_free(be_derive *d)
     if (!d)
         return;
     for (int i = 0; i < d->clscap; i++) {
-        isa_stream_free(&d->cls[i].base);
+        free(d->cls[i].base);
         free(d->cls[i].dl);
     }
     free(d->cls);
@@ -129,7 +127,6 @@ void be_derive_sig(be_derive *d, int core, uint64_t sig)
     if (i == d->ncls) {
         d->cls = ir_xgrow(d->cls, &d->clscap, d->ncls + 1, sizeof *d->cls); /* (zeroed; a class keeps its buffers) */
         dv_class *k = &d->cls[d->ncls++];
-        k->base.arena = d->arena;
         k->sig = sig;
         k->count = 0;
         k->state = DV_NONE;
@@ -264,7 +261,7 @@ static int moves_hold(const dv_class *k, int64_t m, int ncores)
 {
     for (long j = 0; j < k->ndl; j++) {
         const dv_delta *x = &k->dl[j];
-        if (!holds(&k->base.insns[x->idx], (int)x->f, get(&k->base.insns[x->idx], (int)x->f) + m * x->by, ncores))
+        if (!holds(&k->base[x->idx], (int)x->f, get(&k->base[x->idx], (int)x->f) + m * x->by, ncores))
             return 0;
     }
     return 1;
@@ -273,7 +270,7 @@ static int moves_hold(const dv_class *k, int64_t m, int ncores)
 /* The base moved by m times the moves into out. */
 static void moved(const dv_class *k, int64_t m, isa_insn *out)
 {
-    copy_code(out, k->base.insns, k->n);
+    copy_code(out, k->base, k->n);
     for (long j = 0; j < k->ndl; j++) {
         const dv_delta *x = &k->dl[j];
         put(&out[x->idx], (int)x->f, get(&out[x->idx], (int)x->f) + m * x->by);
@@ -326,12 +323,12 @@ static int keeps(be_derive *d, dv_class *k, int64_t m)
     if (k->state == DV_NONE) {
         if (n > DV_MAX_N)
             return 0;
-        k->base.n = 0;
-        copy_code(isa_stream_room_n(&k->base, (size_t)n), d->cap, n);
+        k->base = room(k->base, &k->cap, n, sizeof *k->base);
+        copy_code(k->base, d->cap, n);
         k->n = n;
         return 1;
     }
-    return n == k->n && !strcmp(d->capname, k->name) && diff(d, k->base.insns, d->cap, n) &&
+    return n == k->n && !strcmp(d->capname, k->name) && diff(d, k->base, d->cap, n) &&
            (k->state == DV_BASE || moves_times(k, d, m));
 }
 
