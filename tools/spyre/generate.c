@@ -1,14 +1,16 @@
-/* generate.c: `spyre generate DIR`: greedy generation with a whole
+/* generate.c: `spyre generate DIR`: generation with a whole
  * decoder-only model exported as two steps, DIR/prefill and DIR/decode
  * (traces/models/decoder_gen.py), whose KV cache is state
  * (docs/graph-format.md, "State"): both programs loaded on one device, the
  * prefill run once on the prompt, then one decode step per new token, the
  * cache staying in device DRAM.  Or a plain causal LM exported as one step
  * over its whole context, DIR/step (tools/export.py --generate), rerun
- * for each token.  Prints each step's cycles, the tokens, the time to
- * first token and the time per output token (docs/serving.md). */
+ * for each token.  Each token is greedy or sampled on the host from the
+ * logits read back (sample.c).  Prints each step's cycles, the tokens, the
+ * time to first token and the time per output token (docs/serving.md). */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,15 +20,17 @@
 #include "generate.h"
 #include "isa.h"
 #include "rt.h"
+#include "sample.h"
 #include "tp.h"
 
-enum { GEN_OK = 0, GEN_USAGE = 2, GEN_FAULT = 3, GEN_MAX_CARDS = 64 };
+enum { GEN_OK = 0, GEN_USAGE = 2, GEN_FAULT = 3, GEN_MAX_CARDS = 64, GEN_MAX_EOS = 64 };
 #define GEN_MAX_TOKENS 65536
 
 const char generate_usage[] = "generate DIR --prompt T1,T2,... --max-new-tokens N [--config FILE] [--tp N] "
-                              "[--system NAME] [--no-values]";
+                              "[--system NAME] [--no-values] [--temperature T] [--top-k K] [--top-p P] "
+                              "[--repetition-penalty R] [--seed N] [--eos ID[,ID...]]";
 const char generate_help[] =
-    "Generate tokens greedily with a whole decoder-only model: DIR holds its two steps as export\n"
+    "Generate tokens with a whole decoder-only model: DIR holds its two steps as export\n"
     "directories, DIR/prefill (the prompt, padded to its fixed length, at positions 0..) and DIR/decode\n"
     "(one token), each with inputs %ids: i64[1, S] and %pos: i64[S], the logits f32[1, S, VOCAB] as\n"
     "its first output and the KV cache as state (docs/graph-format.md).  Both are compiled for the\n"
@@ -38,11 +42,23 @@ const char generate_help[] =
     "and token, the tokens, the time to first token (the prefill step) and the time per output token\n"
     "(the mean decode step; for DIR/step the mean later step, a whole context's) at the chip's clock.\n"
     "--no-values simulates timing only (no weights are read: graphs exported with --graph-only will\n"
-    "do; the tokens are then not computed and every decode step is fed token 0).\n"
+    "do; the tokens are then not computed and every decode step is fed token 0; the sampling and\n"
+    "stopping options below need the tokens and are refused with it).\n"
+    "Each token is the argmax of its logits (greedy), unless --temperature T > 0 samples it on the\n"
+    "host from the logits read back, in Hugging Face's order: --repetition-penalty R (R > 0, default\n"
+    "1: the logits of the tokens in the prompt and generated so far divided by R where positive,\n"
+    "multiplied where not; it applies to greedy choice too), the logits divided by T, --top-k K (the\n"
+    "K likeliest; K >= 0, 0 all), --top-p P (0 < P <= 1: the smallest set of the likeliest whose\n"
+    "probability reaches P, at least one token), then a draw from the softmax of those kept. Ties\n"
+    "go to the lower id, so --top-k 1 is greedy; at T 0 --top-k, --top-p and --seed change nothing.\n"
+    "--seed N (0 to 2^64-1, default 0) seeds the generator (splitmix64): the same seed and options\n"
+    "give the same tokens run after run.\n"
+    "--eos ID[,ID...] stops after producing any of these tokens (it is printed; --max-new-tokens\n"
+    "still caps the count).\n"
     "--tp N splits the steps for N cards of --system (default spyre-x8, its chip that of --config when\n"
     "given; docs/multicard.md): every card holds its shards of the weights and its part of the KV\n"
     "cache in its own DRAM, the cards meet at the allreduces, a step's cycles are the slowest card's\n"
-    "and the token is card 0's argmax.\n"
+    "and the token is chosen from card 0's logits.\n"
     "Exit status: 0 ok, 2 bad arguments or files, 3 a step faulted.";
 
 typedef struct {
@@ -52,7 +68,20 @@ typedef struct {
     int nprompt;
     long max_new;
     int values;
+    sample_params sampling;
+    uint64_t seed;
+    int64_t eos[GEN_MAX_EOS];
+    int neos;
+    const char *needs_values; /* the first sampling or stopping option given, which --no-values refuses */
 } gen_args;
+
+/* The sequence: the prompt, then the tokens generated, and the generator
+ * that samples them. */
+typedef struct {
+    int64_t *ids;
+    int n;
+    sample_rng rng;
+} gen_seq;
 
 /* The cards: one device each (one card: no link), their system. */
 typedef struct {
@@ -79,23 +108,89 @@ static int bad(const char *fmt, const char *a, const char *b)
     return GEN_USAGE;
 }
 
-/* "1,2,3": token ids >= 0 into a->prompt. */
-static int parse_prompt(const char *s, gen_args *a)
+/* "1,2,3": at most max token ids >= 0 into ids, their count into *n
+ * (option o's value s). */
+static int parse_ids(const char *o, const char *s, int64_t *ids, int max, int *n)
 {
     const char *p = s;
-    a->nprompt = 0;
+    char what[256];
+    snprintf(what, sizeof what, "%s '%s'", o, s);
+    *n = 0;
     while (*p) {
         char *end;
         errno = 0;
         long long v = strtoll(p, &end, 10);
-        if (end == p || errno || v < 0 || (*end && *end != ',') || a->nprompt == GEN_MAX_TOKENS)
-            return bad("--prompt '%s' is not a list of token ids such as 1,2,3%s", s, "");
-        a->prompt[a->nprompt++] = v;
+        if (end == p || errno || v < 0 || (*end && *end != ',') || *n == max)
+            return bad("%s is not a list of token ids such as 1,2,3%s", what, "");
+        ids[(*n)++] = v;
         p = *end ? end + 1 : end;
         if (*end && !*p)
-            return bad("--prompt '%s' is not a list of token ids such as 1,2,3%s", s, "");
+            return bad("%s is not a list of token ids such as 1,2,3%s", what, "");
     }
-    return a->nprompt ? 0 : bad("--prompt '%s' has no token%s", s, "");
+    return *n ? 0 : bad("%s has no token%s", what, "");
+}
+
+/* v as a finite number in [lo, hi] (open at lo when above), else -1. */
+static int number_in(const char *v, double lo, int above, double hi, double *x)
+{
+    char *end;
+    *x = strtod(v, &end);
+    return end != v && !*end && isfinite(*x) && (above ? *x > lo : *x >= lo) && *x <= hi ? 0 : -1;
+}
+
+/* v as a whole number from 0 to 2^64 - 1, else -1. */
+static int count_in(const char *v, uint64_t *x)
+{
+    char *end;
+    errno = 0;
+    *x = strtoull(v, &end, 10);
+    return end != v && !*end && !errno && !strchr(v, '-') ? 0 : -1;
+}
+
+static const char *const sampling_options[] = {"--temperature", "--top-k", "--top-p", "--repetition-penalty",
+                                               "--seed", "--eos"};
+
+static int is_sampling(const char *o)
+{
+    for (size_t i = 0; i < sizeof sampling_options / sizeof sampling_options[0]; i++)
+        if (!strcmp(o, sampling_options[i]))
+            return 1;
+    return 0;
+}
+
+/* The sampling or stopping option o's value v into a: 0 or GEN_USAGE. */
+static int parse_sampling(const char *o, const char *v, gen_args *a)
+{
+    sample_params *p = &a->sampling;
+    const char *want = "";
+    uint64_t k = 0;
+    int wrong;
+    if (!strcmp(o, "--temperature")) {
+        want = "a number >= 0";
+        wrong = number_in(v, 0, 0, INFINITY, &p->temperature);
+    } else if (!strcmp(o, "--top-p")) {
+        want = "a number in (0, 1]";
+        wrong = number_in(v, 0, 1, 1, &p->top_p);
+    } else if (!strcmp(o, "--repetition-penalty")) {
+        want = "a number > 0";
+        wrong = number_in(v, 0, 1, INFINITY, &p->repetition_penalty);
+    } else if (!strcmp(o, "--top-k")) {
+        want = "a count >= 0 (0: all tokens)";
+        wrong = count_in(v, &k) || k > INT64_MAX;
+        p->top_k = (int64_t)k;
+    } else if (!strcmp(o, "--seed")) {
+        want = "a whole number from 0 to 2^64-1";
+        wrong = count_in(v, &a->seed);
+    } else { /* --eos */
+        if (parse_ids(o, v, a->eos, GEN_MAX_EOS, &a->neos))
+            return GEN_USAGE;
+        wrong = 0;
+    }
+    char what[256];
+    snprintf(what, sizeof what, "%s '%s'", o, v);
+    if (!a->needs_values)
+        a->needs_values = o;
+    return wrong ? bad("%s is not %s", what, want) : 0;
 }
 
 static int parse_args(int argc, char **argv, gen_args *a)
@@ -105,17 +200,21 @@ static int parse_args(int argc, char **argv, gen_args *a)
     a->max_new = -1;
     a->tp = 1;
     a->system = "spyre-x8";
+    sample_defaults(&a->sampling);
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
         int has = i + 1 < argc;
         if (!strcmp(o, "--no-values")) {
             a->values = 0;
         } else if (!strcmp(o, "--prompt") || !strcmp(o, "--max-new-tokens") || !strcmp(o, "--config") ||
-                   !strcmp(o, "--tp") || !strcmp(o, "--system")) {
+                   !strcmp(o, "--tp") || !strcmp(o, "--system") || is_sampling(o)) {
             if (!has)
                 return bad("%s needs a value%s", o, "");
             const char *v = argv[++i];
-            if (!strcmp(o, "--config")) {
+            if (is_sampling(o)) {
+                if (parse_sampling(o, v, a))
+                    return GEN_USAGE;
+            } else if (!strcmp(o, "--config")) {
                 a->config = v;
             } else if (!strcmp(o, "--system")) {
                 a->system = v;
@@ -126,7 +225,7 @@ static int parse_args(int argc, char **argv, gen_args *a)
                     return bad("--tp '%s' is not a number of cards from 1 to 64%s", v, "");
                 a->tp = (int)n;
             } else if (!strcmp(o, "--prompt")) {
-                if (parse_prompt(v, a))
+                if (parse_ids(o, v, a->prompt, GEN_MAX_TOKENS, &a->nprompt))
                     return GEN_USAGE;
             } else {
                 char *end;
@@ -143,6 +242,9 @@ static int parse_args(int argc, char **argv, gen_args *a)
     }
     if (!a->dir || !a->nprompt || a->max_new < 0)
         return bad("needs DIR, --prompt and --max-new-tokens (usage: spyre %s)%s", generate_usage, "");
+    if (!a->values && a->needs_values)
+        return bad("%s needs the tokens, which --no-values does not compute (it simulates timing only)%s",
+                   a->needs_values, "");
     return 0;
 }
 
@@ -271,10 +373,11 @@ static int launch(gen_step *s, const gen_cards *k, rt_run_result *res)
 
 /* Run step s on tokens ids[0..n) at positions from start (the rest of its
  * fixed length padded with token 0 at the positions after; a step without
- * %pos has its own, 0..); the run's result goes to *res and, with values,
- * the argmax of the logits of token n - 1 to *token. */
+ * %pos has its own, 0..); the run's result goes to *res and the next token
+ * to the end of q: with values, chosen from the logits of token n - 1
+ * (sample.c), else 0. */
 static int run_step(gen_step *s, const gen_args *a, const gen_cards *k, const int64_t *ids, int n, int64_t start,
-                    rt_run_result *res, int64_t *token)
+                    rt_run_result *res, gen_seq *q)
 {
     char err[1024];
     float *in = calloc((size_t)s->seq * 2, sizeof *in), *logits = NULL;
@@ -293,31 +396,39 @@ static int run_step(gen_step *s, const gen_args *a, const gen_cards *k, const in
         fprintf(stderr, "spyre generate: %s: %s\n", s->g->path, line);
         rc = GEN_FAULT;
     }
+    int64_t *token = &q->ids[q->n];
     *token = 0;
     if (!rc && a->values) {
         logits = malloc((size_t)(s->seq * s->vocab) * sizeof *logits);
         if (!logits || rt_read_tensor(s->prog, s->logits, logits, err, sizeof err))
             rc = bad("%s: %s", s->g->path, logits ? err : "out of host memory");
-        for (int64_t v = 1; !rc && v < s->vocab; v++) /* the first of equal maxima, as torch.argmax */
-            if (logits[(n - 1) * s->vocab + v] > logits[(n - 1) * s->vocab + *token])
-                *token = v;
+        if (!rc)
+            *token = sample_token(&a->sampling, logits + (n - 1) * s->vocab, s->vocab, q->ids, q->n, &q->rng);
     }
+    q->n += !rc;
     free(logits);
     free(in);
     return rc;
 }
 
-/* Are the prompt's tokens in the vocabulary? */
-static int in_vocabulary(const gen_args *a, int64_t vocab)
+/* Are the tokens of option o, ids[0..n), in the vocabulary? */
+static int ids_in_vocabulary(const char *o, const int64_t *ids, int n, int64_t vocab)
 {
-    char n[64], m[64];
-    for (int i = 0; i < a->nprompt; i++)
-        if (a->prompt[i] >= vocab) {
-            snprintf(n, sizeof n, "%lld", (long long)a->prompt[i]);
+    char t[128], m[64];
+    for (int i = 0; i < n; i++)
+        if (ids[i] >= vocab) {
+            snprintf(t, sizeof t, "%s: token %lld", o, (long long)ids[i]);
             snprintf(m, sizeof m, "%lld", (long long)vocab);
-            return bad("--prompt: token %s is not in the vocabulary [0, %s)", n, m);
+            return bad("%s is not in the vocabulary [0, %s)", t, m);
         }
     return 0;
+}
+
+/* Are the prompt's tokens and the --eos ones in the vocabulary? */
+static int in_vocabulary(const gen_args *a, int64_t vocab)
+{
+    return ids_in_vocabulary("--prompt", a->prompt, a->nprompt, vocab) ||
+           ids_in_vocabulary("--eos", a->eos, a->neos, vocab);
 }
 
 /* Do the prompt and the tokens fed back (all but the last) fit context?
@@ -367,84 +478,116 @@ static const char *token_str(const gen_args *a, int64_t t, char buf[32])
     return a->values ? buf : "-";
 }
 
-/* The tokens, the first step's time and the mean of the later ones (rest
- * cycles in all, steps named as printed), at the cards' clock. */
-static void report(const gen_args *a, const int64_t *tokens, double ttft, double rest, const char *steps,
+/* The sequence to generate: the prompt, room for the tokens, the
+ * generator seeded; its sampling printed when not greedy.  0 or out of
+ * host memory. */
+static int seq_open(const gen_args *a, gen_seq *q)
+{
+    const sample_params *p = &a->sampling;
+    q->ids = calloc((size_t)(a->nprompt + a->max_new), sizeof *q->ids);
+    if (!q->ids)
+        return bad("out of host memory%s%s", "", "");
+    memcpy(q->ids, a->prompt, (size_t)a->nprompt * sizeof *q->ids);
+    q->n = a->nprompt;
+    sample_seed(&q->rng, a->seed);
+    if (p->temperature > 0 || p->repetition_penalty != 1)
+        printf("sampling: temperature=%g top_k=%" PRId64 " top_p=%g repetition_penalty=%g seed=%" PRIu64
+               " (on the host, from %s logits)\n",
+               p->temperature, p->top_k, p->top_p, p->repetition_penalty, a->seed,
+               a->tp > 1 ? "card 0's" : "the step's");
+    return 0;
+}
+
+/* Is the last token of q an --eos one? */
+static int at_eos(const gen_args *a, const gen_seq *q)
+{
+    for (int i = 0; i < a->neos; i++)
+        if (q->ids[q->n - 1] == a->eos[i])
+            return 1;
+    return 0;
+}
+
+/* The tokens generated, the first step's time and the mean of the later
+ * ones (rest cycles in all, steps named as printed), at the cards' clock. */
+static void report(const gen_args *a, const gen_seq *q, double ttft, double rest, const char *steps,
                    double clock_ghz)
 {
     char tok[32];
+    long n = q->n - a->nprompt;
     printf("tokens=");
-    for (long i = 0; i < a->max_new; i++)
-        printf("%s%s", i ? "," : "", token_str(a, tokens[i], tok));
+    for (long i = 0; i < n; i++)
+        printf("%s%s", i ? "," : "", token_str(a, q->ids[a->nprompt + i], tok));
+    if (n < a->max_new)
+        printf("\nstopped=eos (token %" PRId64 " after %ld of at most %ld tokens)", q->ids[q->n - 1], n, a->max_new);
     printf("\nttft_cycles=%.0f ttft_us=%.3f\n", ttft, ttft / clock_ghz / 1e3);
-    if (a->max_new > 1) {
-        double tpot = rest / (double)(a->max_new - 1);
-        printf("tpot_cycles=%.0f tpot_us=%.3f (mean of %ld %s)\n", tpot, tpot / clock_ghz / 1e3, a->max_new - 1,
-               steps);
+    if (n > 1) {
+        double tpot = rest / (double)(n - 1);
+        printf("tpot_cycles=%.0f tpot_us=%.3f (mean of %ld %s)\n", tpot, tpot / clock_ghz / 1e3, n - 1, steps);
     }
-    printf("clock_ghz=%g (times are the device's: host transfers and the host's argmax are not in them)\n",
+    printf("clock_ghz=%g (times are the device's: host transfers and the host's choice of token are not in them)\n",
            clock_ghz);
 }
 
-/* The steps: prefill, then decode steps; the report. */
+/* The steps: prefill, then decode steps until --max-new-tokens or --eos;
+ * the report. */
 static int generate_cached(const gen_args *a, const gen_cards *k, gen_step *s)
 {
     gen_step *pre = &s[0], *dec = &s[1];
-    int64_t *tokens = calloc((size_t)a->max_new, sizeof *tokens);
-    double clock_ghz = rt_config(k->dev[0])->clock_ghz;
-    if (!tokens)
-        return bad("out of host memory%s%s", "", "");
-    double decode_cycles = 0;
+    gen_seq q = {0};
+    double clock_ghz = rt_config(k->dev[0])->clock_ghz, decode_cycles = 0;
     char tok[32];
     rt_run_result *res = malloc(sizeof *res);
-    int rc = res ? run_step(pre, a, k, a->prompt, a->nprompt, 0, res, &tokens[0])
-                 : bad("out of host memory%s%s", "", "");
+    int rc = res ? seq_open(a, &q) : bad("out of host memory%s%s", "", "");
+    if (!rc)
+        rc = run_step(pre, a, k, a->prompt, a->nprompt, 0, res, &q);
     double ttft = rc ? 0 : res->stats.cycles;
     if (!rc)
         printf("prefill: prompt_tokens=%d cycles=%.0f token=%s uploaded=%" PRIu64 " state_written=%" PRIu64 "\n",
-               a->nprompt, ttft, token_str(a, tokens[0], tok), res->xfer.bytes_uploaded, res->state_bytes);
-    for (long i = 1; i < a->max_new && !rc; i++) {
-        int64_t pos = a->nprompt + i - 1;
-        rc = run_step(dec, a, k, &tokens[i - 1], 1, pos, res, &tokens[i]);
+               a->nprompt, ttft, token_str(a, q.ids[q.n - 1], tok), res->xfer.bytes_uploaded, res->state_bytes);
+    for (long i = 1; i < a->max_new && !rc && !at_eos(a, &q); i++) {
+        int64_t pos = q.n - 1;
+        rc = run_step(dec, a, k, &q.ids[pos], 1, pos, res, &q);
         decode_cycles += rc ? 0 : res->stats.cycles;
         if (!rc)
             printf("decode %ld: pos=%" PRId64 " cycles=%.0f token=%s uploaded=%" PRIu64 " state_written=%" PRIu64 "\n",
-                   i, pos, res->stats.cycles, token_str(a, tokens[i], tok), res->xfer.bytes_uploaded, res->state_bytes);
+                   i, pos, res->stats.cycles, token_str(a, q.ids[q.n - 1], tok), res->xfer.bytes_uploaded,
+                   res->state_bytes);
     }
-    free(res);
     if (!rc)
-        report(a, tokens, ttft, decode_cycles, "decode steps", clock_ghz);
-    free(tokens);
+        report(a, &q, ttft, decode_cycles, "decode steps", clock_ghz);
+    free(res);
+    free(q.ids);
     return rc;
 }
 
 /* Each token a run of the plain step on the prompt and the tokens so far,
- * padded with token 0 to its context; the report. */
+ * padded with token 0 to its context, until --max-new-tokens or --eos;
+ * the report. */
 static int generate_plain(const gen_args *a, const gen_cards *k, gen_step *s)
 {
-    int64_t *ids = calloc((size_t)(a->nprompt + a->max_new), sizeof *ids);
+    gen_seq q = {0};
     rt_run_result *res = malloc(sizeof *res);
     double clock_ghz = rt_config(k->dev[0])->clock_ghz, ttft = 0, rest = 0;
     char tok[32];
-    int rc = ids && res ? 0 : bad("out of host memory%s%s", "", "");
-    if (!rc) {
-        memcpy(ids, a->prompt, (size_t)a->nprompt * sizeof *ids);
+    int rc = res ? 0 : bad("out of host memory%s%s", "", "");
+    if (!rc)
         printf("context=%lld (no KV cache: each token reruns the step over the whole context)\n",
                (long long)s->context);
-    }
-    for (long i = 0; i < a->max_new && !rc; i++) {
-        int n = a->nprompt + (int)i;
-        rc = run_step(s, a, k, ids, n, 0, res, &ids[n]);
+    if (!rc)
+        rc = seq_open(a, &q);
+    for (long i = 0; i < a->max_new && !rc && (!i || !at_eos(a, &q)); i++) {
+        int n = q.n;
+        rc = run_step(s, a, k, q.ids, n, 0, res, &q);
         if (rc)
             break;
         *(i ? &rest : &ttft) += res->stats.cycles;
         printf("step %ld: tokens=%d cycles=%.0f token=%s uploaded=%" PRIu64 "\n", i, n, res->stats.cycles,
-               token_str(a, ids[n], tok), res->xfer.bytes_uploaded);
+               token_str(a, q.ids[n], tok), res->xfer.bytes_uploaded);
     }
     if (!rc)
-        report(a, ids + a->nprompt, ttft, rest, "later steps, each over the whole context", clock_ghz);
+        report(a, &q, ttft, rest, "later steps, each over the whole context", clock_ghz);
     free(res);
-    free(ids);
+    free(q.ids);
     return rc;
 }
 
