@@ -4,7 +4,8 @@
  * PyTorch raises.  The compiler proves most in range (dec_range.c); the
  * others (prog->icheck) are computed here from the launch's inputs by the
  * reference executor, running only the nodes they need, and an
- * out-of-bounds one refuses the launch as PyTorch refuses the call.  It
+ * out-of-bounds one refuses the launch as PyTorch refuses the call; one
+ * through an op the reference lacks refuses it too, never unchecked.  It
  * costs the host, not the device: a timing-only run has no values and
  * checks none. */
 #include "rt_internal.h"
@@ -49,13 +50,36 @@ static int check_one(const rt_program *prog, rt_ref *r, const rt_icheck *c, char
     return 0;
 }
 
-/* Whether the reference executor runs every marked node. */
-static int supported(const gr_graph *g, const char *mark)
+/* The first node marked the reference executor cannot run, or -1. */
+static int unrunnable(const gr_graph *g, const char *mark)
 {
     for (int k = 0; k < g->nnodes; k++)
         if (mark[g->nodes[k].out] && !rt_ref_supports(&g->nodes[k]))
-            return 0;
-    return 1;
+            return k;
+    return -1;
+}
+
+/* Node u, which the reference executor cannot run, computes an index of
+ * the checks: the first such index's refusal (unchecked, its gather could
+ * give 0 where PyTorch raises). */
+static int uncheckable(const rt_program *prog, int u, char *err, size_t errlen)
+{
+    const gr_graph *g = prog->igraph;
+    char *mark = calloc((size_t)g->nvalues + 1, 1);
+    if (!mark)
+        return isa_errf(err, errlen, "out of host memory");
+    const rt_icheck *c = prog->icheck;
+    for (; c < prog->icheck + prog->nicheck - 1; c++) {
+        memset(mark, 0, (size_t)g->nvalues + 1);
+        gr_mark_upstream(g, c->value, mark);
+        if (mark[g->nodes[u].out])
+            break;
+    }
+    free(mark);
+    const gr_node *n = &g->nodes[c->node], *m = &g->nodes[u];
+    return isa_errf(err, errlen, "graph line %d: %s: the index %%%s is computed from the inputs through %s (graph line "
+                    "%d), which the host cannot run to check it against its bounds before the launch (--no-values "
+                    "runs without values)", n->line, n->op, g->values[c->value].name, m->op, m->line);
 }
 
 int rt_index_check(const rt_program *prog, char *err, size_t errlen)
@@ -71,7 +95,8 @@ int rt_index_check(const rt_program *prog, char *err, size_t errlen)
     }
     for (int k = 0; k < prog->nicheck; k++)
         gr_mark_upstream(g, prog->icheck[k].value, mark); /* the nodes it needs, and their leaves */
-    int rc = supported(g, mark) ? set_leaves(prog, r, mark, err, errlen) : 0;
+    const int u = unrunnable(g, mark);
+    int rc = u >= 0 ? uncheckable(prog, u, err, errlen) : set_leaves(prog, r, mark, err, errlen);
     if (rc == 1) {
         rt_ref_seed(r, prog->seed);
         /* an op refusing its values on the way (an inner index) refuses the launch as PyTorch */

@@ -949,6 +949,25 @@ static void test_a_computed_index_out_of_bounds_refuses_the_launch(void)
     remove(bin);
 }
 
+/* An unproven index computed through an op the reference executor lacks
+ * (argsort) cannot be checked on the host: the launch is refused (exit 2,
+ * naming the gather's and the op's graph lines), never run unchecked,
+ * where argsort + 1 holding 8 would gather 0 where PyTorch raises; a
+ * timing-only run has no values to check and runs. */
+static void test_an_index_the_host_cannot_compute_refuses_the_launch(void)
+{
+    char graph[512];
+    tu_tmpfile(".txt", graph, sizeof graph);
+    write_file(graph, "graph as\ninput %x: f32[4, 8]\ninput %y: f32[4, 8]\n"
+                      "%s: i64[4, 8] = aten.argsort.default(%x, 1)\n%i: i64[4, 8] = aten.add.Tensor(%s, 1)\n"
+                      "%g: f32[4, 8] = aten.gather.default(%y, 1, %i)\noutput %g\n");
+    expect_spyref("run %s%s", graph, "", 2,
+                  "graph line 6: aten.gather.default: the index %i is computed from the inputs through "
+                  "aten.argsort.default (graph line 4), which the host cannot run to check it");
+    expect_spyref("run %s --no-values%s", graph, "", 0, "fallback_ops=0 ");
+    remove(graph);
+}
+
 /* A parameter only gathers read is uploaded as x mod rows (ISA_TF_WRAP):
  * PyTorch refuses a position outside [-rows, rows), so does the launch,
  * naming the parameter; a negative one within checks ok. */
@@ -1604,6 +1623,7 @@ int main(void)
         {"a bincount value past its exported length exits 2",
          test_a_bincount_value_past_its_exported_length_exits_2},
         {"a computed index out of bounds refuses the launch", test_a_computed_index_out_of_bounds_refuses_the_launch},
+        {"an index the host cannot compute refuses the launch", test_an_index_the_host_cannot_compute_refuses_the_launch},
         {"a wrapped row position out of bounds exits 2 naming it",
          test_a_wrapped_row_position_out_of_bounds_exits_2_naming_it},
         {"corrupt_expected_outputs_exit_2_in_run_and_ref", test_corrupt_expected_outputs_exit_2_in_run_and_ref},

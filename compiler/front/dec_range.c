@@ -2,7 +2,7 @@
  * proven from the source graph.  A gather by such an index is one-hot
  * (dec_index.c): an out-of-bounds position would pick no row and give 0
  * where PyTorch raises.  An interval propagated from the inputs' declared
- * ranges proves most legal (argmax, topk and sort indices, an arange,
+ * ranges proves most legal (argmax, topk, sort and argsort indices, an arange,
  * clamp, remainder: by construction); the runtime computes the others
  * from each launch's inputs on the host and refuses an out-of-bounds one
  * as PyTorch (runtime/idxcheck.c): a view of an input among them (DLRM's
@@ -202,6 +202,8 @@ static rng positions(rctx *r, const gr_node *n, int pos, int dflt)
 
 static rng argext(rctx *r, const gr_node *n) { return positions(r, n, 1, FLAT); }
 
+static rng argsort(rctx *r, const gr_node *n) { return positions(r, n, 1, -1); }
+
 static rng cat(rctx *r, const gr_node *n)
 {
     const gr_arg *l = gr_node_arg(n, 0, "tensors");
@@ -266,6 +268,7 @@ static const struct {
     {"arange", arange},
     {"argmax", argext},
     {"argmin", argext},
+    {"argsort", argsort},
     {"cat", cat},
     {"stack", cat},
     {"bucketize", bucketize},
