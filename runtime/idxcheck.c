@@ -32,7 +32,7 @@ static int set_leaves(const rt_program *prog, rt_ref *r, const char *mark, char 
 }
 
 /* Check c's values in r: 0, or -1 with the message. */
-static int check_one(const rt_program *prog, rt_ref *r, const rt_icheck *c, char *err, size_t errlen)
+static int check_one(const rt_program *prog, rt_ref *r, const rt_icheck *c, int *line, char *err, size_t errlen)
 {
     const gr_graph *g = prog->igraph;
     gr_ttype t;
@@ -42,11 +42,13 @@ static int check_one(const rt_program *prog, rt_ref *r, const rt_icheck *c, char
     const gr_node *n = &g->nodes[c->node];
     char where[96];
     for (int64_t k = 0; k < gr_ttype_numel(&t); k++)
-        if (x[k] < (c->wrap ? -c->size : 0) || x[k] >= c->size)
-            return isa_errf(err, errlen, "graph line %d: %s: the index %%%s computed from the inputs holds %lld at "
-                            "element %lld, out of bounds for %s (PyTorch raises)", n->line, n->op,
+        if (x[k] < (c->wrap ? -c->size : 0) || x[k] >= c->size) {
+            *line = n->line;
+            return isa_errf(err, errlen, "%s: the index %%%s computed from the inputs holds %lld at element %lld, "
+                            "out of bounds for %s (PyTorch raises)", n->op,
                             g->values[c->value].name, (long long)x[k], (long long)k,
                             rt_bounds_text(where, sizeof where, c->dim, c->size));
+        }
     return 0;
 }
 
@@ -62,7 +64,7 @@ static int unrunnable(const gr_graph *g, const char *mark)
 /* Node u, which the reference executor cannot run, computes an index of
  * the checks: the first such index's refusal (unchecked, its gather could
  * give 0 where PyTorch raises). */
-static int uncheckable(const rt_program *prog, int u, char *err, size_t errlen)
+static int uncheckable(const rt_program *prog, int u, int *line, char *err, size_t errlen)
 {
     const gr_graph *g = prog->igraph;
     char *mark = calloc((size_t)g->nvalues + 1, 1);
@@ -77,12 +79,25 @@ static int uncheckable(const rt_program *prog, int u, char *err, size_t errlen)
     }
     free(mark);
     const gr_node *n = &g->nodes[c->node], *m = &g->nodes[u];
-    return isa_errf(err, errlen, "graph line %d: %s: the index %%%s is computed from the inputs through %s (graph line "
-                    "%d), which the host cannot run to check it against its bounds before the launch (--no-values "
-                    "runs without values)", n->line, n->op, g->values[c->value].name, m->op, m->line);
+    *line = n->line;
+    return isa_errf(err, errlen, "%s: the index %%%s is computed from the inputs through %s (graph line %d), which "
+                    "the host cannot run to check it against its bounds before the launch (--no-values runs "
+                    "without values)", n->op, g->values[c->value].name, m->op, m->line);
 }
 
-int rt_index_check(const rt_program *prog, char *err, size_t errlen)
+/* Node k of g refused its values in the reference ("PATH:LINE: msg"): -1,
+ * with *line its line and the message after it, as check_one's. */
+static int refused_inner(const gr_graph *g, int k, int *line, char *err)
+{
+    char head[256];
+    *line = g->nodes[k].line;
+    const int n = snprintf(head, sizeof head, "%s:%d: ", g->path, *line);
+    if (n > 0 && (size_t)n < sizeof head && !strncmp(err, head, (size_t)n))
+        memmove(err, err + n, strlen(err + n) + 1);
+    return -1;
+}
+
+int rt_index_check(const rt_program *prog, int *line, char *err, size_t errlen)
 {
     if (!prog->nicheck)
         return 0;
@@ -96,15 +111,15 @@ int rt_index_check(const rt_program *prog, char *err, size_t errlen)
     for (int k = 0; k < prog->nicheck; k++)
         gr_mark_upstream(g, prog->icheck[k].value, mark); /* the nodes it needs, and their leaves */
     const int u = unrunnable(g, mark);
-    int rc = u >= 0 ? uncheckable(prog, u, err, errlen) : set_leaves(prog, r, mark, err, errlen);
+    int rc = u >= 0 ? uncheckable(prog, u, line, err, errlen) : set_leaves(prog, r, mark, err, errlen);
     if (rc == 1) {
         rt_ref_seed(r, prog->seed);
         /* an op refusing its values on the way (an inner index) refuses the launch as PyTorch */
         rc = 0;
         for (int k = 0; !rc && k < g->nnodes; k++)
-            rc = mark[g->nodes[k].out] ? rt_ref_run_node(r, k, err, errlen) : 0;
+            rc = mark[g->nodes[k].out] && rt_ref_run_node(r, k, err, errlen) ? refused_inner(g, k, line, err) : 0;
         for (int k = 0; !rc && k < prog->nicheck; k++)
-            rc = check_one(prog, r, &prog->icheck[k], err, errlen);
+            rc = check_one(prog, r, &prog->icheck[k], line, err, errlen);
     }
     rt_ref_free(r);
     free(mark);
