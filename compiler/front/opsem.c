@@ -176,3 +176,15 @@ int ir_opsem_i64(const ir_opsem *s, int64_t self, int64_t other, int64_t alpha, 
         return 0;
     return s->i64(self, other, r);
 }
+
+ir_ival ir_opsem_iv(const ir_opsem *s, ir_ival self, ir_ival other, ir_ival alpha)
+{
+    if (s->flags & IR_SEM_SWAP) {
+        const ir_ival t = self;
+        self = other;
+        other = t;
+    }
+    if (s->flags & IR_SEM_ALPHA)
+        other = v_mul(alpha, other);
+    return s->iv(self, other);
+}
