@@ -137,6 +137,7 @@ typedef struct {
     float (*f32)(float a, float b); /* PyTorch's fp32 where not f64's result rounded once; else NULL */
     ir_ival (*iv)(ir_ival a, ir_ival b); /* every value it may give over a's and b's */
     int arity;
+    int ir; /* the IR operator lower.c makes of it; -1: none (decompose rewrites it first) */
 } ir_opsem;
 const ir_opsem *ir_opsem_ir(ir_op op);
 const ir_opsem *ir_opsem_aten(const char *base); /* NULL: no row for it */
