@@ -602,6 +602,18 @@ static void l_unary(lctx *c, int out, int opi)
     free(ops);
 }
 
+/* bitwise_and, _or, _not: of bools, the logical op; the device has no
+ * bitwise op on integers (the host's). */
+static void l_bitwise(lctx *c, int out, int opi)
+{
+    const gr_node *n = &c->d->nodes[c->cur];
+    for (int i = 0; i < n->nargs; i++)
+        if (n->args[i].kind == GR_ARG_VALUE ? vtype(c, n->args[i].value)->dtype != GR_BOOL
+                                            : n->args[i].kind != GR_ARG_BOOL)
+            fail(c, "the device has bitwise ops of bools only");
+    (ir_ops[opi].arity == 1 ? l_unary : l_binary)(c, out, opi);
+}
+
 /* pow: a scalar exponent of 2, 0.5, -0.5, 1 or -1 is a cheaper op. */
 static void l_pow(lctx *c, int out, int opi)
 {
@@ -2008,8 +2020,8 @@ static const struct {
     lower_fn fn;
     int param;
 } lowerings[] = {
-    {"bitwise_and", l_binary, IR_AND}, {"bitwise_or", l_binary, IR_OR}, /* of bools */
-    {"bitwise_not", l_unary, IR_NOT},
+    {"bitwise_and", l_bitwise, IR_AND}, {"bitwise_or", l_bitwise, IR_OR},
+    {"bitwise_not", l_bitwise, IR_NOT},
     {"pow", l_pow, 0},                 {"where", l_where, 0},
     {"_to_copy", l_to_copy, 0},
     {"full", l_full, 0},               {"scalar_tensor", l_full, 1},
