@@ -160,9 +160,10 @@ int rt_poison_values(rt_program *prog, char *err, size_t errlen);
 
 /* idxcheck.c: the computed indices of prog->icheck, computed on the host
  * from the inputs' and weights' host copies by the reference executor:
- * 0 when each is within its dim (or the executor cannot compute one), or
- * -1 with one line naming the graph line, the index, the value and the dim. */
-int rt_index_check(const rt_program *prog, char *err, size_t errlen);
+ * 0 when each is within its dim, or -1 with *line the graph line of the
+ * op reading it and one line naming the index, the value and the dim (or
+ * the op the executor cannot run that computes it). */
+int rt_index_check(const rt_program *prog, int *line, char *err, size_t errlen);
 
 /* fallback.c: host fallback ops during a launch (sim_set_host). */
 typedef struct rt_fallback rt_fallback;

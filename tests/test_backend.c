@@ -486,7 +486,7 @@ static int unproven(const char *text, int64_t size, int wrap)
 }
 
 /* The compiler proves a computed index in range by construction (argmax,
- * topk, clamp, remainder, where of proven ones) or from an input's
+ * topk, argsort, clamp, remainder, where of proven ones) or from an input's
  * declared range; the runtime checks the rest at launch. */
 static void test_computed_indices_are_proven_in_range_by_construction(void)
 {
@@ -506,10 +506,18 @@ static void test_computed_indices_are_proven_in_range_by_construction(void)
          "%i: i64[4] = aten.clamp.default(%n, None, 7)\n", 8, 0, 0},
         {"%t: (f32[4, 3], i64[4, 3]) = aten.topk.default(%x, 3)\n%i: i64[4, 3] = getitem(%t, 1)\n", 8, 0, 0},
         {"%t: (f32[4, 3], i64[4, 3]) = aten.topk.default(%x, 3)\n%i: i64[4, 3] = getitem(%t, 0)\n", 8, 0, 1},
+        {"%i: i64[4, 8] = aten.argsort.default(%x, 1)\n", 8, 0, 0},
+        {"%s: i64[4, 8] = aten.argsort.default(%x, 1)\n%i: i64[4, 8] = aten.add.Tensor(%s, 1)\n", 8, 0, 1},
         {"%i: i64[4] = aten.add.Tensor(%a, 2)\n", 5, 0, 0},
         {"%i: i64[4] = aten.add.Tensor(%a, 2)\n", 4, 0, 1},
         {"%i: i64[4] = aten.mul.Tensor(%a, 2)\n", 5, 1, 0},
         {"%i: i64[4] = aten.remainder.Scalar(%b, 6)\n", 6, 0, 0},
+        /* opsem.c's interval rows: rsub, relu, and a tensor bound's whole range (q up to 196) */
+        {"%i: i64[4] = aten.rsub.Scalar(%a, 4)\n", 7, 0, 0},
+        {"%i: i64[4] = aten.rsub.Scalar(%a, 4)\n", 6, 0, 1},
+        {"%i: i64[4] = aten.relu.default(%a)\n", 3, 0, 0},
+        {"%m: i64[4] = aten.argmax.default(%x, 1)\n%i: i64[4] = aten.clamp_min.Tensor(%m, %q)\n", 8, 0, 1},
+        {"%m: i64[4] = aten.argmax.default(%x, 1)\n%i: i64[4] = aten.clamp_min.Tensor(%m, %a)\n", 8, 0, 0},
         {"%i: i64[4] = aten.add.Tensor(%b, 1)\n", 1000, 1, 1},
         {"%c: bool[4] = aten.gt.Scalar(%b, 0)\n%i: i64[4] = aten.where.self(%c, %a, 0)\n", 3, 1, 0},
         {"%r: i64[4] = aten.arange.start(2, 6)\n%i: i64[4] = aten.sub.Tensor(%r, %a)\n", 8, 0, 0},

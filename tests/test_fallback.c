@@ -834,6 +834,14 @@ static const char *int_div_floor = "graph int_div_floor\n"
                                    "%s: i64[16] = aten.add.Tensor(%d, %t)\n"
                                    "output %s\n";
 
+/* bitwise_and of integers (6 & 3 is 2), not the logical and the device
+ * makes of bools' */
+static const char *int_bitwise = "graph int_bitwise\n"
+                                 "input %a: i64[16]\ninput %b: i64[16]\n"
+                                 "%c: i64[16] = aten.bitwise_and.Tensor(%a, %b)\n"
+                                 "%d: i64[16] = aten.bitwise_not.default(%c)\n"
+                                 "output %d\n";
+
 static void test_integer_ops_the_device_cannot_run_go_to_the_host_and_check(void)
 {
     const char *opts[] = {" --config spyre", " --config spyre-4core"};
@@ -843,6 +851,10 @@ static void test_integer_ops_the_device_cannot_run_go_to_the_host_and_check(void
         CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
         CU_ASSERT_EQUAL(run_checked(int_div_floor, opts[i]), 0);
         TU_ASSERT_CONTAINS(out, "check s: ");
+        CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
+        CU_ASSERT_EQUAL(run_checked(int_bitwise, opts[i]), 0);
+        TU_ASSERT_CONTAINS(out, "fallback_ops=2 ");
+        TU_ASSERT_CONTAINS(out, "check d: ");
         CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
     }
 }
