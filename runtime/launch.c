@@ -48,7 +48,7 @@ int rt_launch(rt_program *prog, rt_run_result *res)
                                  &r->stats, &r->fault);
             sim_set_decode(dev->sim, NULL);
             sim_set_host(dev->sim, NULL, NULL);
-            unsupported = rt_fallback_failed(fb);
+            unsupported = rt_fallback_failed(fb, r->fault.msg, sizeof r->fault.msg);
             rt_fallback_end(fb);
         }
         /* Outputs come back (also after a fault: what the run wrote), then

@@ -170,11 +170,12 @@ typedef struct rt_fallback rt_fallback;
 /* Ready the `host` instructions of prog's program for a run whose
  * result goes to res; NULL with a message when the program has a host op
  * the runtime cannot run (no graph, or an op the reference executor
- * lacks: "graph line N: op"), or when it has none (*err empty). */
+ * lacks: res->refused_line its graph line), or when it has none (*err empty). */
 rt_fallback *rt_fallback_begin(rt_program *prog, rt_run_result *res, char *err, size_t errlen);
 void rt_fallback_end(rt_fallback *fb);
-/* Did a host op of the run fail (the reference executor refused it)? */
-int rt_fallback_failed(const rt_fallback *fb);
+/* Did a host op of the run fail (the reference executor refused it)?
+ * Then why (the op and the reason; res->refused_line its graph line). */
+int rt_fallback_failed(const rt_fallback *fb, char *why, size_t len);
 /* The tensor of graph value `name` in p (named by gr_tensor_name), or -1. */
 int rt_value_tensor(const isa_program *p, const char *name);
 /* The simulator's callback for a `host` instruction (sim_host_fn), ctx the rt_fallback. */
