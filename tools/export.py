@@ -218,8 +218,8 @@ def load_workload(spec, func=None):
         inputs = (inputs,)
     if not isinstance(inputs, (tuple, list)) or not all(isinstance(x, torch.Tensor) for x in inputs):
         raise UserError(f"{spec}: expected FUNC's inputs to be a tuple of tensors")
-    if not isinstance(options, dict) or set(options) - {"eval", "state"}:
-        raise UserError(f"{spec}: expected FUNC's options to be a dict with keys from: eval, state")
+    if not isinstance(options, dict) or set(options) - {"eval", "state", "decoder_start"}:
+        raise UserError(f"{spec}: expected FUNC's options to be a dict with keys from: eval, state, decoder_start")
     if not isinstance(options.get("state", {}), dict) or not all(
             isinstance(k, str) and isinstance(v, int) for k, v in options.get("state", {}).items()):
         raise UserError(f"{spec}: expected FUNC's state option to map input names to output indices")
@@ -969,11 +969,11 @@ def export(spec, out_dir, seed, tracer, graph_only=False, func=None, draws=False
                       [(f"output{i}", o) for i, o in enumerate(shown)])
 
 
-def causal_logits(spec, model, ids):
-    """The module's logits for ids [1, T], checked to be [1, T, VOCAB]."""
+def causal_logits(spec, run, ids):
+    """run(ids)'s logits for ids [1, T], checked to be [1, T, VOCAB]."""
     try:
         with torch.no_grad():
-            logits = model(ids)
+            logits = run(ids)
     except Exception as e:
         raise UserError(f"{spec}: --generate: the module raised {describe(e)}")
     if not isinstance(logits, torch.Tensor) or not logits.is_floating_point() or logits.dim() != 3 \
@@ -984,51 +984,130 @@ def causal_logits(spec, model, ids):
     return logits
 
 
-def check_causal(spec, model, context):
+def split_points(n):
+    return sorted({1, n // 2, n - 1} - {0})
+
+
+def check_causal(spec, run, context):
     """Refuse a module whose logits at a position depend on the tokens
     after it: spyre generate pads the context with token 0 after the tokens
     so far and reads the last one's logits, so they must also not depend on
     the length.  Random tokens against the same ones with their tail set to
-    0, and against the unpadded head, at three split points."""
-    vocab = causal_logits(spec, model, torch.zeros(1, context, dtype=torch.int64)).shape[2]
+    0, and against the unpadded head, at three split points.  run(ids): the
+    logits of the (decoder) ids.  The vocabulary."""
+    vocab = causal_logits(spec, run, torch.zeros(1, context, dtype=torch.int64)).shape[2]
     full = torch.randint(0, vocab, (1, context), generator=torch.Generator().manual_seed(0))
-    ref = causal_logits(spec, model, full)
+    ref = causal_logits(spec, run, full)
     tol = 1e-4 * max(1.0, float(ref.abs().max()))
-    for k in sorted({1, context // 2, context - 1} - {0}):
+    for k in split_points(context):
         padded = full.clone()
         padded[:, k:] = 0
-        head = causal_logits(spec, model, padded)[0, :k]
+        head = causal_logits(spec, run, padded)[0, :k]
         diff = (head - ref[0, :k]).abs().amax(dim=1)
         if bool((diff > tol).any()):
             raise UserError(f"{spec}: --generate: the module is not causal: the logits at position "
                             f"{int((diff > tol).nonzero()[0])} change when the tokens from position {k} on do "
                             f"(spyre generate pads the context with token 0 after the tokens so far)")
-        diff = (head - causal_logits(spec, model, full[:, :k])[0]).abs().amax(dim=1)
+        diff = (head - causal_logits(spec, run, full[:, :k])[0]).abs().amax(dim=1)
         if bool((diff > tol).any()):
             raise UserError(f"{spec}: --generate: the module's logits depend on the sequence length: at position "
                             f"{int((diff > tol).nonzero()[0])} they differ between {k} tokens and {context} tokens "
                             f"padded with token 0 (spyre generate always runs {context})")
+    return vocab
 
 
-def export_generate(spec, out_dir, seed, tracer, context, graph_only=False, **more):
+def check_source_padding(spec, model, source_len, mask_dtype, vocab, context):
+    """Refuse an encoder-decoder whose logits change when the source is
+    padded: spyre generate pads the source with token 0 to source_len, its
+    mask 0 there.  Random source tokens cut at three points, padded and
+    masked against unpadded, on random decoder ids."""
+    gen = torch.Generator().manual_seed(1)
+    src = torch.randint(0, vocab, (1, source_len), generator=gen)
+    tgt = torch.randint(0, vocab, (1, context), generator=gen)
+    for k in split_points(source_len):
+        padded, mask = torch.zeros_like(src), torch.zeros(1, source_len, dtype=mask_dtype)
+        padded[:, :k], mask[:, :k] = src[:, :k], 1
+        got = causal_logits(spec, lambda t: model(padded, mask, t), tgt)
+        ref = causal_logits(spec, lambda t: model(src[:, :k], torch.ones(1, k, dtype=mask_dtype), t), tgt)
+        tol = 1e-4 * max(1.0, float(ref.abs().max()))
+        if bool(((got - ref).abs() > tol).any()):
+            raise UserError(f"{spec}: --generate: the module's logits change when the source of {k} tokens is "
+                            f"padded to {source_len} with its mask 0 after them (spyre generate pads the source; "
+                            f"does the module apply its mask input?)")
+
+
+def padded_to(x, n, dtype=None):
+    """x [1, m], m <= n, padded with 0 to [1, n]."""
+    out = torch.zeros(1, n, dtype=dtype or x.dtype)
+    out[:, :x.shape[1]] = x
+    return out
+
+
+def is_ids(x, most):
+    return x.dtype == torch.int64 and x.dim() == 2 and x.shape[0] == 1 and 1 <= x.shape[1] <= most
+
+
+def decoder_start(spec, model, options):
+    """The decoder start token the model declares (options' decoder_start,
+    else its config.decoder_start_token_id, as Hugging Face's models), or
+    None."""
+    start = options.get("decoder_start", getattr(getattr(model, "config", None), "decoder_start_token_id", None))
+    if start is not None and (not isinstance(start, int) or start < 0):
+        raise UserError(f"{spec}: --generate: the decoder start token must be an id >= 0, got {start!r}")
+    return start
+
+
+def export_seq2seq(spec, out_dir, seed, tracer, context, source_len, graph_only, model, inputs, options, **more):
+    """--generate CONTEXT of an encoder-decoder (forward(source ids [1, S][,
+    source mask [1, S]], decoder ids [1, T]) -> logits [1, T, VOCAB]):
+    out_dir/seq2seq gets the export with the source padded to source_len
+    (default S; longer only with a mask) and the decoder ids to CONTEXT, and
+    decoder_start.txt when the model declares its start token."""
+    src, tgt, mask = inputs[0], inputs[-1], inputs[1] if len(inputs) == 3 else None
+    source_len = source_len or src.shape[1]
+    if not is_ids(src, source_len) or not is_ids(tgt, context) or \
+            mask is not None and tuple(mask.shape) != tuple(src.shape):
+        raise UserError(f"{spec}: --generate {context}: an encoder-decoder's inputs must be the source ids, int64 "
+                        f"[1, S] with S <= --source-len, optionally its mask [1, S], then the decoder ids, int64 "
+                        f"[1, T] with T <= {context}; got {[f'{x.dtype} {tuple(x.shape)}' for x in inputs]}")
+    if mask is None and src.shape[1] != source_len:
+        raise UserError(f"{spec}: --source-len {source_len}: the module takes no source mask, so its source "
+                        f"cannot be padded: export it at its example's length, {src.shape[1]}")
+    start = decoder_start(spec, model, options)
+    padded = (padded_to(src, source_len),) + ((padded_to(mask, source_len),) if mask is not None else ())
+    padded += (padded_to(tgt, context),)
+    if not graph_only:
+        vocab = check_causal(spec, lambda t: model(*padded[:-1], t), context)
+        if mask is not None:
+            check_source_padding(spec, model, source_len, mask.dtype, vocab, context)
+    step = os.path.join(out_dir, "seq2seq")
+    export(spec, step, seed, tracer, graph_only, func=lambda: (model, padded, options), **more)
+    if start is not None:
+        with open(os.path.join(step, "decoder_start.txt"), "w") as f:
+            f.write(f"{start}\n")
+
+
+def export_generate(spec, out_dir, seed, tracer, context, source_len=None, graph_only=False, **more):
     """--generate CONTEXT: FUNC's causal LM (forward(ids [1, T]) -> logits
     [1, T, VOCAB]) exported into out_dir/step with ids [1, CONTEXT]: the
-    example ids padded with token 0 (docs/serving.md); more: export's
-    options."""
+    example ids padded with token 0 (docs/serving.md); or, with two or three
+    inputs, an encoder-decoder (export_seq2seq); more: export's options."""
     torch.manual_seed(seed)
     model, inputs, options = load_workload(spec)
     if options.get("state"):
         raise UserError(f"{spec}: --generate takes a module without state (the step rereads the whole context); "
                         f"the state option is for the prefill and decode steps")
-    ids = inputs[0] if len(inputs) == 1 else None
-    if ids is None or ids.dtype != torch.int64 or ids.dim() != 2 or ids.shape[0] != 1 \
-            or not 1 <= ids.shape[1] <= context:
-        raise UserError(f"{spec}: --generate {context}: FUNC's inputs must be one int64 tensor of ids [1, T] with "
-                        f"T <= {context}; got {[f'{x.dtype} {tuple(x.shape)}' for x in inputs]}")
     if options.get("eval", True):
         model.eval()
-    padded = torch.zeros(1, context, dtype=torch.int64)
-    padded[:, :ids.shape[1]] = ids
+    if len(inputs) in (2, 3):
+        return export_seq2seq(spec, out_dir, seed, tracer, context, source_len, graph_only, model, inputs, options,
+                              **more)
+    if source_len is not None:
+        raise UserError(f"{spec}: --source-len is for an encoder-decoder (inputs: source ids[, mask], decoder ids)")
+    if len(inputs) != 1 or not is_ids(inputs[0], context):
+        raise UserError(f"{spec}: --generate {context}: FUNC's inputs must be one int64 tensor of ids [1, T] with "
+                        f"T <= {context}; got {[f'{x.dtype} {tuple(x.shape)}' for x in inputs]}")
+    padded = padded_to(inputs[0], context)
     if not graph_only:  # timing only computes no token: any module will do
         check_causal(spec, model, context)
     export(spec, os.path.join(out_dir, "step"), seed, tracer, graph_only, func=lambda: (model, (padded,), options),
@@ -1064,15 +1143,21 @@ def main():
                         help="export a causal language model (forward(ids [1, T]) -> logits [1, T, VOCAB], FUNC's "
                         "inputs (ids,)) for spyre generate DIR: one step over CONTEXT tokens, written to DIR/step, "
                         "each new token rerunning it (no KV cache); refused (exit 2) unless the logits of a "
-                        "prefix are unchanged by the tokens after it (docs/serving.md)")
+                        "prefix are unchanged by the tokens after it (docs/serving.md); with two or three inputs "
+                        "(source ids[, source mask], decoder ids) an encoder-decoder, written to DIR/seq2seq")
+    parser.add_argument("--source-len", type=int, metavar="N",
+                        help="with --generate of an encoder-decoder: the source's fixed length, the example's "
+                        "padded with token 0 and mask 0 (default: the example's length; longer needs a mask input)")
     args = parser.parse_args()  # usage errors exit with status 2
     if args.generate is not None and args.generate < 1:
         parser.error(f"--generate {args.generate}: the context must be at least 1 token")
+    if args.source_len is not None and (args.generate is None or args.source_len < 1):
+        parser.error(f"--source-len {args.source_len}: needs --generate, and at least 1 token")
     try:
         more = dict(draws=args.record_draws, weights=args.weights, int_ranges=parse_ranges(args.int_range))
         if args.generate is not None:
-            export_generate(args.workload, args.out_dir, args.seed, args.tracer, args.generate, args.graph_only,
-                            **more)
+            export_generate(args.workload, args.out_dir, args.seed, args.tracer, args.generate, args.source_len,
+                            args.graph_only, **more)
         else:
             export(args.workload, args.out_dir, args.seed, args.tracer, args.graph_only, **more)
     except UserError as e:
