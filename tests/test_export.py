@@ -928,6 +928,96 @@ def from_the_end():
     return FromTheEnd(), (torch.tensor([[1, 2, 3]]),)
 """
 
+NOT_SEQ2SEQS = """
+import torch
+
+
+class SourceMean(torch.nn.Module):
+    # the decoder sees the mean of the source's embeddings, over all of it
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(32, 16)
+        self.head = torch.nn.Linear(16, 32)
+
+    def forward(self, src, tgt):
+        return self.head(self.emb(tgt) + self.emb(src).mean(1, keepdim=True))
+
+
+class BidirectionalDecoder(SourceMean):
+    # every decoder position sees the mean of the whole decoder sequence: not causal
+    def forward(self, src, tgt):
+        y = self.emb(tgt)
+        return self.head(y + y.mean(1, keepdim=True) + self.emb(src).mean(1, keepdim=True))
+
+
+class IgnoresMask(SourceMean):
+    # takes the source mask but averages over the padding too
+    def forward(self, src, mask, tgt):
+        return super().forward(src, tgt)
+
+
+def bidirectional_decoder():
+    return BidirectionalDecoder(), (torch.tensor([[1, 2, 3]]), torch.tensor([[2]]))
+
+
+def ignores_mask():
+    src = torch.tensor([[1, 2, 3]])
+    return IgnoresMask(), (src, torch.ones_like(src), torch.tensor([[2]]))
+
+
+def no_mask():
+    return SourceMean(), (torch.tensor([[1, 2, 3]]), torch.tensor([[2]]))
+"""
+
+
+def check_seq2seq_exports(tmp):
+    """--generate CONTEXT of an encoder-decoder (docs/serving.md,
+    "Generating with an encoder-decoder model"): seq2seq_gen.py's module
+    exports into DIR/seq2seq with the source padded to --source-len, its
+    mask 0 there, the decoder ids to CONTEXT and its decoder start token,
+    as committed; a decoder that is not causal, a mask the module ignores
+    and a source to pad without a mask exit 2 with one line."""
+    out = os.path.join(tmp, "seq2seq_gen")
+    r = subprocess.run([sys.executable, EXPORT, os.path.join(MODELS, "seq2seq_gen.py") + ":seq2seq_gen", "-o", out,
+                        "--generate", "32", "--source-len", "16"], capture_output=True, text=True)
+    if check("seq2seq_gen --generate 32 --source-len 16: export exits 0", r.returncode == 0, r.stderr.strip()):
+        step = os.path.join(out, "seq2seq")
+        with open(os.path.join(step, "graph.txt")) as f:
+            text = f.read()
+        check("seq2seq_gen: the source and its mask padded to 16, the decoder ids to the context",
+              re.findall(r"^input .*$", text, re.M) == ["input %input_ids: i64[1, 16]",
+                                                        "input %attention_mask: i64[1, 16]",
+                                                        "input %decoder_input_ids: i64[1, 32]"])
+        inputs = read_safetensors(os.path.join(step, "inputs.safetensors"))
+        check("seq2seq_gen: the example source padded with token 0, its mask 0 there",
+              inputs["input_ids"].tolist()[0][10:] == [0] * 6
+              and inputs["attention_mask"].tolist() == [[1] * 10 + [0] * 6])
+        with open(os.path.join(step, "decoder_start.txt")) as f:
+            check("seq2seq_gen: decoder_start.txt holds config.decoder_start_token_id", f.read() == "2\n")
+        committed = os.path.join(ROOT, "traces", "seq2seq_gen", "seq2seq", "graph.txt")
+        if os.path.exists(committed) and f"torch {torch.__version__}," in text:
+            with open(committed) as f:
+                check("traces/seq2seq_gen/seq2seq: graph.txt identical to a fresh export", f.read() == text,
+                      "run traces/export_all.sh")
+    path = os.path.join(tmp, "not_seq2seqs.py")
+    with open(path, "w") as f:
+        f.write(NOT_SEQ2SEQS)
+    for func, more, why in [
+            ("bidirectional_decoder", [], "the module is not causal: the logits at position 0 change"),
+            ("ignores_mask", ["--source-len", "6"], "the module's logits change when the source of 1 tokens is"),
+            ("no_mask", ["--source-len", "6"], "the module takes no source mask, so its source cannot be padded")]:
+        r = subprocess.run([sys.executable, EXPORT, f"{path}:{func}", "-o", os.path.join(tmp, func),
+                            "--generate", "8"] + more, capture_output=True, text=True)
+        check(f"--generate refuses {func} with one line, exit 2",
+              r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and why in r.stderr
+              and not os.path.exists(os.path.join(tmp, func)),
+              f"status {r.returncode}, stderr {r.stderr.strip()!r}")
+    r = subprocess.run([sys.executable, EXPORT, f"{path}:no_mask", "-o", os.path.join(tmp, "no_mask"),
+                        "--generate", "8"], capture_output=True, text=True)
+    check("--generate exports an encoder-decoder without a mask at its example's source length",
+          r.returncode == 0 and not os.path.exists(os.path.join(tmp, "no_mask", "seq2seq", "decoder_start.txt")),
+          r.stderr.strip())
+
 
 def check_generate_exports(tmp):
     """--generate CONTEXT (docs/serving.md, "Generating with a plain causal
@@ -1113,6 +1203,7 @@ def main():
         check_recorded_draws(tmp)
         check_state_exports(tmp)
         check_generate_exports(tmp)
+        check_seq2seq_exports(tmp)
         check_recurrent_exports(tmp)
         check_vision_exports(tmp)
         check_fold_exports(tmp)
