@@ -5,7 +5,7 @@ Usage (with the system interpreter, which has Debian's python3-torch):
 
     /usr/bin/python3 tools/export.py FILE.py:FUNC -o DIR [--seed N] [--tracer auto|make_fx|export]
                                      [--graph-only] [--record-draws] [--weights FILE]
-                                     [--int-range NAME=LO:HI ...] [--generate CONTEXT]
+                                     [--int-range NAME=LO:HI ...] [--generate CONTEXT [--source-len N]]
 
 FILE.py is imported (its directory first on sys.path) and FUNC() is called.
 It returns (module, inputs) with inputs a tuple of tensors, or
@@ -84,6 +84,15 @@ T <= CONTEXT.  It is refused (one line, exit 2) unless causal: the logits of
 a prefix must not change when the tokens after it do (generate pads the
 context with token 0).  DIR/step gets the export at ids [1, CONTEXT], the
 example padded with token 0; each generated token reruns it (no KV cache).
+With two or three inputs, (source ids [1, S][, source mask [1, S]], decoder
+ids [1, T]), it is an encoder-decoder (docs/serving.md, "Generating with an
+encoder-decoder model"): DIR/seq2seq gets the export with the source padded
+with token 0 (mask 0) to --source-len N (default S; longer only with a mask)
+and the decoder ids to CONTEXT, checked as above over the decoder ids and,
+with a mask, refused unless padding the source changes no logit; and
+decoder_start.txt, the model's decoder start token (options
+{"decoder_start": ID}, else module.config.decoder_start_token_id) if it has
+one.
 
 --seed N (default 0) seeds torch before FILE.py is imported and before FUNC
 and the module run.  Output is deterministic: the same FILE, FUNC, seed and
