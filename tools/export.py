@@ -105,6 +105,7 @@ that mutates its inputs or buffers) prints one line and exits with status 2.
 import argparse
 import contextlib
 import copy
+import functools
 import importlib.util
 import inspect
 import json
@@ -113,6 +114,7 @@ import os
 import re
 import struct
 import sys
+import types
 
 import torch
 import torch.fx
@@ -1066,7 +1068,93 @@ def decoder_start(spec, model, options):
     return start
 
 
-def export_seq2seq(spec, out_dir, seed, tracer, context, source_len, graph_only, model, inputs, options, **more):
+def subgraph(gm, state, inputs, outputs):
+    """The part of gm's graph that computes outputs (nodes of gm, or a
+    structure of them: the output's) from the state placeholders it uses
+    (of state) and inputs (nodes of gm, its placeholders in that order), as
+    a GraphModule; and the positions in state of those it uses."""
+    g, env, need, stack = torch.fx.Graph(), {}, set(), []
+    torch.fx.node.map_arg(outputs, stack.append)
+    while stack:
+        n = stack.pop()
+        if n not in need and n not in inputs:
+            need.add(n)
+            stack += n.all_input_nodes
+    used = [i for i, n in enumerate(state) if n in need]
+    for n in [state[i] for i in used] + inputs:
+        env[n] = g.placeholder(n.name)
+        need.discard(n)
+    for n in gm.graph.nodes:
+        if n in need:
+            if n.op == "placeholder":
+                raise RuntimeError(f"the split needs {n.name}, which is not one of its inputs")
+            env[n] = g.node_copy(n, lambda a: env[a])
+    g.output(torch.fx.node.map_arg(outputs, lambda n: env[n]))
+    return torch.fx.GraphModule(gm, g), used
+
+
+def part_module(model, keys, part, names):
+    """model, its forward replaced by part's graph (subgraph's: of the
+    parameters and buffers of keys it uses, then inputs named names): a
+    module export() traces as it does model."""
+    gm, used = part
+    keys = [keys[i] for i in used]
+    holder = torch.nn.Module()  # model's tensors that part uses, under their names
+    for k in keys:
+        *path, leaf = k.split(".")
+        m = holder
+        for name in path:
+            if name not in m._modules:
+                m.add_module(name, torch.nn.Module())
+            m = m._modules[name]
+        t = functools.reduce(getattr, k.split("."), model)
+        if isinstance(t, torch.nn.Parameter):
+            m.register_parameter(leaf, t)
+        else:
+            m.register_buffer(leaf, t)
+
+    def forward(self, *args):
+        return gm(*[functools.reduce(getattr, k.split("."), self) for k in keys], *args)
+    forward.__signature__ = inspect.Signature(
+        [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in ["self"] + names])
+    holder.forward = types.MethodType(forward, holder)
+    return holder
+
+
+def split_encoder(spec, model, padded):
+    """The step model(*padded) cut where what is computed from the source
+    alone meets the decoder ids: (encoder, its inputs, decoder, its
+    inputs), the encoder's outputs the decoder's first inputs (enc0, ...),
+    then the decoder ids; checked to compose to the model's logits."""
+    gm, roles = trace_make_fx(model, padded)
+    keys = [r[1] for r in roles if r[0] == "param"]
+    phs = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    state, srcs, tgt = phs[:len(keys)], phs[len(keys):-1], phs[-1]
+    seen = {}  # node -> which inputs it is computed from: "s" the source's, "t" the decoder ids
+    for n in gm.graph.nodes:
+        seen[n] = {"t"} if n is tgt else {"s"} if n in srcs else set().union(*(seen[a] for a in n.all_input_nodes))
+    out = [n for n in gm.graph.nodes if n.op == "output"][0]
+    cut = [n for n in gm.graph.nodes if n.op != "placeholder" and seen[n] == {"s"} and
+           any(u is out or "t" in seen[u] for u in n.users)]
+    if not cut or "s" in seen[tgt] or not any("t" in seen[u] for u in tgt.users):
+        raise UserError(f"{spec}: --encoder-once: no encoder to run once: nothing computed from the source "
+                        f"alone reaches the decoder")
+    names = input_names(model, len(padded))
+    encoder = part_module(model, keys, subgraph(gm, state, srcs, tuple(cut)), names[:-1])
+    with torch.no_grad():
+        memory = tuple(t.detach() for t in encoder(*padded[:-1]))
+    logits = out.args[0][0] if isinstance(out.args[0], (list, tuple)) and len(out.args[0]) == 1 else out.args[0]
+    decoder = part_module(model, keys, subgraph(gm, state, cut + [tgt], logits),
+                          [f"enc{i}" for i in range(len(cut))] + names[-1:])
+    with torch.no_grad():
+        got, want = decoder(*memory, padded[-1]), model(*padded)
+    if not torch.allclose(got, want, rtol=1e-4, atol=1e-5):
+        raise RuntimeError("the encoder and decoder split does not reproduce the module's logits")
+    return encoder, padded[:-1], decoder, memory + (padded[-1],)
+
+
+def export_seq2seq(spec, out_dir, seed, tracer, context, source_len, graph_only, model, inputs, options,
+                   encoder_once=False, **more):
     """--generate CONTEXT of an encoder-decoder (forward(source ids [1, S][,
     source mask [1, S]], decoder ids [1, T]) -> logits [1, T, VOCAB]):
     out_dir/seq2seq gets the export with the source padded to source_len
@@ -1089,14 +1177,21 @@ def export_seq2seq(spec, out_dir, seed, tracer, context, source_len, graph_only,
         vocab = check_causal(spec, lambda t: model(*padded[:-1], t), context)
         if mask is not None:
             check_source_padding(spec, model, source_len, mask.dtype, vocab, context)
-    step = os.path.join(out_dir, "seq2seq")
-    export(spec, step, seed, tracer, graph_only, func=lambda: (model, padded, options), **more)
+    step = os.path.join(out_dir, "decoder" if encoder_once else "seq2seq")
+    if encoder_once:
+        encoder, enc_in, decoder, dec_in = split_encoder(spec, model, padded)
+        export(spec, os.path.join(out_dir, "encoder"), seed, tracer, graph_only,
+               func=lambda: (encoder, enc_in, options), **more)
+        export(spec, step, seed, tracer, graph_only, func=lambda: (decoder, dec_in, options), **more)
+    else:
+        export(spec, step, seed, tracer, graph_only, func=lambda: (model, padded, options), **more)
     if start is not None:
         with open(os.path.join(step, "decoder_start.txt"), "w") as f:
             f.write(f"{start}\n")
 
 
-def export_generate(spec, out_dir, seed, tracer, context, source_len=None, graph_only=False, **more):
+def export_generate(spec, out_dir, seed, tracer, context, source_len=None, graph_only=False, encoder_once=False,
+                    **more):
     """--generate CONTEXT: FUNC's causal LM (forward(ids [1, T]) -> logits
     [1, T, VOCAB]) exported into out_dir/step with ids [1, CONTEXT]: the
     example ids padded with token 0 (docs/serving.md); or, with two or three
@@ -1110,9 +1205,10 @@ def export_generate(spec, out_dir, seed, tracer, context, source_len=None, graph
         model.eval()
     if len(inputs) in (2, 3):
         return export_seq2seq(spec, out_dir, seed, tracer, context, source_len, graph_only, model, inputs, options,
-                              **more)
-    if source_len is not None:
-        raise UserError(f"{spec}: --source-len is for an encoder-decoder (inputs: source ids[, mask], decoder ids)")
+                              encoder_once, **more)
+    if source_len is not None or encoder_once:
+        raise UserError(f"{spec}: --source-len and --encoder-once are for an encoder-decoder (inputs: source ids[, "
+                        f"mask], decoder ids)")
     if len(inputs) != 1 or not is_ids(inputs[0], context):
         raise UserError(f"{spec}: --generate {context}: FUNC's inputs must be one int64 tensor of ids [1, T] with "
                         f"T <= {context}; got {[f'{x.dtype} {tuple(x.shape)}' for x in inputs]}")
@@ -1157,16 +1253,22 @@ def main():
     parser.add_argument("--source-len", type=int, metavar="N",
                         help="with --generate of an encoder-decoder: the source's fixed length, the example's "
                         "padded with token 0 and mask 0 (default: the example's length; longer needs a mask input)")
+    parser.add_argument("--encoder-once", action="store_true",
+                        help="with --generate of an encoder-decoder: split the step where what is computed from the "
+                        "source alone meets the decoder ids, into DIR/encoder (run once per source) and DIR/decoder "
+                        "(the encoder's outputs and the decoder ids), instead of DIR/seq2seq")
     args = parser.parse_args()  # usage errors exit with status 2
     if args.generate is not None and args.generate < 1:
         parser.error(f"--generate {args.generate}: the context must be at least 1 token")
     if args.source_len is not None and (args.generate is None or args.source_len < 1):
         parser.error(f"--source-len {args.source_len}: needs --generate, and at least 1 token")
+    if args.encoder_once and args.generate is None:
+        parser.error("--encoder-once needs --generate")
     try:
         more = dict(draws=args.record_draws, weights=args.weights, int_ranges=parse_ranges(args.int_range))
         if args.generate is not None:
             export_generate(args.workload, args.out_dir, args.seed, args.tracer, args.generate, args.source_len,
-                            args.graph_only, **more)
+                            args.graph_only, args.encoder_once, **more)
         else:
             export(args.workload, args.out_dir, args.seed, args.tracer, args.graph_only, **more)
     except UserError as e:

@@ -312,6 +312,12 @@ static int step_shape(gen_step *s, const char *path)
     return 0;
 }
 
+/* Is value v ids, i64[1, N]? */
+static int is_ids(const gr_value *v)
+{
+    return v->type.dtype == GR_I64 && v->type.rank == 2 && v->type.shape[0] == 1;
+}
+
 /* Is the step a plain causal LM's (tools/export.py --generate): one input,
  * the ids i64[1, CONTEXT], the logits f32[1, CONTEXT, V] first, no state
  * (its positions are the module's own, 0..CONTEXT-1)? */
@@ -319,7 +325,7 @@ static int plain_shape(gen_step *s, const char *path)
 {
     const gr_graph *g = s->g;
     const gr_value *ids = g->ninputs == 1 ? &g->values[g->inputs[0]] : NULL;
-    if (!ids || ids->type.dtype != GR_I64 || ids->type.rank != 2 || ids->type.shape[0] != 1)
+    if (!ids || !is_ids(ids))
         return bad("%s: needs one input, the ids i64[1, CONTEXT] (tools/export.py --generate)%s", path, "");
     s->seq = s->context = ids->type.shape[1];
     gr_tensor_name(ids->name, s->ids);
@@ -330,25 +336,29 @@ static int plain_shape(gen_step *s, const char *path)
     return 0;
 }
 
-/* Is the step an encoder-decoder's (tools/export.py --generate of a
- * module with two or three inputs): the source ids i64[1, S], optionally
- * its mask [1, S], then the decoder ids i64[1, CONTEXT]; the logits f32[1,
- * CONTEXT, V] first, no state? */
-static int seq2seq_shape(gen_step *s, const char *path)
+/* Does the step take the source, its ids i64[1, S] as its first input and
+ * optionally its mask [1, S] as the second, of `inputs` before the rest?
+ * Sets the source's tensors and length. */
+static int source_inputs(gen_step *s, int inputs)
 {
     const gr_graph *g = s->g;
-    const gr_value *src = g->ninputs >= 2 ? &g->values[g->inputs[0]] : NULL;
-    const gr_value *ids = src ? &g->values[g->inputs[g->ninputs - 1]] : NULL;
-    const gr_value *mask = g->ninputs == 3 ? &g->values[g->inputs[1]] : NULL;
-    if (!src || g->ninputs > 3 || src->type.dtype != GR_I64 || src->type.rank != 2 || src->type.shape[0] != 1 ||
-        ids->type.dtype != GR_I64 || ids->type.rank != 2 || ids->type.shape[0] != 1 ||
+    const gr_value *src = &g->values[g->inputs[0]], *mask = inputs == 2 ? &g->values[g->inputs[1]] : NULL;
+    if (inputs < 1 || inputs > 2 || !is_ids(src) ||
         (mask && (mask->type.rank != 2 || mask->type.shape[0] != 1 || mask->type.shape[1] != src->type.shape[1])))
-        return bad("%s: needs inputs the source ids i64[1, S], optionally its mask [1, S], and the decoder ids "
-                   "i64[1, CONTEXT] (tools/export.py --generate)%s", path, "");
+        return -1;
     s->source_len = src->type.shape[1];
     gr_tensor_name(src->name, s->source);
     if (mask)
         gr_tensor_name(mask->name, s->mask);
+    return 0;
+}
+
+/* Does the step take the decoder ids, i64[1, CONTEXT], as its last input,
+ * give the logits f32[1, CONTEXT, V] first and keep no state? */
+static int decoder_outputs(gen_step *s, const char *path)
+{
+    const gr_graph *g = s->g;
+    const gr_value *ids = &g->values[g->inputs[g->ninputs - 1]];
     s->seq = s->context = ids->type.shape[1];
     gr_tensor_name(ids->name, s->ids);
     if (logits_shape(s, path))
@@ -356,6 +366,42 @@ static int seq2seq_shape(gen_step *s, const char *path)
     if (g->nupdates)
         return bad("%s: has state; an encoder-decoder's step reruns the whole context and keeps none%s", path, "");
     return 0;
+}
+
+/* Is the step an encoder-decoder's (tools/export.py --generate of a
+ * module with two or three inputs): the source ids i64[1, S], optionally
+ * its mask [1, S], then the decoder ids i64[1, CONTEXT]; the logits f32[1,
+ * CONTEXT, V] first, no state? */
+static int seq2seq_shape(gen_step *s, const char *path)
+{
+    const gr_graph *g = s->g;
+    if (g->ninputs < 2 || source_inputs(s, g->ninputs - 1) || !is_ids(&g->values[g->inputs[g->ninputs - 1]]))
+        return bad("%s: needs inputs the source ids i64[1, S], optionally its mask [1, S], and the decoder ids "
+                   "i64[1, CONTEXT] (tools/export.py --generate)%s", path, "");
+    return decoder_outputs(s, path);
+}
+
+/* Is the step an encoder run once (tools/export.py --generate
+ * --encoder-once: DIR/encoder): the source ids i64[1, S], optionally its
+ * mask [1, S], no state? */
+static int encoder_shape(gen_step *s, const char *path)
+{
+    if (source_inputs(s, s->g->ninputs))
+        return bad("%s: needs inputs the source ids i64[1, S], optionally its mask [1, S] (tools/export.py "
+                   "--generate --encoder-once)%s", path, "");
+    return s->g->nupdates ? bad("%s: an encoder keeps no state%s", path, "") : 0;
+}
+
+/* Is the step a decoder fed an encoder's outputs (DIR/decoder): the
+ * decoder ids i64[1, CONTEXT] its last input, after those outputs (fits
+ * checks them), the logits first, no state? */
+static int decoder_shape(gen_step *s, const char *path)
+{
+    const gr_graph *g = s->g;
+    if (g->ninputs < 2 || !is_ids(&g->values[g->inputs[g->ninputs - 1]]))
+        return bad("%s: needs the encoder's outputs, then the decoder ids i64[1, CONTEXT] as inputs "
+                   "(tools/export.py --generate --encoder-once)%s", path, "");
+    return decoder_outputs(s, path);
 }
 
 /* The graph of DIR/NAME, checked by shape. */
@@ -554,11 +600,13 @@ static int64_t model_decoder_start(const gen_step *s)
     return id;
 }
 
-/* Does the source fit the encoder-decoder's step (exactly its length
- * without a mask)?  The decoder's tokens become the start token, then
- * --prompt's; they and the tokens fed back must fit its context. */
-static int seq2seq_fits(gen_args *a, const gen_step *s)
+/* Does the source fit the step src that takes it (exactly its length
+ * without a mask)?  The decoder's tokens become the start token (default
+ * dec's), then --prompt's; they and the tokens fed back must fit dec's
+ * context. */
+static int source_fits(gen_args *a, const gen_step *src, const gen_step *dec)
 {
+    const gen_step *s = src;
     char n[64], m[64];
     snprintf(n, sizeof n, "%d", a->nsource);
     snprintf(m, sizeof m, "%lld", (long long)s->source_len);
@@ -569,14 +617,36 @@ static int seq2seq_fits(gen_args *a, const gen_step *s)
     if (!s->mask[0] && a->nsource != s->source_len)
         return bad("--source has %s tokens; the step takes no source mask, so it needs exactly %s", n, m);
     if (a->decoder_start < 0)
-        a->decoder_start = model_decoder_start(s);
-    if (ids_in_vocabulary("--source", a->source, a->nsource, s->vocab) ||
-        ids_in_vocabulary("--decoder-start", &a->decoder_start, 1, s->vocab))
+        a->decoder_start = model_decoder_start(dec);
+    if (ids_in_vocabulary("--source", a->source, a->nsource, dec->vocab) ||
+        ids_in_vocabulary("--decoder-start", &a->decoder_start, 1, dec->vocab))
         return GEN_USAGE;
     memmove(a->prompt + 1, a->prompt, (size_t)a->nprompt * sizeof *a->prompt);
     a->prompt[0] = a->decoder_start;
     a->nprompt++;
-    return context_step_fits(a, s);
+    return context_step_fits(a, dec);
+}
+
+static int seq2seq_fits(gen_args *a, const gen_step *s)
+{
+    return source_fits(a, s, s);
+}
+
+/* Are the decoder's inputs before its ids the encoder's outputs, in order
+ * and of their types?  Then the source as source_fits. */
+static int split_fits(gen_args *a, const gen_step *s)
+{
+    const gr_graph *enc = s[0].g, *dec = s[1].g;
+    int same = dec->ninputs - 1 == enc->noutputs;
+    for (int i = 0; same && i < enc->noutputs; i++) {
+        const gr_ttype *o = &enc->values[enc->outputs[i]].type, *in = &dec->values[dec->inputs[i]].type;
+        same = !enc->values[enc->outputs[i]].ntuple && o->dtype == in->dtype && o->rank == in->rank &&
+               !memcmp(o->shape, in->shape, (size_t)o->rank * sizeof *o->shape);
+    }
+    if (!same)
+        return bad("%s: its inputs before the decoder ids must be the outputs of %s, in order and of their types",
+                   dec->path, enc->path);
+    return source_fits(a, &s[0], &s[1]);
 }
 
 /* A token as printed: "-" when values are off (not computed). */
@@ -671,11 +741,11 @@ static int generate_cached(const gen_args *a, const gen_cards *k, gen_step *s)
 /* Each token a run of the plain step on the prompt and the tokens so far,
  * padded with token 0 to its context, until --max-new-tokens or --eos;
  * the report. */
-static int generate_plain(const gen_args *a, const gen_cards *k, gen_step *s)
+static int rerun_context(const gen_args *a, const gen_cards *k, gen_step *s, double ttft)
 {
     gen_seq q = {0};
     rt_run_result *res = malloc(sizeof *res);
-    double clock_ghz = rt_config(k->dev[0])->clock_ghz, ttft = 0, rest = 0;
+    double clock_ghz = rt_config(k->dev[0])->clock_ghz, rest = 0;
     char tok[32];
     int rc = res ? 0 : bad("out of host memory%s%s", "", "");
     if (!rc)
@@ -699,10 +769,14 @@ static int generate_plain(const gen_args *a, const gen_cards *k, gen_step *s)
     return rc;
 }
 
-/* The source, padded with token 0 to the step's length (its mask 1 over
- * the tokens, 0 after), set once on every card; then each token as a
- * plain LM's, the decoder's context rerun. */
-static int generate_seq2seq(const gen_args *a, const gen_cards *k, gen_step *s)
+static int generate_plain(const gen_args *a, const gen_cards *k, gen_step *s)
+{
+    return rerun_context(a, k, s, 0);
+}
+
+/* The source, padded with token 0 to step s's length (its mask 1 over
+ * the tokens, 0 after), set on every card. */
+static int set_source(const gen_args *a, const gen_cards *k, gen_step *s)
 {
     char err[1024];
     float *in = calloc((size_t)s->source_len * 2, sizeof *in);
@@ -716,26 +790,98 @@ static int generate_seq2seq(const gen_args *a, const gen_cards *k, gen_step *s)
             (s->mask[0] && rt_set_input(s->cards[c], s->mask, in + s->source_len, err, sizeof err)))
             rc = bad("%s%s", err, "");
     free(in);
-    if (rc)
-        return rc;
-    printf("source=%d of %lld tokens%s decoder_start=%" PRId64 "\n", a->nsource, (long long)s->source_len,
-           s->mask[0] ? " (padded with token 0, mask 0)" : "", a->decoder_start);
-    return generate_plain(a, k, s);
+    if (!rc)
+        printf("source=%d of %lld tokens%s decoder_start=%" PRId64 "\n", a->nsource, (long long)s->source_len,
+               s->mask[0] ? " (padded with token 0, mask 0)" : "", a->decoder_start);
+    return rc;
+}
+
+/* The source set once, then each token as a plain LM's, the step rerun
+ * on the source and the decoder's context. */
+static int generate_seq2seq(const gen_args *a, const gen_cards *k, gen_step *s)
+{
+    return set_source(a, k, s) ? GEN_USAGE : rerun_context(a, k, s, 0);
+}
+
+/* Output i of the encoder e as the decoder d's input i on every card;
+ * split for several cards (ep, dp: the steps' plans, as tp_load_split
+ * makes them), a cut output put together from the cards' parts and a cut
+ * input given to each card as its part. */
+static int pass_output(const gen_step *e, const gen_step *d, const gen_cards *k, const cc_tp_plan *ep,
+                       const cc_tp_plan *dp, int i)
+{
+    char err[1024], out[GR_TENSOR_NAME_MAX], in[GR_TENSOR_NAME_MAX];
+    int ov = e->g->outputs[i], iv = d->g->inputs[i];
+    const gr_value *v = &e->g->values[ov];
+    int64_t n = 1;
+    for (int r = 0; r < v->type.rank; r++)
+        n *= v->type.shape[r];
+    gr_tensor_name(v->name, out);
+    gr_tensor_name(d->g->values[iv].name, in);
+    float *whole = malloc((size_t)(n ? n : 1) * sizeof *whole), *part = malloc((size_t)(n ? n : 1) * sizeof *part);
+    int rc = whole && part ? 0 : bad("out of host memory%s%s", "", "");
+    int cut_out = ep && cc_tp_is_cut(ep, ov), cut_in = dp && cc_tp_is_cut(dp, iv);
+    for (int c = 0; c < (cut_out ? k->n : 1) && !rc; c++) {
+        if (rt_read_tensor(e->cards[c], out, cut_out ? part : whole, err, sizeof err))
+            rc = bad("%s: %s", e->g->path, err);
+        else if (cut_out)
+            cc_tp_unshard(ep, ov, c, part, whole);
+    }
+    for (int c = 0; c < k->n && !rc; c++) {
+        if (cut_in)
+            cc_tp_shard(dp, iv, c, whole, part);
+        if (rt_set_input(d->cards[c], in, cut_in ? part : whole, err, sizeof err))
+            rc = bad("%s: %s", d->g->path, err);
+    }
+    free(whole);
+    free(part);
+    return rc;
+}
+
+/* The encoder run once on the source, its outputs read back and set as
+ * the decoder's first inputs; then each token a run of the decoder on its
+ * context.  The time to first token counts the encoder's run. */
+static int generate_split(const gen_args *a, const gen_cards *k, gen_step *s)
+{
+    rt_run_result *res = malloc(sizeof *res);
+    int rc = res ? set_source(a, k, &s[0]) : bad("out of host memory%s%s", "", "");
+    if (!rc && launch(&s[0], k, res)) {
+        char line[1024];
+        rt_run_format(res, line, sizeof line);
+        fprintf(stderr, "spyre generate: %s: %s\n", s[0].g->path, line);
+        rc = GEN_FAULT;
+    }
+    double encoder = rc ? 0 : res->stats.cycles;
+    if (!rc)
+        printf("encoder: cycles=%.0f us=%.3f uploaded=%" PRIu64 " (once; the decoder steps take its %d outputs)\n",
+               encoder, encoder / rt_config(k->dev[0])->clock_ghz / 1e3, res->xfer.bytes_uploaded, s[0].g->noutputs);
+    char err[1024];
+    cc_tp_plan *ep = NULL, *dp = NULL;
+    if (!rc && a->values && k->n > 1 &&
+        (!(ep = cc_tp_split(s[0].g, k->n, err, sizeof err)) || !(dp = cc_tp_split(s[1].g, k->n, err, sizeof err))))
+        rc = bad("%s%s", err, "");
+    for (int i = 0; i < s[0].g->noutputs && !rc && a->values; i++)
+        rc = pass_output(&s[0], &s[1], k, ep, dp, i);
+    cc_tp_free(ep);
+    cc_tp_free(dp);
+    free(res);
+    return rc ? rc : rerun_context(a, k, &s[1], encoder);
 }
 
 /* The forms of DIR (docs/serving.md), tried in order: the first whose
  * first step directory exists (else the last, whose errors name it). */
 typedef struct {
     const char *step[2]; /* the step directories; NULL after the last */
-    int (*shape)(gen_step *s, const char *path);
+    int (*shape[2])(gen_step *s, const char *path); /* each step's */
     int (*fits)(gen_args *a, const gen_step *s); /* may complete a's prompt (the decoder start token) */
     int (*generate)(const gen_args *a, const gen_cards *k, gen_step *s);
 } gen_form;
 
 static const gen_form gen_forms[] = {
-    {{"step", NULL}, plain_shape, plain_fits, generate_plain},
-    {{"seq2seq", NULL}, seq2seq_shape, seq2seq_fits, generate_seq2seq},
-    {{"prefill", "decode"}, step_shape, cached_fits, generate_cached},
+    {{"step", NULL}, {plain_shape}, plain_fits, generate_plain},
+    {{"seq2seq", NULL}, {seq2seq_shape}, seq2seq_fits, generate_seq2seq},
+    {{"encoder", "decoder"}, {encoder_shape, decoder_shape}, split_fits, generate_split},
+    {{"prefill", "decode"}, {step_shape, step_shape}, cached_fits, generate_cached},
 };
 enum { GEN_NFORMS = sizeof gen_forms / sizeof gen_forms[0] };
 
@@ -785,7 +931,7 @@ int cmd_generate(int argc, char **argv)
     const gen_form *form = rc ? NULL : dir_form(a->dir);
     int nsteps = form && form->step[1] ? 2 : 1;
     for (int i = 0; i < nsteps && !rc; i++)
-        rc = read_step(a, form->step[i], &s[i], form->shape);
+        rc = read_step(a, form->step[i], &s[i], form->shape[i]);
     if (!rc)
         rc = form->fits(a, s);
     if (!rc)
