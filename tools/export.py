@@ -5,7 +5,7 @@ Usage (with the system interpreter, which has Debian's python3-torch):
 
     /usr/bin/python3 tools/export.py FILE.py:FUNC -o DIR [--seed N] [--tracer auto|make_fx|export]
                                      [--graph-only] [--record-draws] [--weights FILE]
-                                     [--int-range NAME=LO:HI ...] [--generate CONTEXT [--source-len N]]
+                                     [--int-range NAME=LO:HI ...] [--generate CONTEXT [--source-len N] [--encoder-once]]
 
 FILE.py is imported (its directory first on sys.path) and FUNC() is called.
 It returns (module, inputs) with inputs a tuple of tensors, or
@@ -92,7 +92,10 @@ and the decoder ids to CONTEXT, checked as above over the decoder ids and,
 with a mask, refused unless padding the source changes no logit; and
 decoder_start.txt, the model's decoder start token (options
 {"decoder_start": ID}, else module.config.decoder_start_token_id) if it has
-one.
+one.  --encoder-once cuts that step where what is computed from the source
+alone meets the decoder ids: DIR/encoder (the source in, those values out)
+and DIR/decoder (them as enc0, enc1, ..., then the decoder ids), for
+spyre generate to run the encoder once.
 
 --seed N (default 0) seeds torch before FILE.py is imported and before FUNC
 and the module run.  Output is deterministic: the same FILE, FUNC, seed and

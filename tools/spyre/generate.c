@@ -6,7 +6,8 @@
  * cache staying in device DRAM.  Or a plain causal LM exported as one step
  * over its whole context, DIR/step (tools/export.py --generate), rerun
  * for each token; or an encoder-decoder's step over the source and the
- * whole decoder context, DIR/seq2seq, the source set once.  Each token is greedy or sampled on the host from the
+ * whole decoder context, DIR/seq2seq, the source set once; or that step
+ * cut in two, DIR/encoder run once and DIR/decoder per token.  Each token is greedy or sampled on the host from the
  * logits read back (sample.c).  Prints each step's cycles, the tokens, the
  * time to first token and the time per output token (docs/serving.md). */
 #include <errno.h>
@@ -47,6 +48,10 @@ const char generate_help[] =
     "S, padded with token 0 and mask 0 (exactly S when the step takes no mask), set once; the\n"
     "decoder starts from --decoder-start ID (default the model's, DIR/seq2seq/decoder_start.txt,\n"
     "else 0), then --prompt's tokens if given, and each token reruns the step as a plain LM's.\n"
+    "Or DIR holds DIR/encoder and DIR/decoder (tools/export.py --generate --encoder-once): the\n"
+    "encoder runs once on the source (its line: encoder: cycles=) and its outputs are read back and\n"
+    "set as the decoder's first inputs; each token reruns the decoder; the time to first token\n"
+    "counts the encoder's run.\n"
     "Prints each step's simulated cycles and token, the tokens, the time to first token (the\n"
     "prefill step) and the time per output token (the mean decode step; for DIR/step and\n"
     "DIR/seq2seq the mean later step, a whole context's) at the chip's clock.\n"
