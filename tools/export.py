@@ -1050,9 +1050,9 @@ def check_source_padding(spec, model, source_len, mask_dtype, vocab, context):
                             f"does the module apply its mask input?)")
 
 
-def padded_to(x, n, dtype=None):
+def padded_to(x, n):
     """x [1, m], m <= n, padded with 0 to [1, n]."""
-    out = torch.zeros(1, n, dtype=dtype or x.dtype)
+    out = torch.zeros(1, n, dtype=x.dtype)
     out[:, :x.shape[1]] = x
     return out
 
@@ -1139,7 +1139,7 @@ def split_encoder(spec, model, padded):
     out = [n for n in gm.graph.nodes if n.op == "output"][0]
     cut = [n for n in gm.graph.nodes if n.op != "placeholder" and seen[n] == {"s"} and
            any(u is out or "t" in seen[u] for u in n.users)]
-    if not cut or "s" in seen[tgt] or not any("t" in seen[u] for u in tgt.users):
+    if not cut:
         raise UserError(f"{spec}: --encoder-once: no encoder to run once: nothing computed from the source "
                         f"alone reaches the decoder")
     names = input_names(model, len(padded))
@@ -1162,7 +1162,8 @@ def export_seq2seq(spec, out_dir, seed, tracer, context, source_len, graph_only,
     source mask [1, S]], decoder ids [1, T]) -> logits [1, T, VOCAB]):
     out_dir/seq2seq gets the export with the source padded to source_len
     (default S; longer only with a mask) and the decoder ids to CONTEXT, and
-    decoder_start.txt when the model declares its start token."""
+    decoder_start.txt when the model declares its start token; with
+    encoder_once, out_dir/encoder and out_dir/decoder (split_encoder)."""
     src, tgt, mask = inputs[0], inputs[-1], inputs[1] if len(inputs) == 3 else None
     source_len = source_len or src.shape[1]
     if not is_ids(src, source_len) or not is_ids(tgt, context) or \

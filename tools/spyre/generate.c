@@ -608,18 +608,18 @@ static int64_t model_decoder_start(const gen_step *s)
 /* Does the source fit the step src that takes it (exactly its length
  * without a mask)?  The decoder's tokens become the start token (default
  * dec's), then --prompt's; they and the tokens fed back must fit dec's
- * context. */
+ * context.  The source's ids are checked against the logits' vocabulary
+ * (shared, as BART's, Marian's and T5's). */
 static int source_fits(gen_args *a, const gen_step *src, const gen_step *dec)
 {
-    const gen_step *s = src;
     char n[64], m[64];
     snprintf(n, sizeof n, "%d", a->nsource);
-    snprintf(m, sizeof m, "%lld", (long long)s->source_len);
+    snprintf(m, sizeof m, "%lld", (long long)src->source_len);
     if (!a->nsource)
-        return bad("%s: an encoder-decoder needs --source T1,T2,... (the source ids)%s", s->g->path, "");
-    if (a->nsource > s->source_len)
+        return bad("%s: an encoder-decoder needs --source T1,T2,... (the source ids)%s", src->g->path, "");
+    if (a->nsource > src->source_len)
         return bad("--source has %s tokens, more than the step's source length %s", n, m);
-    if (!s->mask[0] && a->nsource != s->source_len)
+    if (!src->mask[0] && a->nsource != src->source_len)
         return bad("--source has %s tokens; the step takes no source mask, so it needs exactly %s", n, m);
     if (a->decoder_start < 0)
         a->decoder_start = model_decoder_start(dec);
