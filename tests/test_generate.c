@@ -292,12 +292,16 @@ static void test_seq2seq_bad_source_is_one_line_and_exit_2(void)
         expect_usage_error(cases[k].dir, cases[k].args, cases[k].msg);
 }
 
-/* --decoder-start overrides the model's; --prompt's tokens follow it. */
+/* --decoder-start overrides the model's; --prompt's tokens follow it;
+ * timing only needs no source values. */
 static void test_seq2seq_decoder_start_and_prompt(void)
 {
     CU_ASSERT_EQUAL(tu_spyre("generate " SPYRE_SOURCE_DIR "/traces/seq2seq_gen --source 165,236,25,234,244,245,94,"
                              "96,248,179 --decoder-start 2 --prompt 223,29 --max-new-tokens 4", out, sizeof out), 0);
     TU_ASSERT_CONTAINS(out, "decoder_start=2\n", "step 0: tokens=3 ", "\ntokens=7,7,29,7\n");
+    CU_ASSERT_EQUAL(tu_spyre("generate " SPYRE_SOURCE_DIR "/traces/seq2seq_gen --source 1,2 --max-new-tokens 3 "
+                             "--no-values --config spyre-4core", out, sizeof out), 0);
+    TU_ASSERT_CONTAINS(out, "tokens=-,-,-", "step 2: tokens=3 ", "tpot_cycles=");
 }
 
 static void test_bad_arguments_are_one_line_and_exit_2(void)
