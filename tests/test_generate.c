@@ -5,7 +5,8 @@
  * time) on both chips, except after a step where PyTorch's top two logits
  * are closer than DL16 can tell apart, which the test reports; decode
  * steps move no weight; timing-only generation needs no weights; bad
- * arguments are one line and exit 2.  The sampler (sample.c) against
+ * arguments are one line and exit 2.  The encoder-decoder of
+ * seq2seq_gen.py (--source) likewise.  The sampler (sample.c) against
  * softmax(logits / T) and top-k and top-p sets computed here, and sampled
  * generation: top-k 1 is PyTorch's greedy, a seed repeats, --eos stops. */
 #include <CUnit/CUnit.h>
@@ -218,6 +219,34 @@ static void test_plain_lm_steps_rerun_the_context(void)
     TU_ASSERT_CONTAINS(out, "tokens=-,-,-", "step 2: tokens=4 ", "tpot_cycles=");
 }
 
+/* An encoder-decoder as users write it (seq2seq_gen.py, BART style),
+ * exported with --generate 32 --source-len 16: the source, padded with
+ * token 0 and mask 0, set once; each token reruns the step over the decoder
+ * ids so far from the model's start token, 2.  `spyre run --check`
+ * measures its logits within 0.025 of PyTorch's, as the cached models'
+ * (TIE_GAP); this source's 32 top-two gaps are all above 0.1, so every
+ * token is compared. */
+#define SEQ2SEQ_ARGS(cfg)                                                                                        \
+    "generate " SPYRE_SOURCE_DIR "/traces/seq2seq_gen --source 165,236,25,234,244,245,94,96,248,179 "          \
+    "--max-new-tokens 32 --config " cfg
+
+static void test_seq2seq_tokens_equal_pytorchs_on_spyre(void)
+{
+    expect_pytorch_tokens("seq2seq", SEQ2SEQ_ARGS("spyre"));
+    TU_ASSERT_CONTAINS(out, "source=10 of 16 tokens (padded with token 0, mask 0) decoder_start=2\n",
+                       "step 0: tokens=1 ", "step 31: tokens=32 ", "(mean of 31 later steps");
+}
+
+static void test_seq2seq_tokens_equal_pytorchs_on_spyre_4core(void)
+{
+    expect_pytorch_tokens("seq2seq", SEQ2SEQ_ARGS("spyre-4core"));
+}
+
+static void test_seq2seq_tokens_equal_pytorchs_at_tp2(void)
+{
+    expect_pytorch_tokens("seq2seq", SEQ2SEQ_ARGS("spyre") " --tp 2");
+}
+
 /* generate DIR args exits 2 with one line containing msg. */
 static void expect_usage_error(const char *dir, const char *args, const char *msg)
 {
@@ -235,6 +264,46 @@ static void test_plain_lm_bad_arguments_are_one_line_and_exit_2(void)
     expect_usage_error("nanogpt_gen", "--prompt 1,256 --max-new-tokens 3", "token 256 is not in the vocabulary [0, 256)");
 }
 
+/* The source, the decoder start token and --prompt (decoder tokens after
+ * it) checked against the step; the seq2seq options refused for a
+ * decoder-only model. */
+static void test_seq2seq_bad_source_is_one_line_and_exit_2(void)
+{
+    static const struct {
+        const char *dir, *args, *msg;
+    } cases[] = {
+        {"seq2seq_gen", "--source 1,x --max-new-tokens 3", "--source '1,x' is not a list of token ids"},
+        {"seq2seq_gen", "--source 1,-2 --max-new-tokens 3", "--source '1,-2' is not a list of token ids"},
+        {"seq2seq_gen", "--source 1,256 --max-new-tokens 3", "--source: token 256 is not in the vocabulary [0, 256)"},
+        {"seq2seq_gen", "--source 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17 --max-new-tokens 3",
+         "--source has 17 tokens, more than the step's source length 16"},
+        {"seq2seq_gen", "--prompt 1,2 --max-new-tokens 3", "an encoder-decoder needs --source T1,T2,..."},
+        {"seq2seq_gen", "--source 1 --decoder-start x --max-new-tokens 3", "--decoder-start 'x' is not a token id"},
+        {"seq2seq_gen", "--source 1 --decoder-start 256 --max-new-tokens 3",
+         "--decoder-start: token 256 is not in the vocabulary [0, 256)"},
+        {"seq2seq_gen", "--source 1 --max-new-tokens 33", "need 33 positions, more than the step's context of 32"},
+        {"seq2seq_gen", "--source 1 --prompt 4 --max-new-tokens 32",
+         "need 33 positions, more than the step's context of 32"},
+        {"nanogpt_gen", "--source 1 --max-new-tokens 3", "--source is for an encoder-decoder (DIR/seq2seq)"},
+        {"llama_gen", "--prompt 1 --decoder-start 2 --max-new-tokens 3",
+         "--decoder-start is for an encoder-decoder (DIR/seq2seq)"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
+        expect_usage_error(cases[k].dir, cases[k].args, cases[k].msg);
+}
+
+/* --decoder-start overrides the model's; --prompt's tokens follow it;
+ * timing only needs no source values. */
+static void test_seq2seq_decoder_start_and_prompt(void)
+{
+    CU_ASSERT_EQUAL(tu_spyre("generate " SPYRE_SOURCE_DIR "/traces/seq2seq_gen --source 165,236,25,234,244,245,94,"
+                             "96,248,179 --decoder-start 2 --prompt 223,29 --max-new-tokens 4", out, sizeof out), 0);
+    TU_ASSERT_CONTAINS(out, "decoder_start=2\n", "step 0: tokens=3 ", "\ntokens=7,7,29,7\n");
+    CU_ASSERT_EQUAL(tu_spyre("generate " SPYRE_SOURCE_DIR "/traces/seq2seq_gen --source 1,2 --max-new-tokens 3 "
+                             "--no-values --config spyre-4core", out, sizeof out), 0);
+    TU_ASSERT_CONTAINS(out, "tokens=-,-,-", "step 2: tokens=3 ", "tpot_cycles=");
+}
+
 static void test_bad_arguments_are_one_line_and_exit_2(void)
 {
     static const struct {
@@ -247,7 +316,7 @@ static void test_bad_arguments_are_one_line_and_exit_2(void)
         {"--prompt 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17 --max-new-tokens 3",
          "--prompt has 17 tokens, more than the prefill step's 16"},
         {"--prompt 1 --max-new-tokens 3 --bogus", "unexpected argument '--bogus'"},
-        {"--prompt 1", "needs DIR, --prompt and --max-new-tokens"},
+        {"--prompt 1", "needs DIR, --prompt (or --source) and --max-new-tokens"},
         {"--prompt 1 --max-new-tokens 3 --tp 0", "--tp '0' is not a number of cards from 1 to 64"},
         {"--prompt 1 --max-new-tokens 3 --tp 9", "--tp 9: the system spyre-x8 has 8 cards"},
         {"--prompt 1 --max-new-tokens 3 --temperature -0.5", "--temperature '-0.5' is not a number >= 0"},
@@ -511,6 +580,11 @@ int main(void)
         {"plain lm tokens equal PyTorch's at tp2", test_plain_lm_tokens_equal_pytorchs_at_tp2},
         {"plain lm steps rerun the context", test_plain_lm_steps_rerun_the_context},
         {"plain lm bad arguments are one line and exit 2", test_plain_lm_bad_arguments_are_one_line_and_exit_2},
+        {"seq2seq tokens equal PyTorch's on spyre", test_seq2seq_tokens_equal_pytorchs_on_spyre},
+        {"seq2seq tokens equal PyTorch's on spyre-4core", test_seq2seq_tokens_equal_pytorchs_on_spyre_4core},
+        {"seq2seq tokens equal PyTorch's at tp2", test_seq2seq_tokens_equal_pytorchs_at_tp2},
+        {"seq2seq bad source is one line and exit 2", test_seq2seq_bad_source_is_one_line_and_exit_2},
+        {"seq2seq decoder start and prompt", test_seq2seq_decoder_start_and_prompt},
         {"sampler generator is splitmix64", test_sampler_generator_is_splitmix64},
         {"sampler frequencies follow softmax", test_sampler_frequencies_follow_softmax},
         {"sampled token lies in top-k and nucleus", test_sampled_token_lies_in_top_k_and_nucleus},

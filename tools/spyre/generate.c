@@ -5,7 +5,9 @@
  * prefill run once on the prompt, then one decode step per new token, the
  * cache staying in device DRAM.  Or a plain causal LM exported as one step
  * over its whole context, DIR/step (tools/export.py --generate), rerun
- * for each token.  Each token is greedy or sampled on the host from the
+ * for each token; or an encoder-decoder's step over the source and the
+ * whole decoder context, DIR/seq2seq, the source set once; or that step
+ * cut in two, DIR/encoder run once and DIR/decoder per token.  Each token is greedy or sampled on the host from the
  * logits read back (sample.c).  Prints each step's cycles, the tokens, the
  * time to first token and the time per output token (docs/serving.md). */
 #include <errno.h>
@@ -26,7 +28,8 @@
 enum { GEN_OK = 0, GEN_USAGE = 2, GEN_FAULT = 3, GEN_MAX_CARDS = 64, GEN_MAX_EOS = 64 };
 #define GEN_MAX_TOKENS 65536
 
-const char generate_usage[] = "generate DIR --prompt T1,T2,... --max-new-tokens N [--config FILE] [--tp N] "
+const char generate_usage[] = "generate DIR --prompt T1,T2,... | --source T1,T2,... [--decoder-start ID] "
+                              "--max-new-tokens N [--config FILE] [--tp N] "
                               "[--system NAME] [--no-values] [--temperature T] [--top-k K] [--top-p P] "
                               "[--repetition-penalty R] [--seed N] [--eos ID[,ID...]]";
 const char generate_help[] =
@@ -38,9 +41,20 @@ const char generate_help[] =
     "step per further token, the cache resident in device DRAM.  Or DIR holds DIR/step, a plain causal\n"
     "LM over its whole context (ids i64[1, CONTEXT] -> logits f32[1, CONTEXT, VOCAB], no cache;\n"
     "tools/export.py --generate CONTEXT): each token reruns it on the prompt and the tokens so far,\n"
-    "padded with token 0, and reads the logits of the last.  Prints each step's simulated cycles\n"
-    "and token, the tokens, the time to first token (the prefill step) and the time per output token\n"
-    "(the mean decode step; for DIR/step the mean later step, a whole context's) at the chip's clock.\n"
+    "padded with token 0, and reads the logits of the last.  Or DIR holds DIR/seq2seq, an\n"
+    "encoder-decoder's step (inputs: the source ids i64[1, S], optionally its mask [1, S], the\n"
+    "decoder ids i64[1, CONTEXT]; tools/export.py --generate CONTEXT of a module with those inputs):\n"
+    "--source T1,T2,... gives the source ids (only ids: a features input is not supported), at most\n"
+    "S, padded with token 0 and mask 0 (exactly S when the step takes no mask), set once; the\n"
+    "decoder starts from --decoder-start ID (default the model's, DIR/seq2seq/decoder_start.txt,\n"
+    "else 0), then --prompt's tokens if given, and each token reruns the step as a plain LM's.\n"
+    "Or DIR holds DIR/encoder and DIR/decoder (tools/export.py --generate --encoder-once): the\n"
+    "encoder runs once on the source (its line: encoder: cycles=) and its outputs are read back and\n"
+    "set as the decoder's first inputs; each token reruns the decoder; the time to first token\n"
+    "counts the encoder's run.\n"
+    "Prints each step's simulated cycles and token, the tokens, the time to first token (the\n"
+    "prefill step) and the time per output token (the mean decode step; for DIR/step and\n"
+    "DIR/seq2seq the mean later step, a whole context's) at the chip's clock.\n"
     "--no-values simulates timing only (no weights are read: graphs exported with --graph-only will\n"
     "do; the tokens are then not computed and every decode step is fed token 0; the sampling and\n"
     "stopping options below need the tokens and are refused with it).\n"
@@ -64,8 +78,9 @@ const char generate_help[] =
 typedef struct {
     const char *dir, *config, *system;
     int tp;
-    int64_t prompt[GEN_MAX_TOKENS];
-    int nprompt;
+    int64_t prompt[GEN_MAX_TOKENS], source[GEN_MAX_TOKENS];
+    int nprompt, nsource;
+    int64_t decoder_start; /* -1: the model's */
     long max_new;
     int values;
     sample_params sampling;
@@ -91,13 +106,16 @@ typedef struct {
 } gen_cards;
 
 /* One step program: its graph, the program (on each card), its ids input
- * (and positions), its logits tensor and shape. */
+ * (and positions), its logits tensor and shape; an encoder-decoder's
+ * source input (and mask, "" when none) and length. */
 typedef struct {
     gr_graph *g;
     rt_program *prog, *cards[GEN_MAX_CARDS]; /* prog: card 0's */
     char ids[GR_TENSOR_NAME_MAX], logits[GR_TENSOR_NAME_MAX];
+    char source[GR_TENSOR_NAME_MAX], mask[GR_TENSOR_NAME_MAX];
     int positioned;              /* has %pos: i64[S] */
     int64_t seq, vocab, context; /* tokens per run, logits per token, cache positions (or the plain step's) */
+    int64_t source_len;
 } gen_step;
 
 static int bad(const char *fmt, const char *a, const char *b)
@@ -200,6 +218,7 @@ static int parse_args(int argc, char **argv, gen_args *a)
     a->max_new = -1;
     a->tp = 1;
     a->system = "spyre-x8";
+    a->decoder_start = -1;
     sample_defaults(&a->sampling);
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
@@ -207,7 +226,8 @@ static int parse_args(int argc, char **argv, gen_args *a)
         if (!strcmp(o, "--no-values")) {
             a->values = 0;
         } else if (!strcmp(o, "--prompt") || !strcmp(o, "--max-new-tokens") || !strcmp(o, "--config") ||
-                   !strcmp(o, "--tp") || !strcmp(o, "--system") || is_sampling(o)) {
+                   !strcmp(o, "--tp") || !strcmp(o, "--system") || !strcmp(o, "--source") ||
+                   !strcmp(o, "--decoder-start") || is_sampling(o)) {
             if (!has)
                 return bad("%s needs a value%s", o, "");
             const char *v = argv[++i];
@@ -225,8 +245,16 @@ static int parse_args(int argc, char **argv, gen_args *a)
                     return bad("--tp '%s' is not a number of cards from 1 to 64%s", v, "");
                 a->tp = (int)n;
             } else if (!strcmp(o, "--prompt")) {
-                if (parse_ids(o, v, a->prompt, GEN_MAX_TOKENS, &a->nprompt))
+                if (parse_ids(o, v, a->prompt, GEN_MAX_TOKENS - 1, &a->nprompt))
                     return GEN_USAGE;
+            } else if (!strcmp(o, "--source")) {
+                if (parse_ids(o, v, a->source, GEN_MAX_TOKENS, &a->nsource))
+                    return GEN_USAGE;
+            } else if (!strcmp(o, "--decoder-start")) {
+                uint64_t id;
+                if (count_in(v, &id) || id > INT64_MAX)
+                    return bad("--decoder-start '%s' is not a token id%s", v, "");
+                a->decoder_start = (int64_t)id;
             } else {
                 char *end;
                 errno = 0;
@@ -240,8 +268,8 @@ static int parse_args(int argc, char **argv, gen_args *a)
             a->dir = o;
         }
     }
-    if (!a->dir || !a->nprompt || a->max_new < 0)
-        return bad("needs DIR, --prompt and --max-new-tokens (usage: spyre %s)%s", generate_usage, "");
+    if (!a->dir || !(a->nprompt || a->nsource) || a->max_new < 0)
+        return bad("needs DIR, --prompt (or --source) and --max-new-tokens (usage: spyre %s)%s", generate_usage, "");
     if (!a->values && a->needs_values)
         return bad("%s needs the tokens, which --no-values does not compute (it simulates timing only)%s",
                    a->needs_values, "");
@@ -289,6 +317,12 @@ static int step_shape(gen_step *s, const char *path)
     return 0;
 }
 
+/* Is value v ids, i64[1, N]? */
+static int is_ids(const gr_value *v)
+{
+    return v->type.dtype == GR_I64 && v->type.rank == 2 && v->type.shape[0] == 1;
+}
+
 /* Is the step a plain causal LM's (tools/export.py --generate): one input,
  * the ids i64[1, CONTEXT], the logits f32[1, CONTEXT, V] first, no state
  * (its positions are the module's own, 0..CONTEXT-1)? */
@@ -296,7 +330,7 @@ static int plain_shape(gen_step *s, const char *path)
 {
     const gr_graph *g = s->g;
     const gr_value *ids = g->ninputs == 1 ? &g->values[g->inputs[0]] : NULL;
-    if (!ids || ids->type.dtype != GR_I64 || ids->type.rank != 2 || ids->type.shape[0] != 1)
+    if (!ids || !is_ids(ids))
         return bad("%s: needs one input, the ids i64[1, CONTEXT] (tools/export.py --generate)%s", path, "");
     s->seq = s->context = ids->type.shape[1];
     gr_tensor_name(ids->name, s->ids);
@@ -305,6 +339,74 @@ static int plain_shape(gen_step *s, const char *path)
     if (g->nupdates)
         return bad("%s: has state; a plain step reruns the whole context and keeps none%s", path, "");
     return 0;
+}
+
+/* Does the step take the source, its ids i64[1, S] as its first input and
+ * optionally its mask [1, S] as the second, of `inputs` before the rest?
+ * Sets the source's tensors and length. */
+static int source_inputs(gen_step *s, int inputs)
+{
+    const gr_graph *g = s->g;
+    const gr_value *src = &g->values[g->inputs[0]], *mask = inputs == 2 ? &g->values[g->inputs[1]] : NULL;
+    if (inputs < 1 || inputs > 2 || !is_ids(src) ||
+        (mask && (mask->type.rank != 2 || mask->type.shape[0] != 1 || mask->type.shape[1] != src->type.shape[1])))
+        return -1;
+    s->source_len = src->type.shape[1];
+    gr_tensor_name(src->name, s->source);
+    if (mask)
+        gr_tensor_name(mask->name, s->mask);
+    return 0;
+}
+
+/* Does the step take the decoder ids, i64[1, CONTEXT], as its last input,
+ * give the logits f32[1, CONTEXT, V] first and keep no state? */
+static int decoder_outputs(gen_step *s, const char *path)
+{
+    const gr_graph *g = s->g;
+    const gr_value *ids = &g->values[g->inputs[g->ninputs - 1]];
+    s->seq = s->context = ids->type.shape[1];
+    gr_tensor_name(ids->name, s->ids);
+    if (logits_shape(s, path))
+        return GEN_USAGE;
+    if (g->nupdates)
+        return bad("%s: has state; an encoder-decoder's step reruns the whole context and keeps none%s", path, "");
+    return 0;
+}
+
+/* Is the step an encoder-decoder's (tools/export.py --generate of a
+ * module with two or three inputs): the source ids i64[1, S], optionally
+ * its mask [1, S], then the decoder ids i64[1, CONTEXT]; the logits f32[1,
+ * CONTEXT, V] first, no state? */
+static int seq2seq_shape(gen_step *s, const char *path)
+{
+    const gr_graph *g = s->g;
+    if (g->ninputs < 2 || source_inputs(s, g->ninputs - 1) || !is_ids(&g->values[g->inputs[g->ninputs - 1]]))
+        return bad("%s: needs inputs the source ids i64[1, S], optionally its mask [1, S], and the decoder ids "
+                   "i64[1, CONTEXT] (tools/export.py --generate)%s", path, "");
+    return decoder_outputs(s, path);
+}
+
+/* Is the step an encoder run once (tools/export.py --generate
+ * --encoder-once: DIR/encoder): the source ids i64[1, S], optionally its
+ * mask [1, S], no state? */
+static int encoder_shape(gen_step *s, const char *path)
+{
+    if (source_inputs(s, s->g->ninputs))
+        return bad("%s: needs inputs the source ids i64[1, S], optionally its mask [1, S] (tools/export.py "
+                   "--generate --encoder-once)%s", path, "");
+    return s->g->nupdates ? bad("%s: an encoder keeps no state%s", path, "") : 0;
+}
+
+/* Is the step a decoder fed an encoder's outputs (DIR/decoder): the
+ * decoder ids i64[1, CONTEXT] its last input, after those outputs (fits
+ * checks them), the logits first, no state? */
+static int decoder_shape(gen_step *s, const char *path)
+{
+    const gr_graph *g = s->g;
+    if (g->ninputs < 2 || !is_ids(&g->values[g->inputs[g->ninputs - 1]]))
+        return bad("%s: needs the encoder's outputs, then the decoder ids i64[1, CONTEXT] as inputs "
+                   "(tools/export.py --generate --encoder-once)%s", path, "");
+    return decoder_outputs(s, path);
 }
 
 /* The graph of DIR/NAME, checked by shape. */
@@ -443,14 +545,25 @@ static int context_fits(const gen_args *a, int64_t context, const char *fmt)
     return bad(fmt, n, m);
 }
 
+/* The options of an encoder-decoder refused for a decoder-only model. */
+static int decoder_only(const gen_args *a)
+{
+    if (a->nsource || a->decoder_start >= 0)
+        return bad("%s is for an encoder-decoder (DIR/seq2seq); %s holds a decoder-only model",
+                   a->nsource ? "--source" : "--decoder-start", a->dir);
+    return a->nprompt ? 0 : bad("needs --prompt (the model is decoder-only)%s%s", "", "");
+}
+
 /* Do the prompt and the tokens asked for fit the steps, prefill and decode? */
-static int cached_fits(const gen_args *a, const gen_step *s)
+static int cached_fits(gen_args *a, const gen_step *s)
 {
     const gen_step *pre = &s[0], *dec = &s[1];
     char n[64], m[64];
     if (dec->seq != 1 || dec->vocab != pre->vocab || dec->context != pre->context)
         return bad("%s: the decode step must take one token and share the prefill's vocabulary and cache (%s)",
                    dec->g->path, pre->g->path);
+    if (decoder_only(a))
+        return GEN_USAGE;
     snprintf(n, sizeof n, "%d", a->nprompt);
     snprintf(m, sizeof m, "%lld", (long long)pre->seq);
     if (a->nprompt > pre->seq)
@@ -461,14 +574,84 @@ static int cached_fits(const gen_args *a, const gen_step *s)
                         "the prompt and --max-new-tokens need %s cache positions, more than the model's context of %s");
 }
 
-/* Do the prompt and the tokens fed back (all but the last) fit the plain
- * step's context? */
-static int plain_fits(const gen_args *a, const gen_step *s)
+/* Do the prompt and the tokens fed back (all but the last) fit the
+ * step's context, that of a plain LM or an encoder-decoder's decoder? */
+static int context_step_fits(const gen_args *a, const gen_step *s)
 {
     if (in_vocabulary(a, s->vocab))
         return GEN_USAGE;
     return context_fits(a, s->context,
                         "the prompt and --max-new-tokens need %s positions, more than the step's context of %s");
+}
+
+static int plain_fits(gen_args *a, const gen_step *s)
+{
+    return decoder_only(a) || context_step_fits(a, s) ? GEN_USAGE : 0;
+}
+
+/* The decoder start token the export wrote beside the step's graph.txt
+ * (DIR/seq2seq/decoder_start.txt), else 0. */
+static int64_t model_decoder_start(const gen_step *s)
+{
+    char path[4096];
+    long long id = 0;
+    const char *slash = strrchr(s->g->path, '/');
+    snprintf(path, sizeof path, "%.*sdecoder_start.txt", slash ? (int)(slash + 1 - s->g->path) : 0, s->g->path);
+    FILE *f = fopen(path, "r");
+    if (f && (fscanf(f, "%lld", &id) != 1 || id < 0))
+        id = 0;
+    if (f)
+        fclose(f);
+    return id;
+}
+
+/* Does the source fit the step src that takes it (exactly its length
+ * without a mask)?  The decoder's tokens become the start token (default
+ * dec's), then --prompt's; they and the tokens fed back must fit dec's
+ * context.  The source's ids are checked against the logits' vocabulary
+ * (shared, as BART's, Marian's and T5's). */
+static int source_fits(gen_args *a, const gen_step *src, const gen_step *dec)
+{
+    char n[64], m[64];
+    snprintf(n, sizeof n, "%d", a->nsource);
+    snprintf(m, sizeof m, "%lld", (long long)src->source_len);
+    if (!a->nsource)
+        return bad("%s: an encoder-decoder needs --source T1,T2,... (the source ids)%s", src->g->path, "");
+    if (a->nsource > src->source_len)
+        return bad("--source has %s tokens, more than the step's source length %s", n, m);
+    if (!src->mask[0] && a->nsource != src->source_len)
+        return bad("--source has %s tokens; the step takes no source mask, so it needs exactly %s", n, m);
+    if (a->decoder_start < 0)
+        a->decoder_start = model_decoder_start(dec);
+    if (ids_in_vocabulary("--source", a->source, a->nsource, dec->vocab) ||
+        ids_in_vocabulary("--decoder-start", &a->decoder_start, 1, dec->vocab))
+        return GEN_USAGE;
+    memmove(a->prompt + 1, a->prompt, (size_t)a->nprompt * sizeof *a->prompt);
+    a->prompt[0] = a->decoder_start;
+    a->nprompt++;
+    return context_step_fits(a, dec);
+}
+
+static int seq2seq_fits(gen_args *a, const gen_step *s)
+{
+    return source_fits(a, s, s);
+}
+
+/* Are the decoder's inputs before its ids the encoder's outputs, in order
+ * and of their types?  Then the source as source_fits. */
+static int split_fits(gen_args *a, const gen_step *s)
+{
+    const gr_graph *enc = s[0].g, *dec = s[1].g;
+    int same = dec->ninputs - 1 == enc->noutputs;
+    for (int i = 0; same && i < enc->noutputs; i++) {
+        const gr_ttype *o = &enc->values[enc->outputs[i]].type, *in = &dec->values[dec->inputs[i]].type;
+        same = !enc->values[enc->outputs[i]].ntuple && o->dtype == in->dtype && o->rank == in->rank &&
+               !memcmp(o->shape, in->shape, (size_t)o->rank * sizeof *o->shape);
+    }
+    if (!same)
+        return bad("%s: its inputs before the decoder ids must be the outputs of %s, in order and of their types",
+                   dec->path, enc->path);
+    return source_fits(a, &s[0], &s[1]);
 }
 
 /* A token as printed: "-" when values are off (not computed). */
@@ -563,11 +746,11 @@ static int generate_cached(const gen_args *a, const gen_cards *k, gen_step *s)
 /* Each token a run of the plain step on the prompt and the tokens so far,
  * padded with token 0 to its context, until --max-new-tokens or --eos;
  * the report. */
-static int generate_plain(const gen_args *a, const gen_cards *k, gen_step *s)
+static int rerun_context(const gen_args *a, const gen_cards *k, gen_step *s, double ttft)
 {
     gen_seq q = {0};
     rt_run_result *res = malloc(sizeof *res);
-    double clock_ghz = rt_config(k->dev[0])->clock_ghz, ttft = 0, rest = 0;
+    double clock_ghz = rt_config(k->dev[0])->clock_ghz, rest = 0;
     char tok[32];
     int rc = res ? 0 : bad("out of host memory%s%s", "", "");
     if (!rc)
@@ -591,18 +774,119 @@ static int generate_plain(const gen_args *a, const gen_cards *k, gen_step *s)
     return rc;
 }
 
-/* The two forms of DIR (docs/serving.md), tried in order: the first whose
+static int generate_plain(const gen_args *a, const gen_cards *k, gen_step *s)
+{
+    return rerun_context(a, k, s, 0);
+}
+
+/* The source, padded with token 0 to step s's length (its mask 1 over
+ * the tokens, 0 after), set on every card. */
+static int set_source(const gen_args *a, const gen_cards *k, gen_step *s)
+{
+    char err[1024];
+    float *in = calloc((size_t)s->source_len * 2, sizeof *in);
+    int rc = in ? 0 : bad("out of host memory%s%s", "", "");
+    for (int64_t i = 0; i < s->source_len && !rc; i++) {
+        in[i] = i < a->nsource ? (float)a->source[i] : 0;
+        in[s->source_len + i] = i < a->nsource;
+    }
+    for (int c = 0; c < k->n && !rc; c++)
+        if (rt_set_input(s->cards[c], s->source, in, err, sizeof err) ||
+            (s->mask[0] && rt_set_input(s->cards[c], s->mask, in + s->source_len, err, sizeof err)))
+            rc = bad("%s%s", err, "");
+    free(in);
+    if (!rc)
+        printf("source=%d of %lld tokens%s decoder_start=%" PRId64 "\n", a->nsource, (long long)s->source_len,
+               s->mask[0] ? " (padded with token 0, mask 0)" : "", a->decoder_start);
+    return rc;
+}
+
+/* The source set once, then each token as a plain LM's, the step rerun
+ * on the source and the decoder's context. */
+static int generate_seq2seq(const gen_args *a, const gen_cards *k, gen_step *s)
+{
+    return set_source(a, k, s) ? GEN_USAGE : rerun_context(a, k, s, 0);
+}
+
+/* Output i of the encoder e as the decoder d's input i on every card;
+ * split for several cards (ep, dp: the steps' plans, as tp_load_split
+ * makes them), a cut output put together from the cards' parts and a cut
+ * input given to each card as its part. */
+static int pass_output(const gen_step *e, const gen_step *d, const gen_cards *k, const cc_tp_plan *ep,
+                       const cc_tp_plan *dp, int i)
+{
+    char err[1024], out[GR_TENSOR_NAME_MAX], in[GR_TENSOR_NAME_MAX];
+    int ov = e->g->outputs[i], iv = d->g->inputs[i];
+    const gr_value *v = &e->g->values[ov];
+    int64_t n = 1;
+    for (int r = 0; r < v->type.rank; r++)
+        n *= v->type.shape[r];
+    gr_tensor_name(v->name, out);
+    gr_tensor_name(d->g->values[iv].name, in);
+    float *whole = malloc((size_t)(n ? n : 1) * sizeof *whole), *part = malloc((size_t)(n ? n : 1) * sizeof *part);
+    int rc = whole && part ? 0 : bad("out of host memory%s%s", "", "");
+    int cut_out = ep && cc_tp_is_cut(ep, ov), cut_in = dp && cc_tp_is_cut(dp, iv);
+    for (int c = 0; c < (cut_out ? k->n : 1) && !rc; c++) {
+        if (rt_read_tensor(e->cards[c], out, cut_out ? part : whole, err, sizeof err))
+            rc = bad("%s: %s", e->g->path, err);
+        else if (cut_out)
+            cc_tp_unshard(ep, ov, c, part, whole);
+    }
+    for (int c = 0; c < k->n && !rc; c++) {
+        if (cut_in)
+            cc_tp_shard(dp, iv, c, whole, part);
+        if (rt_set_input(d->cards[c], in, cut_in ? part : whole, err, sizeof err))
+            rc = bad("%s: %s", d->g->path, err);
+    }
+    free(whole);
+    free(part);
+    return rc;
+}
+
+/* The encoder run once on the source, its outputs read back and set as
+ * the decoder's first inputs; then each token a run of the decoder on its
+ * context.  The time to first token counts the encoder's run. */
+static int generate_split(const gen_args *a, const gen_cards *k, gen_step *s)
+{
+    rt_run_result *res = malloc(sizeof *res);
+    int rc = res ? set_source(a, k, &s[0]) : bad("out of host memory%s%s", "", "");
+    if (!rc && launch(&s[0], k, res)) {
+        char line[1024];
+        rt_run_format(res, line, sizeof line);
+        fprintf(stderr, "spyre generate: %s: %s\n", s[0].g->path, line);
+        rc = GEN_FAULT;
+    }
+    double encoder = rc ? 0 : res->stats.cycles;
+    if (!rc)
+        printf("encoder: cycles=%.0f us=%.3f uploaded=%" PRIu64 " (once; the decoder steps take its %d outputs)\n",
+               encoder, encoder / rt_config(k->dev[0])->clock_ghz / 1e3, res->xfer.bytes_uploaded, s[0].g->noutputs);
+    char err[1024];
+    cc_tp_plan *ep = NULL, *dp = NULL;
+    if (!rc && a->values && k->n > 1 &&
+        (!(ep = cc_tp_split(s[0].g, k->n, err, sizeof err)) || !(dp = cc_tp_split(s[1].g, k->n, err, sizeof err))))
+        rc = bad("%s%s", err, "");
+    for (int i = 0; i < s[0].g->noutputs && !rc && a->values; i++)
+        rc = pass_output(&s[0], &s[1], k, ep, dp, i);
+    cc_tp_free(ep);
+    cc_tp_free(dp);
+    free(res);
+    return rc ? rc : rerun_context(a, k, &s[1], encoder);
+}
+
+/* The forms of DIR (docs/serving.md), tried in order: the first whose
  * first step directory exists (else the last, whose errors name it). */
 typedef struct {
     const char *step[2]; /* the step directories; NULL after the last */
-    int (*shape)(gen_step *s, const char *path);
-    int (*fits)(const gen_args *a, const gen_step *s);
+    int (*shape[2])(gen_step *s, const char *path); /* each step's */
+    int (*fits)(gen_args *a, const gen_step *s); /* may complete a's prompt (the decoder start token) */
     int (*generate)(const gen_args *a, const gen_cards *k, gen_step *s);
 } gen_form;
 
 static const gen_form gen_forms[] = {
-    {{"step", NULL}, plain_shape, plain_fits, generate_plain},
-    {{"prefill", "decode"}, step_shape, cached_fits, generate_cached},
+    {{"step", NULL}, {plain_shape}, plain_fits, generate_plain},
+    {{"seq2seq", NULL}, {seq2seq_shape}, seq2seq_fits, generate_seq2seq},
+    {{"encoder", "decoder"}, {encoder_shape, decoder_shape}, split_fits, generate_split},
+    {{"prefill", "decode"}, {step_shape, step_shape}, cached_fits, generate_cached},
 };
 enum { GEN_NFORMS = sizeof gen_forms / sizeof gen_forms[0] };
 
@@ -652,7 +936,7 @@ int cmd_generate(int argc, char **argv)
     const gen_form *form = rc ? NULL : dir_form(a->dir);
     int nsteps = form && form->step[1] ? 2 : 1;
     for (int i = 0; i < nsteps && !rc; i++)
-        rc = read_step(a, form->step[i], &s[i], form->shape);
+        rc = read_step(a, form->step[i], &s[i], form->shape[i]);
     if (!rc)
         rc = form->fits(a, s);
     if (!rc)
