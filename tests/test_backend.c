@@ -6132,6 +6132,40 @@ static void test_infinities_and_nans_are_found_and_replaced_on_both_chips(void)
     }
 }
 
+/* nan_to_num with PyTorch's defaults (RetNet's decay mask): NaN to 0 and
+ * +-inf to float32's extremes, which the device stores as +-2^29 and the
+ * check takes for them; no op on the host. */
+static void test_nan_to_num_with_default_replacements_runs_natively_on_both_chips(void)
+{
+    const char *text = "graph nan_to_num_defaults\n"
+                       "%i: i64[64] = aten.arange.default(64)\n"
+                       "%f: f32[64] = aten.sub.Tensor(%i, 32.0)\n"
+                       "%b: bool[64] = aten.gt.Scalar(%f, 20.0)\n"
+                       "%c: bool[64] = aten.lt.Scalar(%f, -20.0)\n"
+                       "%p: f32[64] = aten.masked_fill.Scalar(%f, %b, inf)\n"
+                       "%x: f32[64] = aten.masked_fill.Scalar(%p, %c, -inf)\n"
+                       "%s: f32[64] = aten.sqrt.default(%f)\n"
+                       "%ns: f32[64] = aten.nan_to_num.default(%s)\n"
+                       "%nx: f32[64] = aten.nan_to_num.default(%x)\n"
+                       "output %ns, %nx\n";
+    expect_text_runs_natively_and_validates_on_both_chips(text);
+    const char *names[] = {"ns", "nx"};
+    for (int c = 0; c < 2; c++) {
+        float *v[2] = {0};
+        int64_t n[2] = {0};
+        CU_ASSERT_EQUAL_FATAL(run_and_read(text, "nan_to_num_defaults.txt", both_chips[c], 2, names, v, n), 0);
+        int ok = 0;
+        for (int i = 0; i < 64; i++) {
+            float f = (float)(i - 32);
+            ok += i < 32 ? v[0][i] == 0.0f : fabsf(v[0][i] - sqrtf(f)) <= 0x1p-9f * sqrtf(f);
+            ok += v[1][i] == (i > 52 ? ISA_DL16_BIG : i < 12 ? -ISA_DL16_BIG : f);
+        }
+        CU_ASSERT_EQUAL(ok, 2 * 64);
+        free(v[0]);
+        free(v[1]);
+    }
+}
+
 /* A softmax row whose max is infinite is NaN in PyTorch (-inf - -inf, or
  * inf - inf): a row masked whole with -inf (masked.softmax's
  * masked-out row) and a row holding +inf.  The device holds either
@@ -7448,6 +7482,8 @@ int main(void)
          test_few_channel_strided_convs_take_the_per_channel_im2col_and_validate_on_both_chips},
         {"infinities and NaNs are found and replaced on both chips",
          test_infinities_and_nans_are_found_and_replaced_on_both_chips},
+        {"nan_to_num with default replacements runs natively on both chips",
+         test_nan_to_num_with_default_replacements_runs_natively_on_both_chips},
         {"softmax of a row masked whole is NaN as PyTorch", test_softmax_of_a_row_masked_whole_is_nan_as_pytorch},
         {"softmax masked with finfo.min is PyTorch's", test_softmax_masked_with_finfo_min_is_pytorchs},
         {"clamp with min above max or a NaN bound is as PyTorch", test_clamp_with_min_above_max_or_a_nan_bound_is_as_pytorch},
