@@ -6132,6 +6132,18 @@ static void test_infinities_and_nans_are_found_and_replaced_on_both_chips(void)
     }
 }
 
+/* A sum over the rows of [20, 24] blocks (Performer's k.sum(-2)) stores its
+ * 24-wide result sticks through a staged copy: every core's part of the
+ * kernel's rows is whole sticks of 24, not 64 rows that end inside one. */
+static void test_a_column_sum_into_sticks_of_24_splits_by_whole_sticks(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips("graph colsum\n"
+                                                          "input %x: f32[2, 4, 20, 24]\n"
+                                                          "%e: f32[2, 4, 20, 24] = aten.exp.default(%x)\n"
+                                                          "%s: f32[2, 4, 24] = aten.sum.dim_IntList(%e, [-2])\n"
+                                                          "output %s\n");
+}
+
 /* nan_to_num with PyTorch's defaults (RetNet's decay mask): NaN to 0 and
  * +-inf to float32's extremes, which the device stores as +-2^29 and the
  * check takes for them; no op on the host. */
@@ -7484,6 +7496,7 @@ int main(void)
          test_infinities_and_nans_are_found_and_replaced_on_both_chips},
         {"nan_to_num with default replacements runs natively on both chips",
          test_nan_to_num_with_default_replacements_runs_natively_on_both_chips},
+        {"a column sum into sticks of 24 splits by whole sticks", test_a_column_sum_into_sticks_of_24_splits_by_whole_sticks},
         {"softmax of a row masked whole is NaN as PyTorch", test_softmax_of_a_row_masked_whole_is_nan_as_pytorch},
         {"softmax masked with finfo.min is PyTorch's", test_softmax_masked_with_finfo_min_is_pytorchs},
         {"clamp with min above max or a NaN bound is as PyTorch", test_clamp_with_min_above_max_or_a_nan_bound_is_as_pytorch},
