@@ -153,8 +153,9 @@ static int dev_f32(ir_prog *p, int b)
     return from_host && B->type.dtype == GR_F32 && B->output && !device_reads(p, b);
 }
 
-/* A scratch buffer [.., n, 1] that device kernels alone write and read
- * (einsum's operands, permuted to a trailing dim of one) takes the type
+/* A scratch buffer [.., n, 1] that a pointwise kernel writes and only
+ * device kernels read (einsum's operands, permuted to a trailing dim of
+ * one; a reduction's row values [.., 1] keep theirs) takes the type
  * [.., n]: the same elements at the same flat indices, sticked on n, not a
  * stick of one element per element. */
 static void drop_unit_tail(ir_prog *p, const be_ctx *c)
@@ -162,7 +163,7 @@ static void drop_unit_tail(ir_prog *p, const be_ctx *c)
     for (int b = 0; b < p->nbufs; b++) {
         ir_buf *B = &p->bufs[b];
         if (B->kind != IR_BUF_COMPUTED || B->output || !c->lay[b].dram || B->type.rank < 2 ||
-            B->type.shape[B->type.rank - 1] != 1 || B->node < 0 || p->nodes[B->node].kind == IR_HOST ||
+            B->type.shape[B->type.rank - 1] != 1 || B->node < 0 || p->nodes[B->node].kind != IR_POINTWISE ||
             read_by(p, b, 1))
             continue;
         while (B->type.rank > 1 && B->type.shape[B->type.rank - 1] == 1)
