@@ -6144,6 +6144,26 @@ static void test_a_column_sum_into_sticks_of_24_splits_by_whole_sticks(void)
                                                           "output %s\n");
 }
 
+/* torch 1.13's einsum (Linformer's "bnd,nk->bkd") copies an operand to
+ * [2, 64, 32, 1]: sticked on the dim of one, the copy was a row kernel of
+ * one column whose LX missed on spyre-4core (the host ran it); without the
+ * trailing one it is sticked on 32, native on both chips. */
+static void test_an_einsum_operand_with_a_trailing_one_runs_natively_on_both_chips(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph einsum_unit_tail\n"
+        "input %k: f32[2, 32, 64]\n"
+        "input %p: f32[32, 8]\n"
+        "%u: f32[2, 32, 64, 1] = aten.unsqueeze.default(%k, 3)\n"
+        "%pe: f32[2, 1, 64, 32] = aten.permute.default(%u, [0, 3, 2, 1])\n"
+        "%pe2: f32[2, 64, 32, 1] = aten.permute.default(%pe, [0, 2, 3, 1])\n"
+        "%c: f32[2, 64, 32, 1] = aten.clone.default(%pe2, memory_format=\"contiguous_format\")\n"
+        "%v: f32[1, 128, 32] = aten._unsafe_view.default(%c, [1, 128, 32])\n"
+        "%pr: f32[1, 32, 8] = aten.unsqueeze.default(%p, 0)\n"
+        "%b: f32[1, 128, 8] = aten.bmm.default(%v, %pr)\n"
+        "output %b\n");
+}
+
 /* nan_to_num with PyTorch's defaults (RetNet's decay mask): NaN to 0 and
  * +-inf to float32's extremes, which the device stores as +-2^29 and the
  * check takes for them; no op on the host. */
@@ -7497,6 +7517,8 @@ int main(void)
         {"nan_to_num with default replacements runs natively on both chips",
          test_nan_to_num_with_default_replacements_runs_natively_on_both_chips},
         {"a column sum into sticks of 24 splits by whole sticks", test_a_column_sum_into_sticks_of_24_splits_by_whole_sticks},
+        {"an einsum operand with a trailing one runs natively on both chips",
+         test_an_einsum_operand_with_a_trailing_one_runs_natively_on_both_chips},
         {"softmax of a row masked whole is NaN as PyTorch", test_softmax_of_a_row_masked_whole_is_nan_as_pytorch},
         {"softmax masked with finfo.min is PyTorch's", test_softmax_masked_with_finfo_min_is_pytorchs},
         {"clamp with min above max or a NaN bound is as PyTorch", test_clamp_with_min_above_max_or_a_nan_bound_is_as_pytorch},
