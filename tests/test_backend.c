@@ -6164,6 +6164,33 @@ static void test_an_einsum_operand_with_a_trailing_one_runs_natively_on_both_chi
         "output %b\n");
 }
 
+/* index_put with several index tensors on adjacent dims (Informer's
+ * context[arange(B)[:, None, None], arange(H)[None, :, None], top, :] =
+ * ...), duplicate positions among the random ones: the last entry wins,
+ * or with accumulate their sum; leading dims as one product of the
+ * one-hot, dims after a None merged as one index. Native on both chips,
+ * against the reference. */
+static void test_index_put_with_several_index_tensors_runs_natively_on_both_chips(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph index_put_several\n"
+        "input %x: f32[2, 4, 6, 3]\n"
+        "input %v: f32[2, 4, 5, 3]\n"
+        "input %top: i64[2, 4, 5] range=[0, 5]\n"
+        "input %w: f32[3, 4, 6]\n"
+        "input %r: i64[4, 2] range=[0, 5]\n"
+        "input %u: f32[3, 4, 2]\n"
+        "%a: i64[2] = aten.arange.default(2)\n"
+        "%a1: i64[2, 1, 1] = aten.view.default(%a, [2, 1, 1])\n"
+        "%h: i64[4] = aten.arange.default(4)\n"
+        "%h1: i64[1, 4, 1] = aten.view.default(%h, [1, 4, 1])\n"
+        "%h2: i64[4, 1] = aten.view.default(%h, [4, 1])\n"
+        "%y: f32[2, 4, 6, 3] = aten.index_put.default(%x, [%a1, %h1, %top], %v)\n"
+        "%z: f32[2, 4, 6, 3] = aten.index_put.default(%x, [%a1, %h1, %top], %v, True)\n"
+        "%q: f32[3, 4, 6] = aten.index_put.default(%w, [None, %h2, %r], %u)\n"
+        "output %y, %z, %q\n");
+}
+
 /* nan_to_num with PyTorch's defaults (RetNet's decay mask): NaN to 0 and
  * +-inf to float32's extremes, which the device stores as +-2^29 and the
  * check takes for them; no op on the host. */
@@ -7519,6 +7546,8 @@ int main(void)
         {"a column sum into sticks of 24 splits by whole sticks", test_a_column_sum_into_sticks_of_24_splits_by_whole_sticks},
         {"an einsum operand with a trailing one runs natively on both chips",
          test_an_einsum_operand_with_a_trailing_one_runs_natively_on_both_chips},
+        {"index_put with several index tensors runs natively on both chips",
+         test_index_put_with_several_index_tensors_runs_natively_on_both_chips},
         {"softmax of a row masked whole is NaN as PyTorch", test_softmax_of_a_row_masked_whole_is_nan_as_pytorch},
         {"softmax masked with finfo.min is PyTorch's", test_softmax_masked_with_finfo_min_is_pytorchs},
         {"clamp with min above max or a NaN bound is as PyTorch", test_clamp_with_min_above_max_or_a_nan_bound_is_as_pytorch},

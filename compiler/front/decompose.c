@@ -3042,7 +3042,8 @@ static const struct {
     {"take", dc_r_take, "one-hot over the flattened self (negative positions wrap), reshaped as index"},
     {"index_put", dc_r_index_put, "one integer index tensor: the values of the entries equal to each position, "
                                   "summed (accumulate) or the last one's; a bool mask over the leading dims with values "
-                                  "that broadcast: where(mask, values, self)"},
+                                  "that broadcast: where(mask, values, self); several on adjacent dims: those dims merged, indexed by "
+                                  "the combined offsets (leading ones: the entries' one-hot times the values)"},
     {"index_add", dc_r_index_add, "self + alpha * sum_j where(index_j == k, source[.., j, ..], 0) (one-hot); dim 0 "
                                   "of a float tensor of rank > 1: one-hot (n, m) @ source as (m, rest)"},
     {"index_copy", dc_r_index_copy, "as scatter of source by index broadcast over source's other dims (a state's "
