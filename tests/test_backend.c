@@ -6191,6 +6191,24 @@ static void test_index_put_with_several_index_tensors_runs_natively_on_both_chip
         "output %y, %z, %q\n");
 }
 
+/* Reformer's LSH sort: integer keys seqlen * bucket + position up to 95
+ * over rows of 16 (a sum of the one-hot's values was bounded by 16 x 95,
+ * past DL16's exact integers: the host sorted), then the argsort undoing
+ * it. Native on both chips, the values, ties' order and indices exact
+ * against the reference. */
+static void test_an_integer_sort_of_keys_up_to_95_runs_natively_on_both_chips(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph int_sort\n"
+        "input %k: i64[2, 16] range=[0, 95]\n"
+        "%s: (i64[2, 16], i64[2, 16]) = aten.sort.default(%k)\n"
+        "%v: i64[2, 16] = getitem(%s, 0)\n"
+        "%i: i64[2, 16] = getitem(%s, 1)\n"
+        "%u: (i64[2, 16], i64[2, 16]) = aten.sort.default(%i)\n"
+        "%w: i64[2, 16] = getitem(%u, 1)\n"
+        "output %v, %i, %w\n");
+}
+
 /* nan_to_num with PyTorch's defaults (RetNet's decay mask): NaN to 0 and
  * +-inf to float32's extremes, which the device stores as +-2^29 and the
  * check takes for them; no op on the host. */
@@ -7548,6 +7566,8 @@ int main(void)
          test_an_einsum_operand_with_a_trailing_one_runs_natively_on_both_chips},
         {"index_put with several index tensors runs natively on both chips",
          test_index_put_with_several_index_tensors_runs_natively_on_both_chips},
+        {"an integer sort of keys up to 95 runs natively on both chips",
+         test_an_integer_sort_of_keys_up_to_95_runs_natively_on_both_chips},
         {"softmax of a row masked whole is NaN as PyTorch", test_softmax_of_a_row_masked_whole_is_nan_as_pytorch},
         {"softmax masked with finfo.min is PyTorch's", test_softmax_masked_with_finfo_min_is_pytorchs},
         {"clamp with min above max or a NaN bound is as PyTorch", test_clamp_with_min_above_max_or_a_nan_bound_is_as_pytorch},

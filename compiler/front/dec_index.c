@@ -154,7 +154,8 @@ int dc_r_count_nonzero(dctx *c, const gr_node *n, int *out)
 
 /* sort along the last dim by rank counting: rank_i = #{j: x_j before x_i,
  * or equal with j < i} (stable); out[r] = sum_i where(rank_i == r, x_i, 0),
- * its index alike (rows over 32: amin_i where(rank_i == r, i, n)).  Only
+ * its index alike (rows over 32: amin_i where(rank_i == r, i, n)); an
+ * integer x's values amax_i where(rank_i == r, x_i, min x).  Only
  * the k ranks from r0 are produced (topk; median and kthvalue: one). */
 static void sort_last(dctx *c, int x, int64_t r0, int64_t k, int desc, int *vals, int *idx)
 {
@@ -172,7 +173,12 @@ static void sort_last(dctx *c, int x, int64_t r0, int64_t k, int desc, int *vals
         rank = dc_bins(c, "aten.sub.Tensor", rank, (double)r0);
     int rk = dc_unsqueeze(c, rank, r - 1);                                               /* (.., 1, n) */
     int hit = dc_cmpv(c, "aten.eq.Tensor", rk, iota(c, k, r + 1, last));                /* (.., k, n) */
-    *vals = dc_red(c, "aten.sum.dim_IntList", dc_where_s(c, hit, xj, 0, 0), 1, &rd, 0);
+    if (dc_is_float(t.dtype))
+        *vals = dc_red(c, "aten.sum.dim_IntList", dc_where_s(c, hit, xj, 0, 0), 1, &rd, 0);
+    else /* the one hit's value is the greatest against the row's least: bounded by x's own
+          * values, where intexact.c bounds a sum by len times them (Reformer's bucket keys) */
+        *vals = dc_red(c, "aten.amax.default",
+                       dc_where(c, hit, xj, dc_red(c, "aten.amin.default", xj, 1, &rd, 1)), 1, &rd, 0);
     /* one i hits each rank: a sum of where(hit, i, 0) joins the values'
      * reduction, but intexact.c bounds it by len (len - 1); past DL16's
      * exact integers the amin of where(hit, i, len), bounded by len */
