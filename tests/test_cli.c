@@ -997,6 +997,37 @@ static void test_a_wrapped_row_position_out_of_bounds_exits_2_naming_it(void)
     tu_rmtree(dir);
 }
 
+/* An integer weight's range (the exporter writes its values' own):
+ * FT-Transformer's category offsets added to the input categories index
+ * the embedding on the device (fallback_ops=0, checked against the
+ * reference); a weights file whose offsets leave it exits 2 naming them. */
+static void test_a_parameter_range_lets_integer_weights_compute_on_the_device(void)
+{
+    char dir[512], path[600], err[512];
+    tu_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/graph.txt", dir);
+    const char *graph = "graph ft\nweights \"w.safetensors\"\ninput %x: i64[4, 3] range=[0, 2]\n"
+                        "param %emb: f32[9, 2] = \"emb\"\nparam %off: i64[3] = \"off\" range=[0, 6]\n"
+                        "%u: i64[1, 3] = aten.unsqueeze.default(%off, 0)\n"
+                        "%i: i64[4, 3] = aten.add.Tensor(%x, %u)\n"
+                        "%e: f32[4, 3, 2] = aten.embedding.default(%emb, %i)\noutput %e\n";
+    tu_write_file(path, graph, strlen(graph));
+    float emb[18];
+    for (int k = 0; k < 18; k++)
+        emb[k] = (float)k;
+    int64_t off[3] = {0, 3, 6};
+    rt_st_entry e[2] = {{.name = "emb", .dtype = RT_ST_F32, .rank = 2, .shape = {9, 2}, .data = emb},
+                        {.name = "off", .dtype = RT_ST_I64, .rank = 1, .shape = {3}, .data = off}};
+    snprintf(path, sizeof path, "%s/w.safetensors", dir);
+    CU_ASSERT_EQUAL_FATAL(rt_st_write(path, e, 2, err, sizeof err), 0);
+    expect_spyref("run %s/graph.txt --check%s", dir, "", 0, "fallback_ops=0");
+    expect_spyref("run %s/graph.txt --check%s", dir, "", 0, " ok\n");
+    off[2] = 7;
+    CU_ASSERT_EQUAL_FATAL(rt_st_write(path, e, 2, err, sizeof err), 0);
+    expect_spyref("run %s/graph.txt%s", dir, "", 2, ":5: parameter %off: the value 7 at element 2 is outside its range=[0, 6]");
+    tu_rmtree(dir);
+}
+
 /* An input outside the range its line declares: exit 2 with one line
  * naming the input, its graph line and the value; inside it, the run's
  * count of the mask checks ok against the reference. */
@@ -1616,6 +1647,8 @@ int main(void)
          test_run_and_ref_check_shape_and_dtype_of_every_tensor_they_load},
         {"an input outside its declared range exits 2 naming it",
          test_an_input_outside_its_declared_range_exits_2_naming_it},
+        {"a parameter range lets integer weights compute on the device",
+         test_a_parameter_range_lets_integer_weights_compute_on_the_device},
         {"an index input past its dim exits 2 naming it", test_an_index_input_past_its_dim_exits_2_naming_it},
         {"an index.Tensor input past its dim exits 2 naming it",
          test_an_index_tensor_input_past_its_dim_exits_2_naming_it},

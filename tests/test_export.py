@@ -136,6 +136,14 @@ def parse_type(ln):
     return ("tensor", DTYPES[dtype], tuple(shape))
 
 
+def skip_range(ln):
+    """An integer input's or param's ` range=[LO, HI]`, not kept."""
+    if ln.peek()[1] == "range":
+        ln.take()
+        ln.take(text="=")
+        parse_value(ln)
+
+
 def parse_value(ln):
     """An argument: ("value", name), ("int", i), ("float", f), ("bool", b),
     ("none", None), ("str", s), ("dtype", torch dtype), ("list", [...])."""
@@ -215,6 +223,7 @@ def read_graph(text):
             name = ln.take("value")[1:]
             ln.take(text=":")
             define(name, parse_type(ln))
+            skip_range(ln)
             g["inputs"].append(name)
         elif head == "param":
             ln.take()
@@ -223,6 +232,7 @@ def read_graph(text):
             define(name, parse_type(ln))
             ln.take(text="=")
             g["params"].append((name, parse_value(ln)[1]))
+            skip_range(ln)
         elif head == "output":
             ln.take()
             if g["outputs"] is not None:

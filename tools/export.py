@@ -705,8 +705,11 @@ def graph_text(name, comment, gm, roles, in_names, types, state=None, weights="w
         if names[node] in ranges:
             key += " range=[%d, %d]" % ranges[names[node]]
         lines.append(f"{kind} %{names[node]}: {format_type(types[node], names[node])}{key}")
-    for node, key, _ in params:
-        lines.append(f"param %{names[node]}: {format_type(types[node], names[node])} = {quote(key)}")
+    for node, key, t in params:
+        # an integer weight's own values bound what the compiler may compute from it
+        rng = " range=[%d, %d]" % (t.min(), t.max()) if isinstance(t, torch.Tensor) and t.dtype in (
+            torch.int64, torch.int32) and t.numel() and -RANGE_MAX <= t.min() and t.max() <= RANGE_MAX else ""
+        lines.append(f"param %{names[node]}: {format_type(types[node], names[node])} = {quote(key)}{rng}")
     for node in ops:
         where = f"%{names[node]} = {node.target}"
         args = [format_arg(a, names, where) for a in node.args]
