@@ -815,12 +815,13 @@ static int parse_op_line(parser *P)
     return expect_eol(P);
 }
 
-/* ` range=[LO, HI]` after an integer input's type: the values it promises. */
+/* ` range=[LO, HI]` after an integer input's type or a param's key: the
+ * values it promises (the exporter writes an integer weight's own). */
 static int parse_range(parser *P, gr_value *v)
 {
     lexer *L = &P->L;
     if (v->type.dtype != GR_I64 && v->type.dtype != GR_I32) {
-        expected(L, "end of line (a range is for an i64 or i32 input)");
+        expected(L, "end of line (a range is for an i64 or i32 input or param)");
         return -1;
     }
     next(L);
@@ -883,6 +884,8 @@ static int parse_decl(parser *P, gr_value_kind kind, int state)
             return -1;
         }
         next(L);
+        if (is_ident(&L->tok, "range") && parse_range(P, &g->values[v]))
+            return -1;
         int *np = grow(g->params, &P->capparams, g->nparams + 1, sizeof *np);
         if (!np) {
             oom(P);
@@ -1628,6 +1631,17 @@ static void text_type(strbuf *t, const gr_value *v)
         isa_sb_chr(t, ')');
 }
 
+/* v's declared ` range=[LO, HI]`, if it has one, appended to t. */
+static void text_range(strbuf *t, const gr_value *v)
+{
+    if (!v->ranged)
+        return;
+    char lo[24], hi[24];
+    gr_int_text((long long)v->lo, lo);
+    gr_int_text((long long)v->hi, hi);
+    text_strs(t, 5, " range=[", lo, ", ", hi, "]");
+}
+
 void gr_value_type_str(const gr_value *v, char *buf, size_t len)
 {
     strbuf t = {0};
@@ -1771,12 +1785,7 @@ char *gr_graph_text(const gr_graph *g)
         text_pad(&t, &at, v->line);
         text_strs(&t, 3, "input %", v->name, ": ");
         text_type(&t, v);
-        if (v->ranged) {
-            char lo[24], hi[24];
-            gr_int_text((long long)v->lo, lo);
-            gr_int_text((long long)v->hi, hi);
-            text_strs(&t, 5, " range=[", lo, ", ", hi, "]");
-        }
+        text_range(&t, v);
         isa_sb_chr(&t, '\n');
     }
     for (int i = 0; i < g->nparams; i++) {
@@ -1786,6 +1795,7 @@ char *gr_graph_text(const gr_graph *g)
         text_type(&t, v);
         text_strs(&t, 1, " = ");
         text_string(&t, v->param_key ? v->param_key : "");
+        text_range(&t, v);
         isa_sb_chr(&t, '\n');
     }
     text_nodes(&t, g, &at);

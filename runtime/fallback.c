@@ -19,17 +19,36 @@ struct rt_fallback {
     rt_ref *ref;
     int values; /* the run computes values (else only timing: the host op moves and computes nothing) */
     int failed; /* a host op failed: the run stops, the op refused */
+    char why[400]; /* its message, located by fb->res->refused_line */
 };
 
-int rt_fallback_failed(const rt_fallback *fb)
+int rt_fallback_failed(const rt_fallback *fb, char *why, size_t len)
 {
+    if (fb && fb->failed)
+        snprintf(why, len, "%s", fb->why);
     return fb && fb->failed;
+}
+
+/* A host op refused: the run stops (err, for the simulator's fault) and
+ * the launch reports why at the op's graph line, as a user error. */
+static int refuse(rt_fallback *fb, const gr_node *n, const char *msg, int located, char *err, size_t errlen)
+{
+    /* the reference's own messages begin "PATH:LINE: " */
+    char at[64];
+    snprintf(at, sizeof at, "%s:%d: ", fb->g->path, n->line);
+    if (located && strncmp(msg, at, strlen(at)) == 0)
+        snprintf(fb->why, sizeof fb->why, "%s", msg + strlen(at));
+    else
+        snprintf(fb->why, sizeof fb->why, "%s: %s", n->op, msg);
+    fb->failed = 1;
+    fb->res->refused_line = n->line;
+    return isa_errf(err, errlen, "graph line %d: %s", n->line, fb->why);
 }
 
 /* The host ops' nodes must be in the graph and known to the reference
  * executor: checked before the run, so that a missing op stops it at
- * once, naming the op. */
-static int check_host_ops(const isa_program *p, const gr_graph *g, int linked, char *err, size_t errlen)
+ * once, naming the op (*line its graph line). */
+static int check_host_ops(const isa_program *p, const gr_graph *g, int linked, int *line, char *err, size_t errlen)
 {
     for (int c = 0; c < p->ncores; c++)
         for (size_t i = 0; i < p->cores[c].n; i++) {
@@ -40,12 +59,17 @@ static int check_host_ops(const isa_program *p, const gr_graph *g, int linked, c
                 return isa_errf(err, errlen, "core %d insn %zu: host op of graph node %lld, which the graph lacks", c,
                                 i, (long long)in->val);
             const gr_node *n = &g->nodes[in->val];
-            if (gr_coll_of(n->op) >= 0 && !linked)
-                return isa_errf(err, errlen, "graph line %d: %s is a collective between cards, but this device is "
-                                "not a card of a system (spyre run --tp N)", n->line, n->op);
-            if (gr_coll_of(n->op) < 0 && !rt_ref_supports(n))
-                return isa_errf(err, errlen, "graph line %d: %s runs on the host, but the host (the reference "
-                                "executor) has no such op", n->line, n->op);
+            const char *why = gr_coll_of(n->op) >= 0
+                                  ? (linked ? NULL
+                                            : "is a collective between cards, but this device is not a card of "
+                                              "a system (spyre run --tp N)")
+                                  : (rt_ref_supports(n) ? NULL
+                                                        : "runs on the host, but the host (the reference executor) "
+                                                          "has no such op");
+            if (why) {
+                *line = n->line;
+                return isa_errf(err, errlen, "%s %s", n->op, why);
+            }
         }
     return 0;
 }
@@ -80,7 +104,7 @@ rt_fallback *rt_fallback_begin(rt_program *prog, rt_run_result *res, char *err, 
     fb->prog = prog;
     fb->res = res;
     fb->g = gr_graph_parse(p->graph, "graph", err, errlen);
-    if (!fb->g || check_host_ops(p, fb->g, prog->dev->link != NULL, err, errlen) || !(fb->ref = rt_ref_new_partial(fb->g, err, errlen))) {
+    if (!fb->g || check_host_ops(p, fb->g, prog->dev->link != NULL, &res->refused_line, err, errlen) || !(fb->ref = rt_ref_new_partial(fb->g, err, errlen))) {
         rt_fallback_end(fb);
         return NULL;
     }
@@ -260,10 +284,8 @@ int rt_fallback_host(void *ctx, sim *s, const isa_program *p, int64_t node, doub
     int rc = 0;
     fb->values = sim_get_options(s)->values;
     if (gr_coll_of(n->op) >= 0) {
-        if (run_collective(fb, n, at, cycles, msg, sizeof msg)) {
-            fb->failed = 1;
-            return isa_errf(err, errlen, "graph line %d: %s: %s", n->line, n->op, msg);
-        }
+        if (run_collective(fb, n, at, cycles, msg, sizeof msg))
+            return refuse(fb, n, msg, 0, err, errlen);
         return 0;
     }
     for (int i = 0; i < n->nargs && !rc; i++)
@@ -277,12 +299,8 @@ int rt_fallback_host(void *ctx, sim *s, const isa_program *p, int64_t node, doub
     int wrote = fb->values ? rt_ref_written(fb->ref) : -1;
     if (!rc && wrote >= 0 && rt_value_tensor(p, fb->g->values[wrote].name) >= 0)
         rc = store(fb, wrote, &out, msg, sizeof msg);
-    if (rc) {
-        fb->failed = 1;
-        if (located)
-            return isa_errf(err, errlen, "%s", msg);
-        return isa_errf(err, errlen, "graph line %d: %s: %s", n->line, n->op, msg);
-    }
+    if (rc)
+        return refuse(fb, n, msg, located, err, errlen);
     *cycles = host_cycles(&fb->prog->dev->cfg, in, out);
     rt_run_result *r = fb->res;
     if (r->fallback_ops < RT_MAX_FALLBACK) {

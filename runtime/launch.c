@@ -26,7 +26,7 @@ int rt_launch(rt_program *prog, rt_run_result *res)
     /* a timing-only run reads no values: its inputs' transfer is counted, not made */
     const int values = sim_get_options(dev->sim)->values;
     if (rt_ranges_check(prog, &r->refused, msg, sizeof msg) ||
-        (values && rt_index_check(prog, msg, sizeof msg))) { /* the program relies on them: a user error */
+        (values && rt_index_check(prog, &r->refused_line, msg, sizeof msg))) { /* the program relies on them: a user error */
         snprintf(r->fault.msg, sizeof r->fault.msg, "%s", msg);
         rc = -1;
         unsupported = 1;
@@ -48,7 +48,7 @@ int rt_launch(rt_program *prog, rt_run_result *res)
                                  &r->stats, &r->fault);
             sim_set_decode(dev->sim, NULL);
             sim_set_host(dev->sim, NULL, NULL);
-            unsupported = rt_fallback_failed(fb);
+            unsupported = rt_fallback_failed(fb, r->fault.msg, sizeof r->fault.msg);
             rt_fallback_end(fb);
         }
         /* Outputs come back (also after a fault: what the run wrote), then
@@ -170,6 +170,8 @@ void rt_run_format(const rt_run_result *res, char *buf, size_t len)
     const sim_fault *f = &res->fault;
     if (res->refused >= 0) /* a user error, not the device's */
         snprintf(buf, len, "%s", f->msg);
+    else if (res->refused_line)
+        snprintf(buf, len, "graph line %d: %s", res->refused_line, f->msg);
     else if (f->core < 0)
         snprintf(buf, len, "run: FAULT: %s", f->msg);
     else

@@ -196,6 +196,7 @@ typedef struct {
     rt_run_status status;
     sim_fault fault; /* valid when status is RT_RUN_FAULT; RT_RUN_UNSUPPORTED: its msg */
     int refused;     /* RT_RUN_UNSUPPORTED for an input refused: its program tensor; else -1 */
+    int refused_line; /* RT_RUN_UNSUPPORTED for a computed index or a host op refused: the graph line; else 0 */
     sim_stats stats;
     rt_transfer_stats xfer;
     uint64_t state_bytes;  /* device bytes of state the program's dma.scatter updates wrote (docs/graph-format.md,

@@ -160,20 +160,22 @@ int rt_poison_values(rt_program *prog, char *err, size_t errlen);
 
 /* idxcheck.c: the computed indices of prog->icheck, computed on the host
  * from the inputs' and weights' host copies by the reference executor:
- * 0 when each is within its dim (or the executor cannot compute one), or
- * -1 with one line naming the graph line, the index, the value and the dim. */
-int rt_index_check(const rt_program *prog, char *err, size_t errlen);
+ * 0 when each is within its dim, or -1 with *line the graph line of the
+ * op reading it and one line naming the index, the value and the dim (or
+ * the op the executor cannot run that computes it). */
+int rt_index_check(const rt_program *prog, int *line, char *err, size_t errlen);
 
 /* fallback.c: host fallback ops during a launch (sim_set_host). */
 typedef struct rt_fallback rt_fallback;
 /* Ready the `host` instructions of prog's program for a run whose
  * result goes to res; NULL with a message when the program has a host op
  * the runtime cannot run (no graph, or an op the reference executor
- * lacks: "graph line N: op"), or when it has none (*err empty). */
+ * lacks: res->refused_line its graph line), or when it has none (*err empty). */
 rt_fallback *rt_fallback_begin(rt_program *prog, rt_run_result *res, char *err, size_t errlen);
 void rt_fallback_end(rt_fallback *fb);
-/* Did a host op of the run fail (the reference executor refused it)? */
-int rt_fallback_failed(const rt_fallback *fb);
+/* Did a host op of the run fail (the reference executor refused it)?
+ * Then why (the op and the reason; res->refused_line its graph line). */
+int rt_fallback_failed(const rt_fallback *fb, char *why, size_t len);
 /* The tensor of graph value `name` in p (named by gr_tensor_name), or -1. */
 int rt_value_tensor(const isa_program *p, const char *name);
 /* The simulator's callback for a `host` instruction (sim_host_fn), ctx the rt_fallback. */

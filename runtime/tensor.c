@@ -257,12 +257,12 @@ int rt_ranges_init(rt_program *prog, char *err, size_t errlen)
     if (!g)
         return 0;
     prog->range = calloc(p->ntensors ? p->ntensors : 1, sizeof *prog->range);
-    for (int k = 0; prog->range && k < g->ninputs; k++) {
-        const gr_value *v = &g->values[g->inputs[k]];
+    for (int k = 0; prog->range && k < g->ninputs + g->nparams; k++) {
+        const gr_value *v = &g->values[k < g->ninputs ? g->inputs[k] : g->params[k - g->ninputs]];
         char tn[GR_TENSOR_NAME_MAX];
         gr_tensor_name(v->name, tn);
         int i = isa_program_find_tensor(p, tn);
-        if (i >= 0 && p->tensors[i].role == ISA_ROLE_INPUT)
+        if (i >= 0 && (p->tensors[i].role == ISA_ROLE_INPUT || (v->ranged && p->tensors[i].role == ISA_ROLE_WEIGHT)))
             prog->range[i] = input_range(p, v, i);
     }
     int full = !prog->range;
@@ -317,7 +317,8 @@ int rt_ranges_check(const rt_program *prog, int *bad, char *err, size_t errlen)
                 continue;
             *bad = (int)i;
             if (r->declared)
-                return isa_errf(err, errlen, "input %%%s: the value %.0f at element %lld is outside its range=[%lld, %lld]",
+                return isa_errf(err, errlen, "%s %%%s: the value %.0f at element %lld is outside its range=[%lld, %lld]",
+                                prog->p->tensors[i].role == ISA_ROLE_WEIGHT ? "parameter" : "input",
                                 prog->p->tensors[i].name, h[k], (long long)k, (long long)r->lo, (long long)r->hi);
             return isa_errf(err, errlen, "input %%%s: the value %.0f at element %lld is past the integers the device "
                             "holds exactly (DL16: up to %d); declare its range=[LO, HI] (docs/graph-format.md)",

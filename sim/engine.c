@@ -67,8 +67,8 @@ typedef struct {
     double max_cycles;
 } engine;
 
-/* The run's limits: checked once per instruction issued or started, so a
- * runaway program stops without any per-element work. */
+/* The run's limits: checked once per instruction issued or completed, so
+ * a runaway program stops without any per-element work. */
 static void limits_begin(engine *g)
 {
     const sim_options *o = &g->s->opt;
@@ -690,8 +690,10 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
         wake_unit(g, c, u, e->ready);
         return 0;
     }
-    if (past_cycles(g, c->id, u, e->index, t))
-        return -1;
+    /* t is not held to the cycle limit: every event's time is one already
+     * held to it (an issue's clock, a completion) or a unit's free_at, and
+     * an instruction that starts past the limit ends past it, which the
+     * test of done below catches with the same fault */
     double dur, done;
     uint64_t macs = 0, dram_bytes = 0; /* what it did, for its kernel */
     if (e->op == ISA_OP_WAIT || e->op == ISA_OP_SIG) {

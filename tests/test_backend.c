@@ -486,7 +486,7 @@ static int unproven(const char *text, int64_t size, int wrap)
 }
 
 /* The compiler proves a computed index in range by construction (argmax,
- * topk, clamp, remainder, where of proven ones) or from an input's
+ * topk, argsort, clamp, remainder, where of proven ones) or from an input's
  * declared range; the runtime checks the rest at launch. */
 static void test_computed_indices_are_proven_in_range_by_construction(void)
 {
@@ -506,10 +506,18 @@ static void test_computed_indices_are_proven_in_range_by_construction(void)
          "%i: i64[4] = aten.clamp.default(%n, None, 7)\n", 8, 0, 0},
         {"%t: (f32[4, 3], i64[4, 3]) = aten.topk.default(%x, 3)\n%i: i64[4, 3] = getitem(%t, 1)\n", 8, 0, 0},
         {"%t: (f32[4, 3], i64[4, 3]) = aten.topk.default(%x, 3)\n%i: i64[4, 3] = getitem(%t, 0)\n", 8, 0, 1},
+        {"%i: i64[4, 8] = aten.argsort.default(%x, 1)\n", 8, 0, 0},
+        {"%s: i64[4, 8] = aten.argsort.default(%x, 1)\n%i: i64[4, 8] = aten.add.Tensor(%s, 1)\n", 8, 0, 1},
         {"%i: i64[4] = aten.add.Tensor(%a, 2)\n", 5, 0, 0},
         {"%i: i64[4] = aten.add.Tensor(%a, 2)\n", 4, 0, 1},
         {"%i: i64[4] = aten.mul.Tensor(%a, 2)\n", 5, 1, 0},
         {"%i: i64[4] = aten.remainder.Scalar(%b, 6)\n", 6, 0, 0},
+        /* opsem.c's interval rows: rsub, relu, and a tensor bound's whole range (q up to 196) */
+        {"%i: i64[4] = aten.rsub.Scalar(%a, 4)\n", 7, 0, 0},
+        {"%i: i64[4] = aten.rsub.Scalar(%a, 4)\n", 6, 0, 1},
+        {"%i: i64[4] = aten.relu.default(%a)\n", 3, 0, 0},
+        {"%m: i64[4] = aten.argmax.default(%x, 1)\n%i: i64[4] = aten.clamp_min.Tensor(%m, %q)\n", 8, 0, 1},
+        {"%m: i64[4] = aten.argmax.default(%x, 1)\n%i: i64[4] = aten.clamp_min.Tensor(%m, %a)\n", 8, 0, 0},
         {"%i: i64[4] = aten.add.Tensor(%b, 1)\n", 1000, 1, 1},
         {"%c: bool[4] = aten.gt.Scalar(%b, 0)\n%i: i64[4] = aten.where.self(%c, %a, 0)\n", 3, 1, 0},
         {"%r: i64[4] = aten.arange.start(2, 6)\n%i: i64[4] = aten.sub.Tensor(%r, %a)\n", 8, 0, 0},
@@ -6132,6 +6140,117 @@ static void test_infinities_and_nans_are_found_and_replaced_on_both_chips(void)
     }
 }
 
+/* A sum over the rows of [20, 24] blocks (Performer's k.sum(-2)) stores its
+ * 24-wide result sticks through a staged copy: every core's part of the
+ * kernel's rows is whole sticks of 24, not 64 rows that end inside one. */
+static void test_a_column_sum_into_sticks_of_24_splits_by_whole_sticks(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips("graph colsum\n"
+                                                          "input %x: f32[2, 4, 20, 24]\n"
+                                                          "%e: f32[2, 4, 20, 24] = aten.exp.default(%x)\n"
+                                                          "%s: f32[2, 4, 24] = aten.sum.dim_IntList(%e, [-2])\n"
+                                                          "output %s\n");
+}
+
+/* torch 1.13's einsum (Linformer's "bnd,nk->bkd") copies an operand to
+ * [2, 64, 32, 1]: sticked on the dim of one, the copy was a row kernel of
+ * one column whose LX missed on spyre-4core (the host ran it); without the
+ * trailing one it is sticked on 32, native on both chips. */
+static void test_an_einsum_operand_with_a_trailing_one_runs_natively_on_both_chips(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph einsum_unit_tail\n"
+        "input %k: f32[2, 32, 64]\n"
+        "input %p: f32[32, 8]\n"
+        "%u: f32[2, 32, 64, 1] = aten.unsqueeze.default(%k, 3)\n"
+        "%pe: f32[2, 1, 64, 32] = aten.permute.default(%u, [0, 3, 2, 1])\n"
+        "%pe2: f32[2, 64, 32, 1] = aten.permute.default(%pe, [0, 2, 3, 1])\n"
+        "%c: f32[2, 64, 32, 1] = aten.clone.default(%pe2, memory_format=\"contiguous_format\")\n"
+        "%v: f32[1, 128, 32] = aten._unsafe_view.default(%c, [1, 128, 32])\n"
+        "%pr: f32[1, 32, 8] = aten.unsqueeze.default(%p, 0)\n"
+        "%b: f32[1, 128, 8] = aten.bmm.default(%v, %pr)\n"
+        "output %b\n");
+}
+
+/* index_put with several index tensors on adjacent dims (Informer's
+ * context[arange(B)[:, None, None], arange(H)[None, :, None], top, :] =
+ * ...), duplicate positions among the random ones: the last entry wins,
+ * or with accumulate their sum; leading dims as one product of the
+ * one-hot, dims after a None merged as one index. Native on both chips,
+ * against the reference. */
+static void test_index_put_with_several_index_tensors_runs_natively_on_both_chips(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph index_put_several\n"
+        "input %x: f32[2, 4, 6, 3]\n"
+        "input %v: f32[2, 4, 5, 3]\n"
+        "input %top: i64[2, 4, 5] range=[0, 5]\n"
+        "input %w: f32[3, 4, 6]\n"
+        "input %r: i64[4, 2] range=[0, 5]\n"
+        "input %u: f32[3, 4, 2]\n"
+        "%a: i64[2] = aten.arange.default(2)\n"
+        "%a1: i64[2, 1, 1] = aten.view.default(%a, [2, 1, 1])\n"
+        "%h: i64[4] = aten.arange.default(4)\n"
+        "%h1: i64[1, 4, 1] = aten.view.default(%h, [1, 4, 1])\n"
+        "%h2: i64[4, 1] = aten.view.default(%h, [4, 1])\n"
+        "%y: f32[2, 4, 6, 3] = aten.index_put.default(%x, [%a1, %h1, %top], %v)\n"
+        "%z: f32[2, 4, 6, 3] = aten.index_put.default(%x, [%a1, %h1, %top], %v, True)\n"
+        "%q: f32[3, 4, 6] = aten.index_put.default(%w, [None, %h2, %r], %u)\n"
+        "output %y, %z, %q\n");
+}
+
+/* Reformer's LSH sort: integer keys seqlen * bucket + position up to 95
+ * over rows of 16 (a sum of the one-hot's values was bounded by 16 x 95,
+ * past DL16's exact integers: the host sorted), then the argsort undoing
+ * it. Native on both chips, the values, ties' order and indices exact
+ * against the reference. */
+static void test_an_integer_sort_of_keys_up_to_95_runs_natively_on_both_chips(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph int_sort\n"
+        "input %k: i64[2, 16] range=[0, 95]\n"
+        "%s: (i64[2, 16], i64[2, 16]) = aten.sort.default(%k)\n"
+        "%v: i64[2, 16] = getitem(%s, 0)\n"
+        "%i: i64[2, 16] = getitem(%s, 1)\n"
+        "%u: (i64[2, 16], i64[2, 16]) = aten.sort.default(%i)\n"
+        "%w: i64[2, 16] = getitem(%u, 1)\n"
+        "output %v, %i, %w\n");
+}
+
+/* nan_to_num with PyTorch's defaults (RetNet's decay mask): NaN to 0 and
+ * +-inf to float32's extremes, which the device stores as +-2^29 and the
+ * check takes for them; no op on the host. */
+static void test_nan_to_num_with_default_replacements_runs_natively_on_both_chips(void)
+{
+    const char *text = "graph nan_to_num_defaults\n"
+                       "%i: i64[64] = aten.arange.default(64)\n"
+                       "%f: f32[64] = aten.sub.Tensor(%i, 32.0)\n"
+                       "%b: bool[64] = aten.gt.Scalar(%f, 20.0)\n"
+                       "%c: bool[64] = aten.lt.Scalar(%f, -20.0)\n"
+                       "%p: f32[64] = aten.masked_fill.Scalar(%f, %b, inf)\n"
+                       "%x: f32[64] = aten.masked_fill.Scalar(%p, %c, -inf)\n"
+                       "%s: f32[64] = aten.sqrt.default(%f)\n"
+                       "%ns: f32[64] = aten.nan_to_num.default(%s)\n"
+                       "%nx: f32[64] = aten.nan_to_num.default(%x)\n"
+                       "output %ns, %nx\n";
+    expect_text_runs_natively_and_validates_on_both_chips(text);
+    const char *names[] = {"ns", "nx"};
+    for (int c = 0; c < 2; c++) {
+        float *v[2] = {0};
+        int64_t n[2] = {0};
+        CU_ASSERT_EQUAL_FATAL(run_and_read(text, "nan_to_num_defaults.txt", both_chips[c], 2, names, v, n), 0);
+        int ok = 0;
+        for (int i = 0; i < 64; i++) {
+            float f = (float)(i - 32);
+            ok += i < 32 ? v[0][i] == 0.0f : fabsf(v[0][i] - sqrtf(f)) <= 0x1p-9f * sqrtf(f);
+            ok += v[1][i] == (i > 52 ? ISA_DL16_BIG : i < 12 ? -ISA_DL16_BIG : f);
+        }
+        CU_ASSERT_EQUAL(ok, 2 * 64);
+        free(v[0]);
+        free(v[1]);
+    }
+}
+
 /* A softmax row whose max is infinite is NaN in PyTorch (-inf - -inf, or
  * inf - inf): a row masked whole with -inf (masked.softmax's
  * masked-out row) and a row holding +inf.  The device holds either
@@ -7448,6 +7567,15 @@ int main(void)
          test_few_channel_strided_convs_take_the_per_channel_im2col_and_validate_on_both_chips},
         {"infinities and NaNs are found and replaced on both chips",
          test_infinities_and_nans_are_found_and_replaced_on_both_chips},
+        {"nan_to_num with default replacements runs natively on both chips",
+         test_nan_to_num_with_default_replacements_runs_natively_on_both_chips},
+        {"a column sum into sticks of 24 splits by whole sticks", test_a_column_sum_into_sticks_of_24_splits_by_whole_sticks},
+        {"an einsum operand with a trailing one runs natively on both chips",
+         test_an_einsum_operand_with_a_trailing_one_runs_natively_on_both_chips},
+        {"index_put with several index tensors runs natively on both chips",
+         test_index_put_with_several_index_tensors_runs_natively_on_both_chips},
+        {"an integer sort of keys up to 95 runs natively on both chips",
+         test_an_integer_sort_of_keys_up_to_95_runs_natively_on_both_chips},
         {"softmax of a row masked whole is NaN as PyTorch", test_softmax_of_a_row_masked_whole_is_nan_as_pytorch},
         {"softmax masked with finfo.min is PyTorch's", test_softmax_masked_with_finfo_min_is_pytorchs},
         {"clamp with min above max or a NaN bound is as PyTorch", test_clamp_with_min_above_max_or_a_nan_bound_is_as_pytorch},

@@ -896,7 +896,7 @@ static void test_a_bincount_value_past_its_exported_length_exits_2(void)
 /* An index computed from inputs (a one-hot by an out-of-bounds one would
  * give zeros) that the compiler cannot prove within its dim is computed
  * on the host before each launch: a+2 of a in [-1, 9] holding 11 refuses
- * the launch as PyTorch (exit 2, one line naming the graph line), in range
+ * the launch as PyTorch (exit 2, one line FILE:LINE: of the gather), in range
  * it runs on the device and checks ok; a timing-only run has no values to
  * check; a view of an input is checked so (DLRM's columns, each against
  * its own table).  Proven ones (topk's positions, a clamp of argmax + 1) need no
@@ -912,8 +912,10 @@ static void test_a_computed_index_out_of_bounds_refuses_the_launch(void)
     float a[4] = {0, 9, 2, 1};
     tu_write_file(bin, a, sizeof a);
     expect_spyref("run %s --input a=%s", graph, bin, 2,
-                  "graph line 5: aten.embedding.default: the index %k computed from the inputs holds 11 at element 1, "
+                  ":5: aten.embedding.default: the index %k computed from the inputs holds 11 at element 1, "
                   "out of bounds for dim 0 of size 5 (PyTorch raises)");
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, graph)); /* FILE:LINE:, not the device's FAULT */
+    CU_ASSERT_PTR_NULL(strstr(out, "FAULT"));
     expect_spyref("run %s --no-values --input a=%s", graph, bin, 0, "fallback_ops=0 ");
     a[1] = -1;
     tu_write_file(bin, a, sizeof a);
@@ -928,7 +930,7 @@ static void test_a_computed_index_out_of_bounds_refuses_the_launch(void)
     float ids[8] = {4, 3, 1, 0, 0, 1, 3, 2};
     tu_write_file(bin, ids, sizeof ids);
     expect_spyref("run %s --input ids=%s", graph, bin, 2,
-                  "graph line 8: aten.embedding.default: the index %c1 computed from the inputs holds 3 at element 0, "
+                  ":8: aten.embedding.default: the index %c1 computed from the inputs holds 3 at element 0, "
                   "out of bounds for dim 0 of size 3");
     ids[1] = 2;
     tu_write_file(bin, ids, sizeof ids);
@@ -947,6 +949,25 @@ static void test_a_computed_index_out_of_bounds_refuses_the_launch(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, " ok\n"));
     remove(graph);
     remove(bin);
+}
+
+/* An unproven index computed through an op the reference executor lacks
+ * (argsort) cannot be checked on the host: the launch is refused (exit 2,
+ * naming the gather's and the op's graph lines), never run unchecked,
+ * where argsort + 1 holding 8 would gather 0 where PyTorch raises; a
+ * timing-only run has no values to check and runs. */
+static void test_an_index_the_host_cannot_compute_refuses_the_launch(void)
+{
+    char graph[512];
+    tu_tmpfile(".txt", graph, sizeof graph);
+    write_file(graph, "graph as\ninput %x: f32[4, 8]\ninput %y: f32[4, 8]\n"
+                      "%s: i64[4, 8] = aten.argsort.default(%x, 1)\n%i: i64[4, 8] = aten.add.Tensor(%s, 1)\n"
+                      "%g: f32[4, 8] = aten.gather.default(%y, 1, %i)\noutput %g\n");
+    expect_spyref("run %s%s", graph, "", 2,
+                  ":6: aten.gather.default: the index %i is computed from the inputs through "
+                  "aten.argsort.default (graph line 4), which the host cannot run to check it");
+    expect_spyref("run %s --no-values%s", graph, "", 0, "fallback_ops=0 ");
+    remove(graph);
 }
 
 /* A parameter only gathers read is uploaded as x mod rows (ISA_TF_WRAP):
@@ -973,6 +994,37 @@ static void test_a_wrapped_row_position_out_of_bounds_exits_2_naming_it(void)
     idx[3] = -1;
     CU_ASSERT_EQUAL_FATAL(rt_st_write(path, e, 2, err, sizeof err), 0);
     expect_spyref("run %s/graph.txt --check%s", dir, "", 0, " ok\n");
+    tu_rmtree(dir);
+}
+
+/* An integer weight's range (the exporter writes its values' own):
+ * FT-Transformer's category offsets added to the input categories index
+ * the embedding on the device (fallback_ops=0, checked against the
+ * reference); a weights file whose offsets leave it exits 2 naming them. */
+static void test_a_parameter_range_lets_integer_weights_compute_on_the_device(void)
+{
+    char dir[512], path[600], err[512];
+    tu_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/graph.txt", dir);
+    const char *graph = "graph ft\nweights \"w.safetensors\"\ninput %x: i64[4, 3] range=[0, 2]\n"
+                        "param %emb: f32[9, 2] = \"emb\"\nparam %off: i64[3] = \"off\" range=[0, 6]\n"
+                        "%u: i64[1, 3] = aten.unsqueeze.default(%off, 0)\n"
+                        "%i: i64[4, 3] = aten.add.Tensor(%x, %u)\n"
+                        "%e: f32[4, 3, 2] = aten.embedding.default(%emb, %i)\noutput %e\n";
+    tu_write_file(path, graph, strlen(graph));
+    float emb[18];
+    for (int k = 0; k < 18; k++)
+        emb[k] = (float)k;
+    int64_t off[3] = {0, 3, 6};
+    rt_st_entry e[2] = {{.name = "emb", .dtype = RT_ST_F32, .rank = 2, .shape = {9, 2}, .data = emb},
+                        {.name = "off", .dtype = RT_ST_I64, .rank = 1, .shape = {3}, .data = off}};
+    snprintf(path, sizeof path, "%s/w.safetensors", dir);
+    CU_ASSERT_EQUAL_FATAL(rt_st_write(path, e, 2, err, sizeof err), 0);
+    expect_spyref("run %s/graph.txt --check%s", dir, "", 0, "fallback_ops=0");
+    expect_spyref("run %s/graph.txt --check%s", dir, "", 0, " ok\n");
+    off[2] = 7;
+    CU_ASSERT_EQUAL_FATAL(rt_st_write(path, e, 2, err, sizeof err), 0);
+    expect_spyref("run %s/graph.txt%s", dir, "", 2, ":5: parameter %off: the value 7 at element 2 is outside its range=[0, 6]");
     tu_rmtree(dir);
 }
 
@@ -1595,6 +1647,8 @@ int main(void)
          test_run_and_ref_check_shape_and_dtype_of_every_tensor_they_load},
         {"an input outside its declared range exits 2 naming it",
          test_an_input_outside_its_declared_range_exits_2_naming_it},
+        {"a parameter range lets integer weights compute on the device",
+         test_a_parameter_range_lets_integer_weights_compute_on_the_device},
         {"an index input past its dim exits 2 naming it", test_an_index_input_past_its_dim_exits_2_naming_it},
         {"an index.Tensor input past its dim exits 2 naming it",
          test_an_index_tensor_input_past_its_dim_exits_2_naming_it},
@@ -1604,6 +1658,7 @@ int main(void)
         {"a bincount value past its exported length exits 2",
          test_a_bincount_value_past_its_exported_length_exits_2},
         {"a computed index out of bounds refuses the launch", test_a_computed_index_out_of_bounds_refuses_the_launch},
+        {"an index the host cannot compute refuses the launch", test_an_index_the_host_cannot_compute_refuses_the_launch},
         {"a wrapped row position out of bounds exits 2 naming it",
          test_a_wrapped_row_position_out_of_bounds_exits_2_naming_it},
         {"corrupt_expected_outputs_exit_2_in_run_and_ref", test_corrupt_expected_outputs_exit_2_in_run_and_ref},

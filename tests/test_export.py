@@ -136,6 +136,14 @@ def parse_type(ln):
     return ("tensor", DTYPES[dtype], tuple(shape))
 
 
+def skip_range(ln):
+    """An integer input's or param's ` range=[LO, HI]`, not kept."""
+    if ln.peek()[1] == "range":
+        ln.take()
+        ln.take(text="=")
+        parse_value(ln)
+
+
 def parse_value(ln):
     """An argument: ("value", name), ("int", i), ("float", f), ("bool", b),
     ("none", None), ("str", s), ("dtype", torch dtype), ("list", [...])."""
@@ -215,6 +223,7 @@ def read_graph(text):
             name = ln.take("value")[1:]
             ln.take(text=":")
             define(name, parse_type(ln))
+            skip_range(ln)
             g["inputs"].append(name)
         elif head == "param":
             ln.take()
@@ -223,6 +232,7 @@ def read_graph(text):
             define(name, parse_type(ln))
             ln.take(text="=")
             g["params"].append((name, parse_value(ln)[1]))
+            skip_range(ln)
         elif head == "output":
             ln.take()
             if g["outputs"] is not None:
@@ -928,6 +938,150 @@ def from_the_end():
     return FromTheEnd(), (torch.tensor([[1, 2, 3]]),)
 """
 
+NOT_SEQ2SEQS = """
+import torch
+
+
+class SourceMean(torch.nn.Module):
+    # the decoder sees the mean of the source's embeddings, over all of it
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(32, 16)
+        self.head = torch.nn.Linear(16, 32)
+
+    def forward(self, src, tgt):
+        return self.head(self.emb(tgt) + self.emb(src).mean(1, keepdim=True))
+
+
+class BidirectionalDecoder(SourceMean):
+    # every decoder position sees the mean of the whole decoder sequence: not causal
+    def forward(self, src, tgt):
+        y = self.emb(tgt)
+        return self.head(y + y.mean(1, keepdim=True) + self.emb(src).mean(1, keepdim=True))
+
+
+class IgnoresMask(SourceMean):
+    # takes the source mask but averages over the padding too
+    def forward(self, src, mask, tgt):
+        return super().forward(src, tgt)
+
+
+def bidirectional_decoder():
+    return BidirectionalDecoder(), (torch.tensor([[1, 2, 3]]), torch.tensor([[2]]))
+
+
+def ignores_mask():
+    src = torch.tensor([[1, 2, 3]])
+    return IgnoresMask(), (src, torch.ones_like(src), torch.tensor([[2]]))
+
+
+def no_mask():
+    return SourceMean(), (torch.tensor([[1, 2, 3]]), torch.tensor([[2]]))
+
+
+class IgnoresSource(SourceMean):
+    # nothing computed from the source reaches the logits: no encoder to split off
+    def forward(self, src, tgt):
+        return self.head(self.emb(tgt))
+
+
+def ignores_source():
+    return IgnoresSource(), (torch.tensor([[1, 2, 3]]), torch.tensor([[2]]))
+"""
+
+
+def check_seq2seq_exports(tmp):
+    """--generate CONTEXT of an encoder-decoder (docs/serving.md,
+    "Generating with an encoder-decoder model"): seq2seq_gen.py's module
+    exports into DIR/seq2seq with the source padded to --source-len, its
+    mask 0 there, the decoder ids to CONTEXT and its decoder start token,
+    as committed; a decoder that is not causal, a mask the module ignores
+    and a source to pad without a mask exit 2 with one line."""
+    out = os.path.join(tmp, "seq2seq_gen")
+    r = subprocess.run([sys.executable, EXPORT, os.path.join(MODELS, "seq2seq_gen.py") + ":seq2seq_gen", "-o", out,
+                        "--generate", "32", "--source-len", "16"], capture_output=True, text=True)
+    if check("seq2seq_gen --generate 32 --source-len 16: export exits 0", r.returncode == 0, r.stderr.strip()):
+        step = os.path.join(out, "seq2seq")
+        with open(os.path.join(step, "graph.txt")) as f:
+            text = f.read()
+        check("seq2seq_gen: the source and its mask padded to 16, the decoder ids to the context",
+              re.findall(r"^input .*$", text, re.M) == ["input %input_ids: i64[1, 16]",
+                                                        "input %attention_mask: i64[1, 16]",
+                                                        "input %decoder_input_ids: i64[1, 32]"])
+        inputs = read_safetensors(os.path.join(step, "inputs.safetensors"))
+        check("seq2seq_gen: the example source padded with token 0, its mask 0 there",
+              inputs["input_ids"].tolist()[0][10:] == [0] * 6
+              and inputs["attention_mask"].tolist() == [[1] * 10 + [0] * 6])
+        with open(os.path.join(step, "decoder_start.txt")) as f:
+            check("seq2seq_gen: decoder_start.txt holds config.decoder_start_token_id", f.read() == "2\n")
+        committed = os.path.join(ROOT, "traces", "seq2seq_gen", "seq2seq", "graph.txt")
+        if os.path.exists(committed) and f"torch {torch.__version__}," in text:
+            with open(committed) as f:
+                check("traces/seq2seq_gen/seq2seq: graph.txt identical to a fresh export", f.read() == text,
+                      "run traces/export_all.sh")
+    path = os.path.join(tmp, "not_seq2seqs.py")
+    with open(path, "w") as f:
+        f.write(NOT_SEQ2SEQS)
+    for func, more, why in [
+            ("bidirectional_decoder", [], "the module is not causal: the logits at position 0 change"),
+            ("ignores_mask", ["--source-len", "6"], "the module's logits change when the source of 1 tokens is"),
+            ("no_mask", ["--source-len", "6"], "the module takes no source mask, so its source cannot be padded"),
+            ("ignores_source", ["--encoder-once"], "--encoder-once: no encoder to run once")]:
+        r = subprocess.run([sys.executable, EXPORT, f"{path}:{func}", "-o", os.path.join(tmp, func),
+                            "--generate", "8"] + more, capture_output=True, text=True)
+        check(f"--generate refuses {func} with one line, exit 2",
+              r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and why in r.stderr
+              and not os.path.exists(os.path.join(tmp, func)),
+              f"status {r.returncode}, stderr {r.stderr.strip()!r}")
+    r = subprocess.run([sys.executable, EXPORT, f"{path}:no_mask", "-o", os.path.join(tmp, "no_mask"),
+                        "--generate", "8"], capture_output=True, text=True)
+    check("--generate exports an encoder-decoder without a mask at its example's source length",
+          r.returncode == 0 and not os.path.exists(os.path.join(tmp, "no_mask", "seq2seq", "decoder_start.txt")),
+          r.stderr.strip())
+    check_encoder_once(tmp)
+
+
+def check_encoder_once(tmp):
+    """--encoder-once: seq2seq_gen.py's step cut into DIR/encoder (the
+    source in, what the decoder reads of it out, the encoder's parameters
+    and the cross-attentions' key and value projections) and DIR/decoder
+    (those outputs, then the decoder ids); spyre generate runs the encoder
+    once and its tokens are PyTorch's greedy ones on both chips and split
+    for two cards."""
+    out = os.path.join(tmp, "seq2seq_once")
+    r = subprocess.run([sys.executable, EXPORT, os.path.join(MODELS, "seq2seq_gen.py") + ":seq2seq_gen", "-o", out,
+                        "--generate", "32", "--source-len", "16", "--encoder-once"], capture_output=True, text=True)
+    if not check("seq2seq_gen --encoder-once: export exits 0", r.returncode == 0, r.stderr.strip()):
+        return
+    graphs = {}
+    for step in ("encoder", "decoder"):
+        with open(os.path.join(out, step, "graph.txt")) as f:
+            graphs[step] = f.read()
+    enc_in = re.findall(r"^input %(\w+)", graphs["encoder"], re.M)
+    dec_in = re.findall(r"^input %(\w+)", graphs["decoder"], re.M)
+    n_out = len(re.findall(r"^output (.*)$", graphs["encoder"], re.M)[0].split(","))
+    check("--encoder-once: the encoder takes the source, the decoder its outputs then the decoder ids",
+          enc_in == ["input_ids", "attention_mask"] and dec_in == [f"enc{i}" for i in range(n_out)]
+          + ["decoder_input_ids"], f"{enc_in} {dec_in}")
+    enc_params = re.findall(r'^param .* = "([\w.]+)"', graphs["encoder"], re.M)
+    dec_params = re.findall(r'^param .* = "([\w.]+)"', graphs["decoder"], re.M)
+    check("--encoder-once: each part holds only the parameters it uses",
+          "decoder.0.encoder_attn.k_proj.weight" in enc_params and "lm_head.weight" not in enc_params
+          and not any(k.startswith("encoder.") for k in dec_params)
+          and "decoder.0.encoder_attn.k_proj.weight" not in dec_params, f"{enc_params} {dec_params}")
+    spyre = os.path.join(ROOT, "build", "spyre")
+    if not os.path.exists(spyre):
+        return skip("--encoder-once: spyre generate tokens equal PyTorch's", "no build/spyre")
+    with open(os.path.join(ROOT, "traces", "seq2seq_gen", "expected_tokens.txt")) as f:
+        want = re.search(r"^tokens (.*)$", f.read(), re.M).group(1)
+    for how in (["--config", "spyre"], ["--config", "spyre-4core"], ["--tp", "2"]):
+        r = subprocess.run([spyre, "generate", out, "--source", "165,236,25,234,244,245,94,96,248,179",
+                            "--max-new-tokens", "32"] + how, capture_output=True, text=True)
+        got = re.search(r"^tokens=(.*)$", r.stdout, re.M)
+        check(f"--encoder-once: spyre generate {' '.join(how)}: the encoder runs once, the tokens are PyTorch's",
+              r.returncode == 0 and "encoder: cycles=" in r.stdout and got and got.group(1) == want,
+              r.stderr.strip() or (got and got.group(1)))
+
 
 def check_generate_exports(tmp):
     """--generate CONTEXT (docs/serving.md, "Generating with a plain causal
@@ -1113,6 +1267,7 @@ def main():
         check_recorded_draws(tmp)
         check_state_exports(tmp)
         check_generate_exports(tmp)
+        check_seq2seq_exports(tmp)
         check_recurrent_exports(tmp)
         check_vision_exports(tmp)
         check_fold_exports(tmp)

@@ -326,7 +326,7 @@ static void test_syntax_errors_name_file_line_and_column(void)
 
 /* `range=[LO, HI]` on an integer input: parsed, printed back; refused on
  * another dtype, empty, or past +-2^24. */
-static void test_an_integer_inputs_range_parses_and_prints_back(void)
+static void test_an_integer_inputs_or_params_range_parses_and_prints_back(void)
 {
     const char *text = "graph r\ninput %v: i64[3, 9] range=[-2, 40]\ninput %b: bool[3]\noutput %v\n";
     gr_graph *g = parse_ok(text);
@@ -338,10 +338,21 @@ static void test_an_integer_inputs_range_parses_and_prints_back(void)
     expect_round_trip(p1);
     free(p1);
     gr_graph_free(g);
+    /* an integer parameter's range, after its key (the exporter writes its values' own) */
+    const char *ptext = "graph r\nweights \"w\"\nparam %off: i64[3] = \"off\" range=[0, 10]\noutput %off\n";
+    g = parse_ok(ptext);
+    const gr_value *o = &g->values[g->params[0]];
+    CU_ASSERT(o->ranged && o->lo == 0 && o->hi == 10);
+    p1 = print_to_string(g);
+    CU_ASSERT_STRING_EQUAL(p1, ptext);
+    free(p1);
+    gr_graph_free(g);
+    expect_error("param %w: f32[2] = \"w\" range=[0, 1]\n",
+                 "t.txt:1:24: expected end of line (a range is for an i64 or i32 input or param), found 'range'");
     expect_error("input %x: f32[2] range=[0, 1]\n",
-                 "t.txt:1:18: expected end of line (a range is for an i64 or i32 input), found 'range'");
+                 "t.txt:1:18: expected end of line (a range is for an i64 or i32 input or param), found 'range'");
     expect_error("input %x: bool[2] range=[0, 1]\n",
-                 "t.txt:1:19: expected end of line (a range is for an i64 or i32 input), found 'range'");
+                 "t.txt:1:19: expected end of line (a range is for an i64 or i32 input or param), found 'range'");
     expect_error("input %x: i64[2] range=[0]\n", "t.txt:1:26: expected ',', found ']'");
     expect_error("input %x: i64[2] range=[1, 0]\n", "t.txt:1: range=[1, 0] is empty");
     /* past 2^24 fp32 host copies would round values inside it */
@@ -533,7 +544,8 @@ int main(void)
         {"ops in any order are sorted keeping text order", test_ops_in_any_order_are_sorted_keeping_text_order},
         {"syntax errors name file line and column", test_syntax_errors_name_file_line_and_column},
         {"semantic errors name file and line", test_semantic_errors_name_file_and_line},
-        {"an integer input's range parses and prints back", test_an_integer_inputs_range_parses_and_prints_back},
+        {"an integer input's or param's range parses and prints back",
+         test_an_integer_inputs_or_params_range_parses_and_prints_back},
         {"load reads an export directory", test_load_reads_an_export_directory},
         {"dtype names and parse", test_dtype_names_and_parse},
         {"mutated text never crashes", test_mutated_text_never_crashes},

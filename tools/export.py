@@ -5,7 +5,7 @@ Usage (with the system interpreter, which has Debian's python3-torch):
 
     /usr/bin/python3 tools/export.py FILE.py:FUNC -o DIR [--seed N] [--tracer auto|make_fx|export]
                                      [--graph-only] [--record-draws] [--weights FILE]
-                                     [--int-range NAME=LO:HI ...] [--generate CONTEXT]
+                                     [--int-range NAME=LO:HI ...] [--generate CONTEXT [--source-len N] [--encoder-once]]
 
 FILE.py is imported (its directory first on sys.path) and FUNC() is called.
 It returns (module, inputs) with inputs a tuple of tensors, or
@@ -84,6 +84,18 @@ T <= CONTEXT.  It is refused (one line, exit 2) unless causal: the logits of
 a prefix must not change when the tokens after it do (generate pads the
 context with token 0).  DIR/step gets the export at ids [1, CONTEXT], the
 example padded with token 0; each generated token reruns it (no KV cache).
+With two or three inputs, (source ids [1, S][, source mask [1, S]], decoder
+ids [1, T]), it is an encoder-decoder (docs/serving.md, "Generating with an
+encoder-decoder model"): DIR/seq2seq gets the export with the source padded
+with token 0 (mask 0) to --source-len N (default S; longer only with a mask)
+and the decoder ids to CONTEXT, checked as above over the decoder ids and,
+with a mask, refused unless padding the source changes no logit; and
+decoder_start.txt, the model's decoder start token (options
+{"decoder_start": ID}, else module.config.decoder_start_token_id) if it has
+one.  --encoder-once cuts that step where what is computed from the source
+alone meets the decoder ids: DIR/encoder (the source in, those values out)
+and DIR/decoder (them as enc0, enc1, ..., then the decoder ids), for
+spyre generate to run the encoder once.
 
 --seed N (default 0) seeds torch before FILE.py is imported and before FUNC
 and the module run.  Output is deterministic: the same FILE, FUNC, seed and
@@ -96,6 +108,7 @@ that mutates its inputs or buffers) prints one line and exits with status 2.
 import argparse
 import contextlib
 import copy
+import functools
 import importlib.util
 import inspect
 import json
@@ -104,6 +117,7 @@ import os
 import re
 import struct
 import sys
+import types
 
 import torch
 import torch.fx
@@ -218,8 +232,8 @@ def load_workload(spec, func=None):
         inputs = (inputs,)
     if not isinstance(inputs, (tuple, list)) or not all(isinstance(x, torch.Tensor) for x in inputs):
         raise UserError(f"{spec}: expected FUNC's inputs to be a tuple of tensors")
-    if not isinstance(options, dict) or set(options) - {"eval", "state"}:
-        raise UserError(f"{spec}: expected FUNC's options to be a dict with keys from: eval, state")
+    if not isinstance(options, dict) or set(options) - {"eval", "state", "decoder_start"}:
+        raise UserError(f"{spec}: expected FUNC's options to be a dict with keys from: eval, state, decoder_start")
     if not isinstance(options.get("state", {}), dict) or not all(
             isinstance(k, str) and isinstance(v, int) for k, v in options.get("state", {}).items()):
         raise UserError(f"{spec}: expected FUNC's state option to map input names to output indices")
@@ -691,8 +705,11 @@ def graph_text(name, comment, gm, roles, in_names, types, state=None, weights="w
         if names[node] in ranges:
             key += " range=[%d, %d]" % ranges[names[node]]
         lines.append(f"{kind} %{names[node]}: {format_type(types[node], names[node])}{key}")
-    for node, key, _ in params:
-        lines.append(f"param %{names[node]}: {format_type(types[node], names[node])} = {quote(key)}")
+    for node, key, t in params:
+        # an integer weight's own values bound what the compiler may compute from it
+        rng = " range=[%d, %d]" % (t.min(), t.max()) if isinstance(t, torch.Tensor) and t.dtype in (
+            torch.int64, torch.int32) and t.numel() and -RANGE_MAX <= t.min() and t.max() <= RANGE_MAX else ""
+        lines.append(f"param %{names[node]}: {format_type(types[node], names[node])} = {quote(key)}{rng}")
     for node in ops:
         where = f"%{names[node]} = {node.target}"
         args = [format_arg(a, names, where) for a in node.args]
@@ -969,11 +986,11 @@ def export(spec, out_dir, seed, tracer, graph_only=False, func=None, draws=False
                       [(f"output{i}", o) for i, o in enumerate(shown)])
 
 
-def causal_logits(spec, model, ids):
-    """The module's logits for ids [1, T], checked to be [1, T, VOCAB]."""
+def causal_logits(spec, run, ids):
+    """run(ids)'s logits for ids [1, T], checked to be [1, T, VOCAB]."""
     try:
         with torch.no_grad():
-            logits = model(ids)
+            logits = run(ids)
     except Exception as e:
         raise UserError(f"{spec}: --generate: the module raised {describe(e)}")
     if not isinstance(logits, torch.Tensor) or not logits.is_floating_point() or logits.dim() != 3 \
@@ -984,51 +1001,225 @@ def causal_logits(spec, model, ids):
     return logits
 
 
-def check_causal(spec, model, context):
+def split_points(n):
+    return sorted({1, n // 2, n - 1} - {0})
+
+
+def check_causal(spec, run, context):
     """Refuse a module whose logits at a position depend on the tokens
     after it: spyre generate pads the context with token 0 after the tokens
     so far and reads the last one's logits, so they must also not depend on
     the length.  Random tokens against the same ones with their tail set to
-    0, and against the unpadded head, at three split points."""
-    vocab = causal_logits(spec, model, torch.zeros(1, context, dtype=torch.int64)).shape[2]
+    0, and against the unpadded head, at three split points.  run(ids): the
+    logits of the (decoder) ids.  The vocabulary."""
+    vocab = causal_logits(spec, run, torch.zeros(1, context, dtype=torch.int64)).shape[2]
     full = torch.randint(0, vocab, (1, context), generator=torch.Generator().manual_seed(0))
-    ref = causal_logits(spec, model, full)
+    ref = causal_logits(spec, run, full)
     tol = 1e-4 * max(1.0, float(ref.abs().max()))
-    for k in sorted({1, context // 2, context - 1} - {0}):
+    for k in split_points(context):
         padded = full.clone()
         padded[:, k:] = 0
-        head = causal_logits(spec, model, padded)[0, :k]
+        head = causal_logits(spec, run, padded)[0, :k]
         diff = (head - ref[0, :k]).abs().amax(dim=1)
         if bool((diff > tol).any()):
             raise UserError(f"{spec}: --generate: the module is not causal: the logits at position "
                             f"{int((diff > tol).nonzero()[0])} change when the tokens from position {k} on do "
                             f"(spyre generate pads the context with token 0 after the tokens so far)")
-        diff = (head - causal_logits(spec, model, full[:, :k])[0]).abs().amax(dim=1)
+        diff = (head - causal_logits(spec, run, full[:, :k])[0]).abs().amax(dim=1)
         if bool((diff > tol).any()):
             raise UserError(f"{spec}: --generate: the module's logits depend on the sequence length: at position "
                             f"{int((diff > tol).nonzero()[0])} they differ between {k} tokens and {context} tokens "
                             f"padded with token 0 (spyre generate always runs {context})")
+    return vocab
 
 
-def export_generate(spec, out_dir, seed, tracer, context, graph_only=False, **more):
+def check_source_padding(spec, model, source_len, mask_dtype, vocab, context):
+    """Refuse an encoder-decoder whose logits change when the source is
+    padded: spyre generate pads the source with token 0 to source_len, its
+    mask 0 there.  Random source tokens cut at three points, padded and
+    masked against unpadded, on random decoder ids."""
+    gen = torch.Generator().manual_seed(1)
+    src = torch.randint(0, vocab, (1, source_len), generator=gen)
+    tgt = torch.randint(0, vocab, (1, context), generator=gen)
+    for k in split_points(source_len):
+        padded, mask = torch.zeros_like(src), torch.zeros(1, source_len, dtype=mask_dtype)
+        padded[:, :k], mask[:, :k] = src[:, :k], 1
+        got = causal_logits(spec, lambda t: model(padded, mask, t), tgt)
+        ref = causal_logits(spec, lambda t: model(src[:, :k], torch.ones(1, k, dtype=mask_dtype), t), tgt)
+        tol = 1e-4 * max(1.0, float(ref.abs().max()))
+        if bool(((got - ref).abs() > tol).any()):
+            raise UserError(f"{spec}: --generate: the module's logits change when the source of {k} tokens is "
+                            f"padded to {source_len} with its mask 0 after them (spyre generate pads the source; "
+                            f"does the module apply its mask input?)")
+
+
+def padded_to(x, n):
+    """x [1, m], m <= n, padded with 0 to [1, n]."""
+    out = torch.zeros(1, n, dtype=x.dtype)
+    out[:, :x.shape[1]] = x
+    return out
+
+
+def is_ids(x, most):
+    return x.dtype == torch.int64 and x.dim() == 2 and x.shape[0] == 1 and 1 <= x.shape[1] <= most
+
+
+def decoder_start(spec, model, options):
+    """The decoder start token the model declares (options' decoder_start,
+    else its config.decoder_start_token_id, as Hugging Face's models), or
+    None."""
+    start = options.get("decoder_start", getattr(getattr(model, "config", None), "decoder_start_token_id", None))
+    if start is not None and (not isinstance(start, int) or start < 0):
+        raise UserError(f"{spec}: --generate: the decoder start token must be an id >= 0, got {start!r}")
+    return start
+
+
+def subgraph(gm, state, inputs, outputs):
+    """The part of gm's graph that computes outputs (nodes of gm, or a
+    structure of them: the output's) from the state placeholders it uses
+    (of state) and inputs (nodes of gm, its placeholders in that order), as
+    a GraphModule; and the positions in state of those it uses."""
+    g, env, need, stack = torch.fx.Graph(), {}, set(), []
+    torch.fx.node.map_arg(outputs, stack.append)
+    while stack:
+        n = stack.pop()
+        if n not in need and n not in inputs:
+            need.add(n)
+            stack += n.all_input_nodes
+    used = [i for i, n in enumerate(state) if n in need]
+    for n in [state[i] for i in used] + inputs:
+        env[n] = g.placeholder(n.name)
+        need.discard(n)
+    for n in gm.graph.nodes:
+        if n in need:
+            if n.op == "placeholder":
+                raise RuntimeError(f"the split needs {n.name}, which is not one of its inputs")
+            env[n] = g.node_copy(n, lambda a: env[a])
+    g.output(torch.fx.node.map_arg(outputs, lambda n: env[n]))
+    return torch.fx.GraphModule(gm, g), used
+
+
+def part_module(model, keys, part, names):
+    """model, its forward replaced by part's graph (subgraph's: of the
+    parameters and buffers of keys it uses, then inputs named names): a
+    module export() traces as it does model."""
+    gm, used = part
+    keys = [keys[i] for i in used]
+    holder = torch.nn.Module()  # model's tensors that part uses, under their names
+    for k in keys:
+        *path, leaf = k.split(".")
+        m = holder
+        for name in path:
+            if name not in m._modules:
+                m.add_module(name, torch.nn.Module())
+            m = m._modules[name]
+        t = functools.reduce(getattr, k.split("."), model)
+        if isinstance(t, torch.nn.Parameter):
+            m.register_parameter(leaf, t)
+        else:
+            m.register_buffer(leaf, t)
+
+    def forward(self, *args):
+        return gm(*[functools.reduce(getattr, k.split("."), self) for k in keys], *args)
+    forward.__signature__ = inspect.Signature(
+        [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in ["self"] + names])
+    holder.forward = types.MethodType(forward, holder)
+    return holder
+
+
+def split_encoder(spec, model, padded):
+    """The step model(*padded) cut where what is computed from the source
+    alone meets the decoder ids: (encoder, its inputs, decoder, its
+    inputs), the encoder's outputs the decoder's first inputs (enc0, ...),
+    then the decoder ids; checked to compose to the model's logits."""
+    gm, roles = trace_make_fx(model, padded)
+    keys = [r[1] for r in roles if r[0] == "param"]
+    phs = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    state, srcs, tgt = phs[:len(keys)], phs[len(keys):-1], phs[-1]
+    seen = {}  # node -> which inputs it is computed from: "s" the source's, "t" the decoder ids
+    for n in gm.graph.nodes:
+        seen[n] = {"t"} if n is tgt else {"s"} if n in srcs else set().union(*(seen[a] for a in n.all_input_nodes))
+    out = [n for n in gm.graph.nodes if n.op == "output"][0]
+    cut = [n for n in gm.graph.nodes if n.op != "placeholder" and seen[n] == {"s"} and
+           any(u is out or "t" in seen[u] for u in n.users)]
+    if not cut:
+        raise UserError(f"{spec}: --encoder-once: no encoder to run once: nothing computed from the source "
+                        f"alone reaches the decoder")
+    names = input_names(model, len(padded))
+    encoder = part_module(model, keys, subgraph(gm, state, srcs, tuple(cut)), names[:-1])
+    with torch.no_grad():
+        memory = tuple(t.detach() for t in encoder(*padded[:-1]))
+    logits = out.args[0][0] if isinstance(out.args[0], (list, tuple)) and len(out.args[0]) == 1 else out.args[0]
+    decoder = part_module(model, keys, subgraph(gm, state, cut + [tgt], logits),
+                          [f"enc{i}" for i in range(len(cut))] + names[-1:])
+    with torch.no_grad():
+        got, want = decoder(*memory, padded[-1]), model(*padded)
+    if not torch.allclose(got, want, rtol=1e-4, atol=1e-5):
+        raise RuntimeError("the encoder and decoder split does not reproduce the module's logits")
+    return encoder, padded[:-1], decoder, memory + (padded[-1],)
+
+
+def export_seq2seq(spec, out_dir, seed, tracer, context, source_len, graph_only, model, inputs, options,
+                   encoder_once=False, **more):
+    """--generate CONTEXT of an encoder-decoder (forward(source ids [1, S][,
+    source mask [1, S]], decoder ids [1, T]) -> logits [1, T, VOCAB]):
+    out_dir/seq2seq gets the export with the source padded to source_len
+    (default S; longer only with a mask) and the decoder ids to CONTEXT, and
+    decoder_start.txt when the model declares its start token; with
+    encoder_once, out_dir/encoder and out_dir/decoder (split_encoder)."""
+    src, tgt, mask = inputs[0], inputs[-1], inputs[1] if len(inputs) == 3 else None
+    source_len = source_len or src.shape[1]
+    if not is_ids(src, source_len) or not is_ids(tgt, context) or \
+            mask is not None and tuple(mask.shape) != tuple(src.shape):
+        raise UserError(f"{spec}: --generate {context}: an encoder-decoder's inputs must be the source ids, int64 "
+                        f"[1, S] with S <= --source-len, optionally its mask [1, S], then the decoder ids, int64 "
+                        f"[1, T] with T <= {context}; got {[f'{x.dtype} {tuple(x.shape)}' for x in inputs]}")
+    if mask is None and src.shape[1] != source_len:
+        raise UserError(f"{spec}: --source-len {source_len}: the module takes no source mask, so its source "
+                        f"cannot be padded: export it at its example's length, {src.shape[1]}")
+    start = decoder_start(spec, model, options)
+    padded = (padded_to(src, source_len),) + ((padded_to(mask, source_len),) if mask is not None else ())
+    padded += (padded_to(tgt, context),)
+    if not graph_only:
+        vocab = check_causal(spec, lambda t: model(*padded[:-1], t), context)
+        if mask is not None:
+            check_source_padding(spec, model, source_len, mask.dtype, vocab, context)
+    step = os.path.join(out_dir, "decoder" if encoder_once else "seq2seq")
+    if encoder_once:
+        encoder, enc_in, decoder, dec_in = split_encoder(spec, model, padded)
+        export(spec, os.path.join(out_dir, "encoder"), seed, tracer, graph_only,
+               func=lambda: (encoder, enc_in, options), **more)
+        export(spec, step, seed, tracer, graph_only, func=lambda: (decoder, dec_in, options), **more)
+    else:
+        export(spec, step, seed, tracer, graph_only, func=lambda: (model, padded, options), **more)
+    if start is not None:
+        with open(os.path.join(step, "decoder_start.txt"), "w") as f:
+            f.write(f"{start}\n")
+
+
+def export_generate(spec, out_dir, seed, tracer, context, source_len=None, graph_only=False, encoder_once=False,
+                    **more):
     """--generate CONTEXT: FUNC's causal LM (forward(ids [1, T]) -> logits
     [1, T, VOCAB]) exported into out_dir/step with ids [1, CONTEXT]: the
-    example ids padded with token 0 (docs/serving.md); more: export's
-    options."""
+    example ids padded with token 0 (docs/serving.md); or, with two or three
+    inputs, an encoder-decoder (export_seq2seq); more: export's options."""
     torch.manual_seed(seed)
     model, inputs, options = load_workload(spec)
     if options.get("state"):
         raise UserError(f"{spec}: --generate takes a module without state (the step rereads the whole context); "
                         f"the state option is for the prefill and decode steps")
-    ids = inputs[0] if len(inputs) == 1 else None
-    if ids is None or ids.dtype != torch.int64 or ids.dim() != 2 or ids.shape[0] != 1 \
-            or not 1 <= ids.shape[1] <= context:
-        raise UserError(f"{spec}: --generate {context}: FUNC's inputs must be one int64 tensor of ids [1, T] with "
-                        f"T <= {context}; got {[f'{x.dtype} {tuple(x.shape)}' for x in inputs]}")
     if options.get("eval", True):
         model.eval()
-    padded = torch.zeros(1, context, dtype=torch.int64)
-    padded[:, :ids.shape[1]] = ids
+    if len(inputs) in (2, 3):
+        return export_seq2seq(spec, out_dir, seed, tracer, context, source_len, graph_only, model, inputs, options,
+                              encoder_once, **more)
+    if source_len is not None or encoder_once:
+        raise UserError(f"{spec}: --source-len and --encoder-once are for an encoder-decoder (inputs: source ids[, "
+                        f"mask], decoder ids)")
+    if len(inputs) != 1 or not is_ids(inputs[0], context):
+        raise UserError(f"{spec}: --generate {context}: FUNC's inputs must be one int64 tensor of ids [1, T] with "
+                        f"T <= {context}; got {[f'{x.dtype} {tuple(x.shape)}' for x in inputs]}")
+    padded = padded_to(inputs[0], context)
     if not graph_only:  # timing only computes no token: any module will do
         check_causal(spec, model, context)
     export(spec, os.path.join(out_dir, "step"), seed, tracer, graph_only, func=lambda: (model, (padded,), options),
@@ -1064,15 +1255,27 @@ def main():
                         help="export a causal language model (forward(ids [1, T]) -> logits [1, T, VOCAB], FUNC's "
                         "inputs (ids,)) for spyre generate DIR: one step over CONTEXT tokens, written to DIR/step, "
                         "each new token rerunning it (no KV cache); refused (exit 2) unless the logits of a "
-                        "prefix are unchanged by the tokens after it (docs/serving.md)")
+                        "prefix are unchanged by the tokens after it (docs/serving.md); with two or three inputs "
+                        "(source ids[, source mask], decoder ids) an encoder-decoder, written to DIR/seq2seq")
+    parser.add_argument("--source-len", type=int, metavar="N",
+                        help="with --generate of an encoder-decoder: the source's fixed length, the example's "
+                        "padded with token 0 and mask 0 (default: the example's length; longer needs a mask input)")
+    parser.add_argument("--encoder-once", action="store_true",
+                        help="with --generate of an encoder-decoder: split the step where what is computed from the "
+                        "source alone meets the decoder ids, into DIR/encoder (run once per source) and DIR/decoder "
+                        "(the encoder's outputs and the decoder ids), instead of DIR/seq2seq")
     args = parser.parse_args()  # usage errors exit with status 2
     if args.generate is not None and args.generate < 1:
         parser.error(f"--generate {args.generate}: the context must be at least 1 token")
+    if args.source_len is not None and (args.generate is None or args.source_len < 1):
+        parser.error(f"--source-len {args.source_len}: needs --generate, and at least 1 token")
+    if args.encoder_once and args.generate is None:
+        parser.error("--encoder-once needs --generate")
     try:
         more = dict(draws=args.record_draws, weights=args.weights, int_ranges=parse_ranges(args.int_range))
         if args.generate is not None:
-            export_generate(args.workload, args.out_dir, args.seed, args.tracer, args.generate, args.graph_only,
-                            **more)
+            export_generate(args.workload, args.out_dir, args.seed, args.tracer, args.generate, args.source_len,
+                            args.graph_only, args.encoder_once, **more)
         else:
             export(args.workload, args.out_dir, args.seed, args.tracer, args.graph_only, **more)
     except UserError as e:

@@ -44,6 +44,15 @@ echo "traces/nanogpt_gen"
 "$python" "$root/tools/export.py" "$here/models/nanogpt_gen.py:nanogpt_gen" -o "$here/nanogpt_gen" --generate 48
 "$python" "$here/models/nanogpt_gen.py" tokens "$here/nanogpt_gen/expected_tokens.txt"
 
+# An encoder-decoder as users write it (seq2seq_gen.py, BART style), exported
+# for generation from a source (--generate with its three inputs: one step
+# over the source, padded to 16, and the whole decoder context), and
+# PyTorch's own greedy generation of it.
+echo "traces/seq2seq_gen"
+"$python" "$root/tools/export.py" "$here/models/seq2seq_gen.py:seq2seq_gen" -o "$here/seq2seq_gen" --generate 32 \
+    --source-len 16
+"$python" "$here/models/seq2seq_gen.py" tokens "$here/seq2seq_gen/expected_tokens.txt"
+
 # A whole tiny Llama-style model's serving step graphs (llama_serve.py,
 # graph only) at a grid of shapes, for tests/test_serve.c.
 echo "traces/serve_tiny"

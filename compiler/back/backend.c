@@ -153,6 +153,25 @@ static int dev_f32(ir_prog *p, int b)
     return from_host && B->type.dtype == GR_F32 && B->output && !device_reads(p, b);
 }
 
+/* A scratch buffer [.., n, 1] that a pointwise kernel writes and only
+ * device kernels read (einsum's operands, permuted to a trailing dim of
+ * one; a reduction's row values [.., 1] keep theirs) takes the type
+ * [.., n]: the same elements at the same flat indices, sticked on n, not a
+ * stick of one element per element. */
+static void drop_unit_tail(ir_prog *p, const be_ctx *c)
+{
+    for (int b = 0; b < p->nbufs; b++) {
+        ir_buf *B = &p->bufs[b];
+        if (B->kind != IR_BUF_COMPUTED || B->output || !c->lay[b].dram || B->type.rank < 2 ||
+            B->type.shape[B->type.rank - 1] != 1 || B->node < 0 || p->nodes[B->node].kind != IR_POINTWISE ||
+            read_by(p, b, 1))
+            continue;
+        while (B->type.rank > 1 && B->type.shape[B->type.rank - 1] == 1)
+            B->type.rank--;
+        c->lay[b].stick_dim = B->type.rank - 1;
+    }
+}
+
 /* A scratch buffer [.., h, d] that a matmul kernel writes and whose only
  * readers are matmuls of at least a PT pass of rows whose A walk runs
  * over d past its end into h (attention's output read by the output
@@ -493,6 +512,7 @@ int be_layout_pass(ir_prog *p, const chip_config *cfg)
         L->stick_dim = B->type.rank ? B->type.rank - 1 : 0;
         L->f32 = L->dram && dev_f32(p, b);
     }
+    drop_unit_tail(p, c);
     merge_wrapped(p, c);
     /* Matmul operands: B wants its stick on the dim n walks, A on the dim
      * k walks.  A parameter used only as B takes the dim B asks for. */

@@ -2094,9 +2094,33 @@ static int rk_staged_out(const rk_plan *k)
     return staged;
 }
 
+/* The rows a core's part must be a multiple of for its staged results'
+ * sticks to be whole: a stick's lanes, or the whole run of the stick dim
+ * when that is not a multiple of them (24 columns: a stick of 24). */
+static int64_t rk_stage_rows(const be_ctx *c, const rk_plan *k)
+{
+    int64_t unit = 1;
+    for (int j = 0; j < k->nn; j++) {
+        if (!k->nodes[j].dram || !k->nodes[j].staged)
+            continue;
+        const int buf = c->p->nodes[k->nodes[j].node].out;
+        const ir_buf *B = &c->p->bufs[buf];
+        const int64_t len = B->type.rank ? B->type.shape[c->lay[buf].stick_dim] : 1;
+        const int64_t g = len % c->t.lanes16 ? len : c->t.lanes16;
+        int64_t a = unit, b = g;
+        while (b) {
+            const int64_t t = a % b;
+            a = b;
+            b = t;
+        }
+        unit = unit / a * g;
+    }
+    return unit;
+}
+
 static int rk_split_ok(const be_ctx *c, const rk_plan *k, int cores)
 {
-    return !rk_staged_out(k) || cores <= 1 || k->rows % ((int64_t)cores * c->t.lanes16) == 0;
+    return !rk_staged_out(k) || cores <= 1 || k->rows % ((int64_t)cores * rk_stage_rows(c, k)) == 0;
 }
 
 /* The cost model's cycles for row kernel pos on `cores` cores (-1: error). */
@@ -2455,7 +2479,7 @@ static int rows_plan(be_ctx *c, int pos, rk_plan *k)
     }
     if (!rc && !w->cores) {
         w->cores = rows_cores(c, k);
-        while (staged && w->cores > 1 && k->rows % ((int64_t)w->cores * c->t.lanes16))
+        while (staged && w->cores > 1 && !rk_split_ok(c, k, w->cores))
             w->cores--;
     }
     int64_t R = 0, rt = 0, stage = 0;

@@ -154,7 +154,8 @@ int dc_r_count_nonzero(dctx *c, const gr_node *n, int *out)
 
 /* sort along the last dim by rank counting: rank_i = #{j: x_j before x_i,
  * or equal with j < i} (stable); out[r] = sum_i where(rank_i == r, x_i, 0),
- * its index alike (rows over 32: amin_i where(rank_i == r, i, n)).  Only
+ * its index alike (rows over 32: amin_i where(rank_i == r, i, n)); an
+ * integer x's values amax_i where(rank_i == r, x_i, min x).  Only
  * the k ranks from r0 are produced (topk; median and kthvalue: one). */
 static void sort_last(dctx *c, int x, int64_t r0, int64_t k, int desc, int *vals, int *idx)
 {
@@ -172,7 +173,12 @@ static void sort_last(dctx *c, int x, int64_t r0, int64_t k, int desc, int *vals
         rank = dc_bins(c, "aten.sub.Tensor", rank, (double)r0);
     int rk = dc_unsqueeze(c, rank, r - 1);                                               /* (.., 1, n) */
     int hit = dc_cmpv(c, "aten.eq.Tensor", rk, iota(c, k, r + 1, last));                /* (.., k, n) */
-    *vals = dc_red(c, "aten.sum.dim_IntList", dc_where_s(c, hit, xj, 0, 0), 1, &rd, 0);
+    if (dc_is_float(t.dtype))
+        *vals = dc_red(c, "aten.sum.dim_IntList", dc_where_s(c, hit, xj, 0, 0), 1, &rd, 0);
+    else /* the one hit's value is the greatest against the row's least: bounded by x's own
+          * values, where intexact.c bounds a sum by len times them (Reformer's bucket keys) */
+        *vals = dc_red(c, "aten.amax.default",
+                       dc_where(c, hit, xj, dc_red(c, "aten.amin.default", xj, 1, &rd, 1)), 1, &rd, 0);
     /* one i hits each rank: a sum of where(hit, i, 0) joins the values'
      * reduction, but intexact.c bounds it by len (len - 1); past DL16's
      * exact integers the amin of where(hit, i, len), bounded by len */
@@ -950,11 +956,86 @@ static int index_put_int(dctx *c, int x, int d, int ix, int val, int acc)
     return dc_where(c, any, got, x);
 }
 
+/* Rows of float x (n, ..) put at the positions ix holds (any shape, m
+ * entries), from val broadcast to (ix's shape, x's rest): their sum added
+ * (accumulate), else the last entry of a position winning as a serial
+ * write: the one-hot (n, m) of the entries (the winners) times the values
+ * (m, rest), one product on the PT units, where a where-and-sum over m,
+ * (n, m, rest) at once, misses LX. */
+static int put_rows_by_product(dctx *c, int x, int ix, int val, int acc)
+{
+    gr_ttype t = dc_T(c, x), ti = dc_T(c, ix), tv = dc_T(c, val);
+    int64_t n = t.shape[0], m = dc_numel(&ti), rest = dc_numel(&t) / (n ? n : 1), fs[GR_MAX_RANK], ones[GR_MAX_RANK];
+    int fr = 0;
+    for (int i = 0; i < ti.rank && fr < GR_MAX_RANK; i++)
+        fs[fr++] = ti.shape[i];
+    for (int i = 1; i < t.rank && fr < GR_MAX_RANK; i++)
+        fs[fr++] = t.shape[i];
+    if (!n || !m || fr != ti.rank + t.rank - 1 || tv.rank > fr)
+        return -1;
+    for (int i = 0; i < fr; i++)
+        ones[i] = i < fr - tv.rank ? 1 : tv.shape[i - (fr - tv.rank)];
+    int64_t v2[2] = {m, rest}, i2[2] = {1, m}, x2[2] = {n, rest}, l2[2] = {n, 1}, d1 = 1;
+    int v = dc_reshape(c, dc_expand(c, dc_reshape(c, dc_cast(c, val, t.dtype), fr, ones), fr, fs), 2, v2);
+    int hit = dc_cmpv(c, "aten.eq.Tensor", iota(c, n, 2, 0), dc_reshape(c, ix, 2, i2)); /* (n, m) */
+    if (acc) {
+        int sum = dc_matmul(c, "aten.mm.default", dc_cast(c, hit, t.dtype), v);
+        return dc_reshape(c, dc_bin(c, "aten.add.Tensor", dc_reshape(c, x, 2, x2), sum), t.rank, t.shape);
+    }
+    int last = dc_red(c, "aten.amax.default", dc_where_s(c, hit, iota(c, m, 2, 1), -1, 0), 1, &d1, 1); /* (n, 1) */
+    int pick = dc_cast(c, dc_cmpv(c, "aten.eq.Tensor", iota(c, m, 2, 1), last), t.dtype);
+    int got = dc_matmul(c, "aten.mm.default", pick, v);
+    int any = dc_cmps(c, "aten.ge.Scalar", dc_reshape(c, last, 2, l2), 0);
+    return dc_reshape(c, dc_where(c, any, got, dc_reshape(c, x, 2, x2)), t.rank, t.shape);
+}
+
+/* index_put with several integer index tensors on adjacent dims
+ * (Informer's context[arange(B)[:, None, None], arange(H)[None, :, None],
+ * top, :] = ...): those dims merged into one, indexed by the combined
+ * offsets (row-major), as index_put_int; -1 if it cannot. */
+static int several_put(dctx *c, const gr_node *n, int x, int val, int acc)
+{
+    const gr_arg *l = gr_node_arg(n, 1, "indices");
+    gr_ttype t = dc_T(c, x), tb = {.rank = 0};
+    int64_t merged[GR_MAX_RANK], sizes[GR_MAX_RANK], span = 1;
+    int k = 0, first = -1, ix[GR_MAX_RANK], mr = 0;
+    for (int i = 0; i < l->nitems && i < t.rank; i++) {
+        if (l->items[i].kind != GR_ARG_VALUE)
+            continue;
+        ix[k] = c->vmap[l->items[i].value];
+        gr_ttype ti = dc_T(c, ix[k]), prev = tb;
+        if (ti.dtype == GR_BOOL || dc_is_float(ti.dtype))
+            dc_fail(c, "index %d of several is not an integer tensor", i);
+        if ((first >= 0 && i != first + k) || ir_broadcast(&prev, &ti, &tb))
+            dc_fail(c, "index tensors apart (a None between them) or not broadcasting together stay on the host");
+        first = first < 0 ? i : first;
+        sizes[k++] = t.shape[i];
+        span *= t.shape[i];
+    }
+    if (l->nitems > t.rank || span - 1 > IR_INT_EXACT)
+        dc_fail(c, "the indexed dims' combined offsets reach %lld, beyond DL16's exact integers (%d)",
+                (long long)(span - 1), IR_INT_EXACT);
+    for (int i = 0; i < t.rank; i++)
+        if (i < first || i >= first + k)
+            merged[mr++] = t.shape[i];
+        else if (i == first)
+            merged[mr++] = span;
+    int off = combined_offsets(c, ix, sizes, k, span);
+    int r = first || !dc_is_float(t.dtype) ? index_put_int(c, dc_reshape(c, x, mr, merged), first, off, val, acc)
+                                           : put_rows_by_product(c, dc_reshape(c, x, mr, merged), off, val, acc);
+    return r < 0 ? -1 : dc_reshape(c, r, t.rank, t.shape);
+}
+
 int dc_r_index_put(dctx *c, const gr_node *n, int *out)
 {
     int x = dc_val(c, n, 0, "self"), val = dc_val(c, n, 2, "values");
     int acc = (int)dc_num(c, n, 3, "accumulate", 0);
     int d, ix = one_index(c, n, &d);
+    if (ix < 0 && d >= 0 && d < dc_T(c, x).rank) {
+        int r = several_put(c, n, x, val, acc);
+        out[0] = r;
+        return r >= 0;
+    }
     if (ix < 0 || d >= dc_T(c, x).rank || dc_is_float(dc_T(c, ix).dtype))
         return 0;
     int r = dc_T(c, ix).dtype == GR_BOOL ? (d ? -1 : index_put_mask(c, x, ix, val, acc))

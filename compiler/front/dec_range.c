@@ -2,7 +2,7 @@
  * proven from the source graph.  A gather by such an index is one-hot
  * (dec_index.c): an out-of-bounds position would pick no row and give 0
  * where PyTorch raises.  An interval propagated from the inputs' declared
- * ranges proves most legal (argmax, topk and sort indices, an arange,
+ * ranges proves most legal (argmax, topk, sort and argsort indices, an arange,
  * clamp, remainder: by construction); the runtime computes the others
  * from each launch's inputs on the host and refuses an out-of-bounds one
  * as PyTorch (runtime/idxcheck.c): a view of an input among them (DLRM's
@@ -17,9 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct {
-    double lo, hi;
-} rng;
+typedef ir_ival rng;
 
 static const rng ANY = {-INFINITY, INFINITY};
 
@@ -49,71 +47,21 @@ static rng arg(rctx *r, const gr_node *n, int pos, const char *key, rng dflt)
     return a->kind == GR_ARG_FLOAT ? point(a->f) : ANY;
 }
 
-static rng mul(rng a, rng b)
-{
-    double p[4] = {a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi};
-    rng m = {p[0], p[0]};
-    for (int i = 0; i < 4; i++) {
-        if (isnan(p[i]))
-            return ANY;
-        m = join(m, point(p[i]));
-    }
-    return m;
-}
-
 static rng same(rctx *r, const gr_node *n) { return arg(r, n, 0, "self", ANY); }
 
-static rng add(rctx *r, const gr_node *n)
-{
-    rng a = arg(r, n, 0, "self", ANY), b = mul(arg(r, n, 1, "other", ANY), arg(r, n, 2, "alpha", point(1)));
-    return (rng){a.lo + b.lo, a.hi + b.hi};
-}
-
-static rng sub(rctx *r, const gr_node *n)
-{
-    rng a = arg(r, n, 0, "self", ANY), b = mul(arg(r, n, 1, "other", ANY), arg(r, n, 2, "alpha", point(1)));
-    return (rng){a.lo - b.hi, a.hi - b.lo};
-}
-
-static rng rmul(rctx *r, const gr_node *n) { return mul(arg(r, n, 0, "self", ANY), arg(r, n, 1, "other", ANY)); }
-
-static rng neg(rctx *r, const gr_node *n)
+/* An op of opsem.c's table with an interval: its row's over its operands. */
+static rng elementwise(rctx *r, const gr_node *n, const ir_opsem *s)
 {
     rng a = same(r, n);
-    return (rng){-a.hi, -a.lo};
+    return ir_opsem_iv(s, a, s->arity == 1 ? a : arg(r, n, 1, "other", ANY), arg(r, n, 2, "alpha", point(1)));
 }
 
-static rng rabs(rctx *r, const gr_node *n)
-{
-    rng a = same(r, n);
-    return a.lo >= 0 ? a : a.hi <= 0 ? (rng){-a.hi, -a.lo} : (rng){0, fmax(-a.lo, a.hi)};
-}
-
-static rng lower(rng x, rng m) { return (rng){fmax(x.lo, m.lo), fmax(x.hi, m.lo)}; } /* max(x, m) */
-
-static rng upper(rng x, rng m) { return (rng){fmin(x.lo, m.hi), fmin(x.hi, m.hi)}; } /* min(x, m) */
-
+/* clamp(self, min, max): clamp_max(clamp_min(self, min), max), as PyTorch
+ * (max wins where min > max); an absent bound leaves self's. */
 static rng clamp(rctx *r, const gr_node *n)
 {
-    rng x = same(r, n);
-    x = lower(x, arg(r, n, 1, "min", ANY));
-    return upper(x, arg(r, n, 2, "max", ANY));
-}
-
-static rng clamp_min(rctx *r, const gr_node *n) { return lower(same(r, n), arg(r, n, 1, "min", ANY)); }
-
-static rng clamp_max(rctx *r, const gr_node *n) { return upper(same(r, n), arg(r, n, 1, "max", ANY)); }
-
-static rng maximum(rctx *r, const gr_node *n)
-{
-    rng a = same(r, n), b = arg(r, n, 1, "other", ANY);
-    return (rng){fmax(a.lo, b.lo), fmax(a.hi, b.hi)};
-}
-
-static rng minimum(rctx *r, const gr_node *n)
-{
-    rng a = same(r, n), b = arg(r, n, 1, "other", ANY);
-    return (rng){fmin(a.lo, b.lo), fmin(a.hi, b.hi)};
+    rng x = ir_opsem_aten("clamp_min")->iv(same(r, n), arg(r, n, 1, "min", point(-INFINITY)));
+    return ir_opsem_aten("clamp_max")->iv(x, arg(r, n, 2, "max", point(INFINITY)));
 }
 
 /* How far inside a bound b a result of n strictly below it lies: an
@@ -202,6 +150,8 @@ static rng positions(rctx *r, const gr_node *n, int pos, int dflt)
 
 static rng argext(rctx *r, const gr_node *n) { return positions(r, n, 1, FLAT); }
 
+static rng argsort(rctx *r, const gr_node *n) { return positions(r, n, 1, -1); }
+
 static rng cat(rctx *r, const gr_node *n)
 {
     const gr_arg *l = gr_node_arg(n, 0, "tensors");
@@ -231,23 +181,15 @@ static rng searchsorted(rctx *r, const gr_node *n)
 
 typedef rng (*rng_fn)(rctx *r, const gr_node *n);
 
-/* Ops whose result's range follows from their arguments', by base name;
- * movement ops (ir_op_attrs) and gathers keep their first argument's. */
+/* Ops whose result's range follows from their arguments', by base name,
+ * beside opsem.c's elementwise rows; movement ops (ir_op_attrs) and
+ * gathers keep their first argument's. */
 static const struct {
     const char *base;
     rng_fn fn;
 } rules[] = {
-    {"add", add},
-    {"sub", sub},
-    {"mul", rmul},
-    {"neg", neg},
-    {"abs", rabs},
     {"clamp", clamp},
     {"clip", clamp},
-    {"clamp_min", clamp_min},
-    {"clamp_max", clamp_max},
-    {"maximum", maximum},
-    {"minimum", minimum},
     {"remainder", remainder_},
     {"fmod", fmod_},
     {"div", divide},
@@ -266,6 +208,7 @@ static const struct {
     {"arange", arange},
     {"argmax", argext},
     {"argmin", argext},
+    {"argsort", argsort},
     {"cat", cat},
     {"stack", cat},
     {"bucketize", bucketize},
@@ -339,6 +282,9 @@ static rng node_rng(rctx *r, const gr_node *n)
         return getitem(r, n);
     if (ir_op_attrs(n->base) & IR_OP_CAST)
         return cast(r, n);
+    const ir_opsem *s = ir_opsem_aten(n->base);
+    if (s && s->iv)
+        return elementwise(r, n, s);
     for (size_t k = 0; k < sizeof rules / sizeof *rules; k++)
         if (!strcmp(n->base, rules[k].base))
             return rules[k].fn(r, n);

@@ -15,6 +15,7 @@
 #include "decompose.h"
 
 #include <assert.h>
+#include <float.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -1859,9 +1860,9 @@ static int r_isinf(dctx *c, const gr_node *n, int *out)
     return 1;
 }
 
-/* nan_to_num(x, nan=0, posinf, neginf): wheres; the replacements must be
- * given and within DL16's range (PyTorch's default, float32's largest
- * value, is not) */
+/* nan_to_num(x, nan=0, posinf, neginf): wheres; PyTorch's default
+ * replacements, float32's extremes, are beyond DL16 and stored as +-2^29
+ * as every such constant (isa_dl16_standin) */
 static int r_nan_to_num(dctx *c, const gr_node *n, int *out)
 {
     int x = dc_val(c, n, 0, "self");
@@ -1869,11 +1870,7 @@ static int r_nan_to_num(dctx *c, const gr_node *n, int *out)
         out[0] = x;
         return 1;
     }
-    double v[3] = {dc_num(c, n, 1, "nan", 0), dc_num(c, n, 2, "posinf", INFINITY), dc_num(c, n, 3, "neginf", -INFINITY)};
-    for (int i = 1; i < 3; i++)
-        if (!(fabs(v[i]) < DL16_INF))
-            dc_fail(c, "the compiler lowers nan_to_num only with posinf and neginf given within DL16's range "
-                    "(the default, float32's largest value, is beyond it)");
+    double v[3] = {dc_num(c, n, 1, "nan", 0), dc_num(c, n, 2, "posinf", FLT_MAX), dc_num(c, n, 3, "neginf", -FLT_MAX)};
     int y = dc_where_s(c, dc_cmps(c, "aten.ge.Scalar", x, DL16_INF), x, v[1], 1);
     y = dc_where_s(c, dc_cmps(c, "aten.le.Scalar", x, -DL16_INF), y, v[2], 1);
     out[0] = dc_where_s(c, dc_cmpv(c, "aten.ne.Tensor", x, x), y, v[0], 1);
@@ -2912,7 +2909,7 @@ static const struct {
     {"isposinf", r_isinf, "x >= 2^30"},
     {"isneginf", r_isinf, "x <= -2^30"},
     {"nan_to_num", r_nan_to_num, "where(x != x, nan, where(x >= 2^30, posinf, where(x <= -2^30, neginf, x))); "
-                                 "posinf, neginf given within DL16's range"},
+                                 "posinf, neginf by default float32's extremes, beyond DL16: +-2^29"},
     {"mse_loss", r_loss, "d = self - target: d*d; then reduction none, mean (sum, div) or sum"},
     {"huber_loss", r_loss, "z = |d|: where(z < delta, z*z*0.5, (z - delta/2) * delta); reduction as mse_loss"},
     {"smooth_l1_loss", r_loss, "z = |d|: where(z < beta, z*z*0.5 * (1/beta), z - beta/2) (beta 0: z); "
@@ -3045,7 +3042,8 @@ static const struct {
     {"take", dc_r_take, "one-hot over the flattened self (negative positions wrap), reshaped as index"},
     {"index_put", dc_r_index_put, "one integer index tensor: the values of the entries equal to each position, "
                                   "summed (accumulate) or the last one's; a bool mask over the leading dims with values "
-                                  "that broadcast: where(mask, values, self)"},
+                                  "that broadcast: where(mask, values, self); several on adjacent dims: those dims merged, indexed by "
+                                  "the combined offsets (leading ones: the entries' one-hot times the values)"},
     {"index_add", dc_r_index_add, "self + alpha * sum_j where(index_j == k, source[.., j, ..], 0) (one-hot); dim 0 "
                                   "of a float tensor of rank > 1: one-hot (n, m) @ source as (m, rest)"},
     {"index_copy", dc_r_index_copy, "as scatter of source by index broadcast over source's other dims (a state's "

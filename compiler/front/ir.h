@@ -137,11 +137,14 @@ typedef struct {
     float (*f32)(float a, float b); /* PyTorch's fp32 where not f64's result rounded once; else NULL */
     ir_ival (*iv)(ir_ival a, ir_ival b); /* every value it may give over a's and b's */
     int arity;
+    int ir; /* the IR operator lower.c makes of it; -1: none (decompose rewrites it first) */
 } ir_opsem;
 const ir_opsem *ir_opsem_ir(ir_op op);
 const ir_opsem *ir_opsem_aten(const char *base); /* NULL: no row for it */
 /* s->i64 on an ATen call's operands, with its alpha and swap applied. */
 int ir_opsem_i64(const ir_opsem *s, int64_t self, int64_t other, int64_t alpha, int64_t *r);
+/* s->iv so (s->iv not NULL). */
+ir_ival ir_opsem_iv(const ir_opsem *s, ir_ival self, ir_ival other, ir_ival alpha);
 
 typedef enum {
     IR_E_LOAD,  /* load(buf, idx): the element at flat offset idx           */

@@ -602,6 +602,18 @@ static void l_unary(lctx *c, int out, int opi)
     free(ops);
 }
 
+/* bitwise_and, _or, _not: of bools, the logical op; the device has no
+ * bitwise op on integers (the host's). */
+static void l_bitwise(lctx *c, int out, int opi)
+{
+    const gr_node *n = &c->d->nodes[c->cur];
+    for (int i = 0; i < n->nargs; i++)
+        if (n->args[i].kind == GR_ARG_VALUE ? vtype(c, n->args[i].value)->dtype != GR_BOOL
+                                            : n->args[i].kind != GR_ARG_BOOL)
+            fail(c, "the device has bitwise ops of bools only");
+    (ir_ops[opi].arity == 1 ? l_unary : l_binary)(c, out, opi);
+}
+
 /* pow: a scalar exponent of 2, 0.5, -0.5, 1 or -1 is a cheaper op. */
 static void l_pow(lctx *c, int out, int opi)
 {
@@ -2001,29 +2013,17 @@ static void l_host(lctx *c, int id)
 
 typedef void (*lower_fn)(lctx *c, int out, int param);
 
+/* The ops opsem.c's table does not lower (the elementwise ops are its
+ * rows), and pow, whose scalar exponents make cheaper ops. */
 static const struct {
     const char *op; /* base name */
     lower_fn fn;
     int param;
 } lowerings[] = {
-    {"add", l_binary, IR_ADD},         {"sub", l_binary, IR_SUB},
-    {"mul", l_binary, IR_MUL},         {"div", l_binary, IR_DIV},
-    {"maximum", l_binary, IR_MAX},     {"minimum", l_binary, IR_MIN},
-    {"clamp_min", l_binary, IR_MAX},   {"clamp_max", l_binary, IR_MIN},
-    {"eq", l_binary, IR_EQ},           {"ne", l_binary, IR_NE},
-    {"lt", l_binary, IR_LT},           {"le", l_binary, IR_LE},
-    {"gt", l_binary, IR_GT},           {"ge", l_binary, IR_GE},
-    {"logical_and", l_binary, IR_AND}, {"logical_or", l_binary, IR_OR},
-    {"bitwise_and", l_binary, IR_AND}, {"bitwise_or", l_binary, IR_OR},
-    {"pow", l_pow, 0},                 {"neg", l_unary, IR_NEG},
-    {"exp", l_unary, IR_EXP},          {"log", l_unary, IR_LOG},
-    {"sqrt", l_unary, IR_SQRT},        {"rsqrt", l_unary, IR_RSQRT},
-    {"reciprocal", l_unary, IR_RECIP}, {"tanh", l_unary, IR_TANH},
-    {"sigmoid", l_unary, IR_SIGMOID},  {"erf", l_unary, IR_ERF},
-    {"relu", l_unary, IR_RELU},        {"sin", l_unary, IR_SIN},
-    {"cos", l_unary, IR_COS},          {"abs", l_unary, IR_ABS},
-    {"logical_not", l_unary, IR_NOT},  {"bitwise_not", l_unary, IR_NOT},
-    {"where", l_where, 0},             {"_to_copy", l_to_copy, 0},
+    {"bitwise_and", l_bitwise, IR_AND}, {"bitwise_or", l_bitwise, IR_OR},
+    {"bitwise_not", l_bitwise, IR_NOT},
+    {"pow", l_pow, 0},                 {"where", l_where, 0},
+    {"_to_copy", l_to_copy, 0},
     {"full", l_full, 0},               {"scalar_tensor", l_full, 1},
     {"arange", l_arange, 0},           {"triu", l_tri, 1},
     {"tril", l_tri, 0},                {"cat", l_cat, 0},
@@ -2043,6 +2043,24 @@ static const struct {
     {"flip", l_flip, 0},               {"diagonal", l_diagonal, 0},
     {"unfold", l_unfold, 0},
 };
+
+/* Base name's lowering into *fn, *param: its row of lowerings[], else the
+ * IR operator of its opsem.c row (the elementwise ops); 0 when none. */
+static int find_lowering(const char *base, lower_fn *fn, int *param)
+{
+    for (size_t i = 0; i < sizeof lowerings / sizeof lowerings[0]; i++)
+        if (ir_name_eq(lowerings[i].op, base)) {
+            *fn = lowerings[i].fn;
+            *param = lowerings[i].param;
+            return 1;
+        }
+    const ir_opsem *s = ir_opsem_aten(base);
+    if (!s || s->ir < 0)
+        return 0;
+    *fn = s->arity == 1 ? l_unary : l_binary;
+    *param = s->ir;
+    return 1;
+}
 
 /* ---- The pass ---- */
 
@@ -2064,14 +2082,13 @@ static void lower_node(lctx *c, int id)
         l_host(c, id);
         return;
     }
-    size_t i = 0;
-    while (i < sizeof lowerings / sizeof lowerings[0] && !ir_name_eq(lowerings[i].op, n->base))
-        i++;
-    if (i == sizeof lowerings / sizeof lowerings[0]) {
+    lower_fn fn;
+    int param;
+    if (!find_lowering(n->base, &fn, &param)) {
         ir_refuse(c->p, c->p->dfrom[id], "the compiler does not lower %s", n->op);
         longjmp(c->fail, 1);
     }
-    lowerings[i].fn(c, n->out, lowerings[i].param);
+    fn(c, n->out, param);
     const gr_value *v = &c->d->values[n->out];
     if (!same_type(&v->type, &val(c, n->out)->type)) {
         char dt[256], pt[256];

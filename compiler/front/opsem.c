@@ -1,5 +1,6 @@
-/* opsem.c: what each elementwise op computes, the one table of it, in
- * each domain the compiler evaluates ops in: exact int64 as PyTorch's
+/* opsem.c: what each elementwise op computes, the one table of it (and
+ * the IR operator lower.c makes of its ATen op), in each domain the
+ * compiler evaluates ops in: exact int64 as PyTorch's
  * integer op (dec_affine.c's constant indices), double (be_sfp.c's
  * constant fold; intexact.c rounds each result to fp32) and intervals
  * (intexact.c's ranges).  A domain an op has no function for is one
@@ -142,17 +143,18 @@ enum { A = IR_SEM_ALPHA, S = IR_SEM_SWAP, L = IR_SEM_LIBM };
 #define SEM_AND "logical_and", 0, NULL, d_and, NULL, NULL
 #define SEM_OR "logical_or", 0, NULL, d_or, NULL, NULL
 
-/* The IR operators' rows at their ir_op, then ATen ops the front half
- * rewrites (clamp_min, clamp_max: max, min) or decomposes. */
+/* The IR operators' rows at their ir_op (lower.c makes the ATen op that
+ * operator), then ATen ops lowered to another's (clamp_min, clamp_max:
+ * max, min) or decomposed. */
 static const ir_opsem OPSEM[] = {
-#define X(name, arity, text, prec) [IR_##name] = {SEM_##name, arity},
+#define X(name, arity, text, prec) [IR_##name] = {SEM_##name, arity, IR_##name},
     IR_OPS(X)
 #undef X
-    {"clamp_min", 0, i_max, d_max, NULL, v_max, 2},
-    {"clamp_max", 0, i_min, d_min, NULL, v_min, 2},
-    {"rsub", A | S, i_sub, d_sub, NULL, v_sub, 2}, /* other - alpha * self */
-    {"floor_divide", 0, i_floordiv, NULL, NULL, NULL, 2},
-    {"remainder", 0, i_remainder, NULL, NULL, NULL, 2},
+    {"clamp_min", 0, i_max, d_max, NULL, v_max, 2, IR_MAX},
+    {"clamp_max", 0, i_min, d_min, NULL, v_min, 2, IR_MIN},
+    {"rsub", A | S, i_sub, d_sub, NULL, v_sub, 2, -1}, /* other - alpha * self */
+    {"floor_divide", 0, i_floordiv, NULL, NULL, NULL, 2, -1},
+    {"remainder", 0, i_remainder, NULL, NULL, NULL, 2, -1},
 };
 
 const ir_opsem *ir_opsem_ir(ir_op op) { return &OPSEM[op]; }
@@ -175,4 +177,16 @@ int ir_opsem_i64(const ir_opsem *s, int64_t self, int64_t other, int64_t alpha, 
     if ((s->flags & IR_SEM_ALPHA) && !i_mul(alpha, other, &other))
         return 0;
     return s->i64(self, other, r);
+}
+
+ir_ival ir_opsem_iv(const ir_opsem *s, ir_ival self, ir_ival other, ir_ival alpha)
+{
+    if (s->flags & IR_SEM_SWAP) {
+        const ir_ival t = self;
+        self = other;
+        other = t;
+    }
+    if (s->flags & IR_SEM_ALPHA)
+        other = v_mul(alpha, other);
+    return s->iv(self, other);
 }

@@ -1,14 +1,18 @@
-/* generate.c: `spyre generate DIR`: greedy generation with a whole
+/* generate.c: `spyre generate DIR`: generation with a whole
  * decoder-only model exported as two steps, DIR/prefill and DIR/decode
  * (traces/models/decoder_gen.py), whose KV cache is state
  * (docs/graph-format.md, "State"): both programs loaded on one device, the
  * prefill run once on the prompt, then one decode step per new token, the
  * cache staying in device DRAM.  Or a plain causal LM exported as one step
  * over its whole context, DIR/step (tools/export.py --generate), rerun
- * for each token.  Prints each step's cycles, the tokens, the time to
- * first token and the time per output token (docs/serving.md). */
+ * for each token; or an encoder-decoder's step over the source and the
+ * whole decoder context, DIR/seq2seq, the source set once; or that step
+ * cut in two, DIR/encoder run once and DIR/decoder per token.  Each token is greedy or sampled on the host from the
+ * logits read back (sample.c).  Prints each step's cycles, the tokens, the
+ * time to first token and the time per output token (docs/serving.md). */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,15 +22,18 @@
 #include "generate.h"
 #include "isa.h"
 #include "rt.h"
+#include "sample.h"
 #include "tp.h"
 
-enum { GEN_OK = 0, GEN_USAGE = 2, GEN_FAULT = 3, GEN_MAX_CARDS = 64 };
+enum { GEN_OK = 0, GEN_USAGE = 2, GEN_FAULT = 3, GEN_MAX_CARDS = 64, GEN_MAX_EOS = 64 };
 #define GEN_MAX_TOKENS 65536
 
-const char generate_usage[] = "generate DIR --prompt T1,T2,... --max-new-tokens N [--config FILE] [--tp N] "
-                              "[--system NAME] [--no-values]";
+const char generate_usage[] = "generate DIR --prompt T1,T2,... | --source T1,T2,... [--decoder-start ID] "
+                              "--max-new-tokens N [--config FILE] [--tp N] "
+                              "[--system NAME] [--no-values] [--temperature T] [--top-k K] [--top-p P] "
+                              "[--repetition-penalty R] [--seed N] [--eos ID[,ID...]]";
 const char generate_help[] =
-    "Generate tokens greedily with a whole decoder-only model: DIR holds its two steps as export\n"
+    "Generate tokens with a whole decoder-only model: DIR holds its two steps as export\n"
     "directories, DIR/prefill (the prompt, padded to its fixed length, at positions 0..) and DIR/decode\n"
     "(one token), each with inputs %ids: i64[1, S] and %pos: i64[S], the logits f32[1, S, VOCAB] as\n"
     "its first output and the KV cache as state (docs/graph-format.md).  Both are compiled for the\n"
@@ -34,25 +41,62 @@ const char generate_help[] =
     "step per further token, the cache resident in device DRAM.  Or DIR holds DIR/step, a plain causal\n"
     "LM over its whole context (ids i64[1, CONTEXT] -> logits f32[1, CONTEXT, VOCAB], no cache;\n"
     "tools/export.py --generate CONTEXT): each token reruns it on the prompt and the tokens so far,\n"
-    "padded with token 0, and reads the logits of the last.  Prints each step's simulated cycles\n"
-    "and token, the tokens, the time to first token (the prefill step) and the time per output token\n"
-    "(the mean decode step; for DIR/step the mean later step, a whole context's) at the chip's clock.\n"
+    "padded with token 0, and reads the logits of the last.  Or DIR holds DIR/seq2seq, an\n"
+    "encoder-decoder's step (inputs: the source ids i64[1, S], optionally its mask [1, S], the\n"
+    "decoder ids i64[1, CONTEXT]; tools/export.py --generate CONTEXT of a module with those inputs):\n"
+    "--source T1,T2,... gives the source ids (only ids: a features input is not supported), at most\n"
+    "S, padded with token 0 and mask 0 (exactly S when the step takes no mask), set once; the\n"
+    "decoder starts from --decoder-start ID (default the model's, DIR/seq2seq/decoder_start.txt,\n"
+    "else 0), then --prompt's tokens if given, and each token reruns the step as a plain LM's.\n"
+    "Or DIR holds DIR/encoder and DIR/decoder (tools/export.py --generate --encoder-once): the\n"
+    "encoder runs once on the source (its line: encoder: cycles=) and its outputs are read back and\n"
+    "set as the decoder's first inputs; each token reruns the decoder; the time to first token\n"
+    "counts the encoder's run.\n"
+    "Prints each step's simulated cycles and token, the tokens, the time to first token (the\n"
+    "prefill step) and the time per output token (the mean decode step; for DIR/step and\n"
+    "DIR/seq2seq the mean later step, a whole context's) at the chip's clock.\n"
     "--no-values simulates timing only (no weights are read: graphs exported with --graph-only will\n"
-    "do; the tokens are then not computed and every decode step is fed token 0).\n"
+    "do; the tokens are then not computed and every decode step is fed token 0; the sampling and\n"
+    "stopping options below need the tokens and are refused with it).\n"
+    "Each token is the argmax of its logits (greedy), unless --temperature T > 0 samples it on the\n"
+    "host from the logits read back, in Hugging Face's order: --repetition-penalty R (R > 0, default\n"
+    "1: the logits of the tokens in the prompt and generated so far divided by R where positive,\n"
+    "multiplied where not; it applies to greedy choice too), the logits divided by T, --top-k K (the\n"
+    "K likeliest; K >= 0, 0 all), --top-p P (0 < P <= 1: the smallest set of the likeliest whose\n"
+    "probability reaches P, at least one token), then a draw from the softmax of those kept. Ties\n"
+    "go to the lower id, so --top-k 1 is greedy; at T 0 --top-k, --top-p and --seed change nothing.\n"
+    "--seed N (0 to 2^64-1, default 0) seeds the generator (splitmix64): the same seed and options\n"
+    "give the same tokens run after run.\n"
+    "--eos ID[,ID...] stops after producing any of these tokens (it is printed; --max-new-tokens\n"
+    "still caps the count).\n"
     "--tp N splits the steps for N cards of --system (default spyre-x8, its chip that of --config when\n"
     "given; docs/multicard.md): every card holds its shards of the weights and its part of the KV\n"
     "cache in its own DRAM, the cards meet at the allreduces, a step's cycles are the slowest card's\n"
-    "and the token is card 0's argmax.\n"
+    "and the token is chosen from card 0's logits.\n"
     "Exit status: 0 ok, 2 bad arguments or files, 3 a step faulted.";
 
 typedef struct {
     const char *dir, *config, *system;
     int tp;
-    int64_t prompt[GEN_MAX_TOKENS];
-    int nprompt;
+    int64_t prompt[GEN_MAX_TOKENS], source[GEN_MAX_TOKENS];
+    int nprompt, nsource;
+    int64_t decoder_start; /* -1: the model's */
     long max_new;
     int values;
+    sample_params sampling;
+    uint64_t seed;
+    int64_t eos[GEN_MAX_EOS];
+    int neos;
+    const char *needs_values; /* the first sampling or stopping option given, which --no-values refuses */
 } gen_args;
+
+/* The sequence: the prompt, then the tokens generated, and the generator
+ * that samples them. */
+typedef struct {
+    int64_t *ids;
+    int n;
+    sample_rng rng;
+} gen_seq;
 
 /* The cards: one device each (one card: no link), their system. */
 typedef struct {
@@ -62,13 +106,16 @@ typedef struct {
 } gen_cards;
 
 /* One step program: its graph, the program (on each card), its ids input
- * (and positions), its logits tensor and shape. */
+ * (and positions), its logits tensor and shape; an encoder-decoder's
+ * source input (and mask, "" when none) and length. */
 typedef struct {
     gr_graph *g;
     rt_program *prog, *cards[GEN_MAX_CARDS]; /* prog: card 0's */
     char ids[GR_TENSOR_NAME_MAX], logits[GR_TENSOR_NAME_MAX];
+    char source[GR_TENSOR_NAME_MAX], mask[GR_TENSOR_NAME_MAX];
     int positioned;              /* has %pos: i64[S] */
     int64_t seq, vocab, context; /* tokens per run, logits per token, cache positions (or the plain step's) */
+    int64_t source_len;
 } gen_step;
 
 static int bad(const char *fmt, const char *a, const char *b)
@@ -79,23 +126,89 @@ static int bad(const char *fmt, const char *a, const char *b)
     return GEN_USAGE;
 }
 
-/* "1,2,3": token ids >= 0 into a->prompt. */
-static int parse_prompt(const char *s, gen_args *a)
+/* "1,2,3": at most max token ids >= 0 into ids, their count into *n
+ * (option o's value s). */
+static int parse_ids(const char *o, const char *s, int64_t *ids, int max, int *n)
 {
     const char *p = s;
-    a->nprompt = 0;
+    char what[256];
+    snprintf(what, sizeof what, "%s '%s'", o, s);
+    *n = 0;
     while (*p) {
         char *end;
         errno = 0;
         long long v = strtoll(p, &end, 10);
-        if (end == p || errno || v < 0 || (*end && *end != ',') || a->nprompt == GEN_MAX_TOKENS)
-            return bad("--prompt '%s' is not a list of token ids such as 1,2,3%s", s, "");
-        a->prompt[a->nprompt++] = v;
+        if (end == p || errno || v < 0 || (*end && *end != ',') || *n == max)
+            return bad("%s is not a list of token ids such as 1,2,3%s", what, "");
+        ids[(*n)++] = v;
         p = *end ? end + 1 : end;
         if (*end && !*p)
-            return bad("--prompt '%s' is not a list of token ids such as 1,2,3%s", s, "");
+            return bad("%s is not a list of token ids such as 1,2,3%s", what, "");
     }
-    return a->nprompt ? 0 : bad("--prompt '%s' has no token%s", s, "");
+    return *n ? 0 : bad("%s has no token%s", what, "");
+}
+
+/* v as a finite number in [lo, hi] (open at lo when above), else -1. */
+static int number_in(const char *v, double lo, int above, double hi, double *x)
+{
+    char *end;
+    *x = strtod(v, &end);
+    return end != v && !*end && isfinite(*x) && (above ? *x > lo : *x >= lo) && *x <= hi ? 0 : -1;
+}
+
+/* v as a whole number from 0 to 2^64 - 1, else -1. */
+static int count_in(const char *v, uint64_t *x)
+{
+    char *end;
+    errno = 0;
+    *x = strtoull(v, &end, 10);
+    return end != v && !*end && !errno && !strchr(v, '-') ? 0 : -1;
+}
+
+static const char *const sampling_options[] = {"--temperature", "--top-k", "--top-p", "--repetition-penalty",
+                                               "--seed", "--eos"};
+
+static int is_sampling(const char *o)
+{
+    for (size_t i = 0; i < sizeof sampling_options / sizeof sampling_options[0]; i++)
+        if (!strcmp(o, sampling_options[i]))
+            return 1;
+    return 0;
+}
+
+/* The sampling or stopping option o's value v into a: 0 or GEN_USAGE. */
+static int parse_sampling(const char *o, const char *v, gen_args *a)
+{
+    sample_params *p = &a->sampling;
+    const char *want = "";
+    uint64_t k = 0;
+    int wrong;
+    if (!strcmp(o, "--temperature")) {
+        want = "a number >= 0";
+        wrong = number_in(v, 0, 0, INFINITY, &p->temperature);
+    } else if (!strcmp(o, "--top-p")) {
+        want = "a number in (0, 1]";
+        wrong = number_in(v, 0, 1, 1, &p->top_p);
+    } else if (!strcmp(o, "--repetition-penalty")) {
+        want = "a number > 0";
+        wrong = number_in(v, 0, 1, INFINITY, &p->repetition_penalty);
+    } else if (!strcmp(o, "--top-k")) {
+        want = "a count >= 0 (0: all tokens)";
+        wrong = count_in(v, &k) || k > INT64_MAX;
+        p->top_k = (int64_t)k;
+    } else if (!strcmp(o, "--seed")) {
+        want = "a whole number from 0 to 2^64-1";
+        wrong = count_in(v, &a->seed);
+    } else { /* --eos */
+        if (parse_ids(o, v, a->eos, GEN_MAX_EOS, &a->neos))
+            return GEN_USAGE;
+        wrong = 0;
+    }
+    char what[256];
+    snprintf(what, sizeof what, "%s '%s'", o, v);
+    if (!a->needs_values)
+        a->needs_values = o;
+    return wrong ? bad("%s is not %s", what, want) : 0;
 }
 
 static int parse_args(int argc, char **argv, gen_args *a)
@@ -105,17 +218,23 @@ static int parse_args(int argc, char **argv, gen_args *a)
     a->max_new = -1;
     a->tp = 1;
     a->system = "spyre-x8";
+    a->decoder_start = -1;
+    sample_defaults(&a->sampling);
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
         int has = i + 1 < argc;
         if (!strcmp(o, "--no-values")) {
             a->values = 0;
         } else if (!strcmp(o, "--prompt") || !strcmp(o, "--max-new-tokens") || !strcmp(o, "--config") ||
-                   !strcmp(o, "--tp") || !strcmp(o, "--system")) {
+                   !strcmp(o, "--tp") || !strcmp(o, "--system") || !strcmp(o, "--source") ||
+                   !strcmp(o, "--decoder-start") || is_sampling(o)) {
             if (!has)
                 return bad("%s needs a value%s", o, "");
             const char *v = argv[++i];
-            if (!strcmp(o, "--config")) {
+            if (is_sampling(o)) {
+                if (parse_sampling(o, v, a))
+                    return GEN_USAGE;
+            } else if (!strcmp(o, "--config")) {
                 a->config = v;
             } else if (!strcmp(o, "--system")) {
                 a->system = v;
@@ -126,8 +245,16 @@ static int parse_args(int argc, char **argv, gen_args *a)
                     return bad("--tp '%s' is not a number of cards from 1 to 64%s", v, "");
                 a->tp = (int)n;
             } else if (!strcmp(o, "--prompt")) {
-                if (parse_prompt(v, a))
+                if (parse_ids(o, v, a->prompt, GEN_MAX_TOKENS - 1, &a->nprompt))
                     return GEN_USAGE;
+            } else if (!strcmp(o, "--source")) {
+                if (parse_ids(o, v, a->source, GEN_MAX_TOKENS, &a->nsource))
+                    return GEN_USAGE;
+            } else if (!strcmp(o, "--decoder-start")) {
+                uint64_t id;
+                if (count_in(v, &id) || id > INT64_MAX)
+                    return bad("--decoder-start '%s' is not a token id%s", v, "");
+                a->decoder_start = (int64_t)id;
             } else {
                 char *end;
                 errno = 0;
@@ -141,8 +268,11 @@ static int parse_args(int argc, char **argv, gen_args *a)
             a->dir = o;
         }
     }
-    if (!a->dir || !a->nprompt || a->max_new < 0)
-        return bad("needs DIR, --prompt and --max-new-tokens (usage: spyre %s)%s", generate_usage, "");
+    if (!a->dir || !(a->nprompt || a->nsource) || a->max_new < 0)
+        return bad("needs DIR, --prompt (or --source) and --max-new-tokens (usage: spyre %s)%s", generate_usage, "");
+    if (!a->values && a->needs_values)
+        return bad("%s needs the tokens, which --no-values does not compute (it simulates timing only)%s",
+                   a->needs_values, "");
     return 0;
 }
 
@@ -187,6 +317,12 @@ static int step_shape(gen_step *s, const char *path)
     return 0;
 }
 
+/* Is value v ids, i64[1, N]? */
+static int is_ids(const gr_value *v)
+{
+    return v->type.dtype == GR_I64 && v->type.rank == 2 && v->type.shape[0] == 1;
+}
+
 /* Is the step a plain causal LM's (tools/export.py --generate): one input,
  * the ids i64[1, CONTEXT], the logits f32[1, CONTEXT, V] first, no state
  * (its positions are the module's own, 0..CONTEXT-1)? */
@@ -194,7 +330,7 @@ static int plain_shape(gen_step *s, const char *path)
 {
     const gr_graph *g = s->g;
     const gr_value *ids = g->ninputs == 1 ? &g->values[g->inputs[0]] : NULL;
-    if (!ids || ids->type.dtype != GR_I64 || ids->type.rank != 2 || ids->type.shape[0] != 1)
+    if (!ids || !is_ids(ids))
         return bad("%s: needs one input, the ids i64[1, CONTEXT] (tools/export.py --generate)%s", path, "");
     s->seq = s->context = ids->type.shape[1];
     gr_tensor_name(ids->name, s->ids);
@@ -203,6 +339,74 @@ static int plain_shape(gen_step *s, const char *path)
     if (g->nupdates)
         return bad("%s: has state; a plain step reruns the whole context and keeps none%s", path, "");
     return 0;
+}
+
+/* Does the step take the source, its ids i64[1, S] as its first input and
+ * optionally its mask [1, S] as the second, of `inputs` before the rest?
+ * Sets the source's tensors and length. */
+static int source_inputs(gen_step *s, int inputs)
+{
+    const gr_graph *g = s->g;
+    const gr_value *src = &g->values[g->inputs[0]], *mask = inputs == 2 ? &g->values[g->inputs[1]] : NULL;
+    if (inputs < 1 || inputs > 2 || !is_ids(src) ||
+        (mask && (mask->type.rank != 2 || mask->type.shape[0] != 1 || mask->type.shape[1] != src->type.shape[1])))
+        return -1;
+    s->source_len = src->type.shape[1];
+    gr_tensor_name(src->name, s->source);
+    if (mask)
+        gr_tensor_name(mask->name, s->mask);
+    return 0;
+}
+
+/* Does the step take the decoder ids, i64[1, CONTEXT], as its last input,
+ * give the logits f32[1, CONTEXT, V] first and keep no state? */
+static int decoder_outputs(gen_step *s, const char *path)
+{
+    const gr_graph *g = s->g;
+    const gr_value *ids = &g->values[g->inputs[g->ninputs - 1]];
+    s->seq = s->context = ids->type.shape[1];
+    gr_tensor_name(ids->name, s->ids);
+    if (logits_shape(s, path))
+        return GEN_USAGE;
+    if (g->nupdates)
+        return bad("%s: has state; an encoder-decoder's step reruns the whole context and keeps none%s", path, "");
+    return 0;
+}
+
+/* Is the step an encoder-decoder's (tools/export.py --generate of a
+ * module with two or three inputs): the source ids i64[1, S], optionally
+ * its mask [1, S], then the decoder ids i64[1, CONTEXT]; the logits f32[1,
+ * CONTEXT, V] first, no state? */
+static int seq2seq_shape(gen_step *s, const char *path)
+{
+    const gr_graph *g = s->g;
+    if (g->ninputs < 2 || source_inputs(s, g->ninputs - 1) || !is_ids(&g->values[g->inputs[g->ninputs - 1]]))
+        return bad("%s: needs inputs the source ids i64[1, S], optionally its mask [1, S], and the decoder ids "
+                   "i64[1, CONTEXT] (tools/export.py --generate)%s", path, "");
+    return decoder_outputs(s, path);
+}
+
+/* Is the step an encoder run once (tools/export.py --generate
+ * --encoder-once: DIR/encoder): the source ids i64[1, S], optionally its
+ * mask [1, S], no state? */
+static int encoder_shape(gen_step *s, const char *path)
+{
+    if (source_inputs(s, s->g->ninputs))
+        return bad("%s: needs inputs the source ids i64[1, S], optionally its mask [1, S] (tools/export.py "
+                   "--generate --encoder-once)%s", path, "");
+    return s->g->nupdates ? bad("%s: an encoder keeps no state%s", path, "") : 0;
+}
+
+/* Is the step a decoder fed an encoder's outputs (DIR/decoder): the
+ * decoder ids i64[1, CONTEXT] its last input, after those outputs (fits
+ * checks them), the logits first, no state? */
+static int decoder_shape(gen_step *s, const char *path)
+{
+    const gr_graph *g = s->g;
+    if (g->ninputs < 2 || !is_ids(&g->values[g->inputs[g->ninputs - 1]]))
+        return bad("%s: needs the encoder's outputs, then the decoder ids i64[1, CONTEXT] as inputs "
+                   "(tools/export.py --generate --encoder-once)%s", path, "");
+    return decoder_outputs(s, path);
 }
 
 /* The graph of DIR/NAME, checked by shape. */
@@ -271,10 +475,11 @@ static int launch(gen_step *s, const gen_cards *k, rt_run_result *res)
 
 /* Run step s on tokens ids[0..n) at positions from start (the rest of its
  * fixed length padded with token 0 at the positions after; a step without
- * %pos has its own, 0..); the run's result goes to *res and, with values,
- * the argmax of the logits of token n - 1 to *token. */
+ * %pos has its own, 0..); the run's result goes to *res and the next token
+ * to the end of q: with values, chosen from the logits of token n - 1
+ * (sample.c), else 0. */
 static int run_step(gen_step *s, const gen_args *a, const gen_cards *k, const int64_t *ids, int n, int64_t start,
-                    rt_run_result *res, int64_t *token)
+                    rt_run_result *res, gen_seq *q)
 {
     char err[1024];
     float *in = calloc((size_t)s->seq * 2, sizeof *in), *logits = NULL;
@@ -293,31 +498,39 @@ static int run_step(gen_step *s, const gen_args *a, const gen_cards *k, const in
         fprintf(stderr, "spyre generate: %s: %s\n", s->g->path, line);
         rc = GEN_FAULT;
     }
+    int64_t *token = &q->ids[q->n];
     *token = 0;
     if (!rc && a->values) {
         logits = malloc((size_t)(s->seq * s->vocab) * sizeof *logits);
         if (!logits || rt_read_tensor(s->prog, s->logits, logits, err, sizeof err))
             rc = bad("%s: %s", s->g->path, logits ? err : "out of host memory");
-        for (int64_t v = 1; !rc && v < s->vocab; v++) /* the first of equal maxima, as torch.argmax */
-            if (logits[(n - 1) * s->vocab + v] > logits[(n - 1) * s->vocab + *token])
-                *token = v;
+        if (!rc)
+            *token = sample_token(&a->sampling, logits + (n - 1) * s->vocab, s->vocab, q->ids, q->n, &q->rng);
     }
+    q->n += !rc;
     free(logits);
     free(in);
     return rc;
 }
 
-/* Are the prompt's tokens in the vocabulary? */
-static int in_vocabulary(const gen_args *a, int64_t vocab)
+/* Are the tokens of option o, ids[0..n), in the vocabulary? */
+static int ids_in_vocabulary(const char *o, const int64_t *ids, int n, int64_t vocab)
 {
-    char n[64], m[64];
-    for (int i = 0; i < a->nprompt; i++)
-        if (a->prompt[i] >= vocab) {
-            snprintf(n, sizeof n, "%lld", (long long)a->prompt[i]);
+    char t[128], m[64];
+    for (int i = 0; i < n; i++)
+        if (ids[i] >= vocab) {
+            snprintf(t, sizeof t, "%s: token %lld", o, (long long)ids[i]);
             snprintf(m, sizeof m, "%lld", (long long)vocab);
-            return bad("--prompt: token %s is not in the vocabulary [0, %s)", n, m);
+            return bad("%s is not in the vocabulary [0, %s)", t, m);
         }
     return 0;
+}
+
+/* Are the prompt's tokens and the --eos ones in the vocabulary? */
+static int in_vocabulary(const gen_args *a, int64_t vocab)
+{
+    return ids_in_vocabulary("--prompt", a->prompt, a->nprompt, vocab) ||
+           ids_in_vocabulary("--eos", a->eos, a->neos, vocab);
 }
 
 /* Do the prompt and the tokens fed back (all but the last) fit context?
@@ -332,14 +545,25 @@ static int context_fits(const gen_args *a, int64_t context, const char *fmt)
     return bad(fmt, n, m);
 }
 
+/* The options of an encoder-decoder refused for a decoder-only model. */
+static int decoder_only(const gen_args *a)
+{
+    if (a->nsource || a->decoder_start >= 0)
+        return bad("%s is for an encoder-decoder (DIR/seq2seq); %s holds a decoder-only model",
+                   a->nsource ? "--source" : "--decoder-start", a->dir);
+    return a->nprompt ? 0 : bad("needs --prompt (the model is decoder-only)%s%s", "", "");
+}
+
 /* Do the prompt and the tokens asked for fit the steps, prefill and decode? */
-static int cached_fits(const gen_args *a, const gen_step *s)
+static int cached_fits(gen_args *a, const gen_step *s)
 {
     const gen_step *pre = &s[0], *dec = &s[1];
     char n[64], m[64];
     if (dec->seq != 1 || dec->vocab != pre->vocab || dec->context != pre->context)
         return bad("%s: the decode step must take one token and share the prefill's vocabulary and cache (%s)",
                    dec->g->path, pre->g->path);
+    if (decoder_only(a))
+        return GEN_USAGE;
     snprintf(n, sizeof n, "%d", a->nprompt);
     snprintf(m, sizeof m, "%lld", (long long)pre->seq);
     if (a->nprompt > pre->seq)
@@ -350,14 +574,84 @@ static int cached_fits(const gen_args *a, const gen_step *s)
                         "the prompt and --max-new-tokens need %s cache positions, more than the model's context of %s");
 }
 
-/* Do the prompt and the tokens fed back (all but the last) fit the plain
- * step's context? */
-static int plain_fits(const gen_args *a, const gen_step *s)
+/* Do the prompt and the tokens fed back (all but the last) fit the
+ * step's context, that of a plain LM or an encoder-decoder's decoder? */
+static int context_step_fits(const gen_args *a, const gen_step *s)
 {
     if (in_vocabulary(a, s->vocab))
         return GEN_USAGE;
     return context_fits(a, s->context,
                         "the prompt and --max-new-tokens need %s positions, more than the step's context of %s");
+}
+
+static int plain_fits(gen_args *a, const gen_step *s)
+{
+    return decoder_only(a) || context_step_fits(a, s) ? GEN_USAGE : 0;
+}
+
+/* The decoder start token the export wrote beside the step's graph.txt
+ * (DIR/seq2seq/decoder_start.txt), else 0. */
+static int64_t model_decoder_start(const gen_step *s)
+{
+    char path[4096];
+    long long id = 0;
+    const char *slash = strrchr(s->g->path, '/');
+    snprintf(path, sizeof path, "%.*sdecoder_start.txt", slash ? (int)(slash + 1 - s->g->path) : 0, s->g->path);
+    FILE *f = fopen(path, "r");
+    if (f && (fscanf(f, "%lld", &id) != 1 || id < 0))
+        id = 0;
+    if (f)
+        fclose(f);
+    return id;
+}
+
+/* Does the source fit the step src that takes it (exactly its length
+ * without a mask)?  The decoder's tokens become the start token (default
+ * dec's), then --prompt's; they and the tokens fed back must fit dec's
+ * context.  The source's ids are checked against the logits' vocabulary
+ * (shared, as BART's, Marian's and T5's). */
+static int source_fits(gen_args *a, const gen_step *src, const gen_step *dec)
+{
+    char n[64], m[64];
+    snprintf(n, sizeof n, "%d", a->nsource);
+    snprintf(m, sizeof m, "%lld", (long long)src->source_len);
+    if (!a->nsource)
+        return bad("%s: an encoder-decoder needs --source T1,T2,... (the source ids)%s", src->g->path, "");
+    if (a->nsource > src->source_len)
+        return bad("--source has %s tokens, more than the step's source length %s", n, m);
+    if (!src->mask[0] && a->nsource != src->source_len)
+        return bad("--source has %s tokens; the step takes no source mask, so it needs exactly %s", n, m);
+    if (a->decoder_start < 0)
+        a->decoder_start = model_decoder_start(dec);
+    if (ids_in_vocabulary("--source", a->source, a->nsource, dec->vocab) ||
+        ids_in_vocabulary("--decoder-start", &a->decoder_start, 1, dec->vocab))
+        return GEN_USAGE;
+    memmove(a->prompt + 1, a->prompt, (size_t)a->nprompt * sizeof *a->prompt);
+    a->prompt[0] = a->decoder_start;
+    a->nprompt++;
+    return context_step_fits(a, dec);
+}
+
+static int seq2seq_fits(gen_args *a, const gen_step *s)
+{
+    return source_fits(a, s, s);
+}
+
+/* Are the decoder's inputs before its ids the encoder's outputs, in order
+ * and of their types?  Then the source as source_fits. */
+static int split_fits(gen_args *a, const gen_step *s)
+{
+    const gr_graph *enc = s[0].g, *dec = s[1].g;
+    int same = dec->ninputs - 1 == enc->noutputs;
+    for (int i = 0; same && i < enc->noutputs; i++) {
+        const gr_ttype *o = &enc->values[enc->outputs[i]].type, *in = &dec->values[dec->inputs[i]].type;
+        same = !enc->values[enc->outputs[i]].ntuple && o->dtype == in->dtype && o->rank == in->rank &&
+               !memcmp(o->shape, in->shape, (size_t)o->rank * sizeof *o->shape);
+    }
+    if (!same)
+        return bad("%s: its inputs before the decoder ids must be the outputs of %s, in order and of their types",
+                   dec->path, enc->path);
+    return source_fits(a, &s[0], &s[1]);
 }
 
 /* A token as printed: "-" when values are off (not computed). */
@@ -367,99 +661,232 @@ static const char *token_str(const gen_args *a, int64_t t, char buf[32])
     return a->values ? buf : "-";
 }
 
-/* The tokens, the first step's time and the mean of the later ones (rest
- * cycles in all, steps named as printed), at the cards' clock. */
-static void report(const gen_args *a, const int64_t *tokens, double ttft, double rest, const char *steps,
+/* The sequence to generate: the prompt, room for the tokens, the
+ * generator seeded; its sampling printed when not greedy.  0 or out of
+ * host memory. */
+static int seq_open(const gen_args *a, gen_seq *q)
+{
+    const sample_params *p = &a->sampling;
+    q->ids = calloc((size_t)(a->nprompt + a->max_new), sizeof *q->ids);
+    if (!q->ids)
+        return bad("out of host memory%s%s", "", "");
+    memcpy(q->ids, a->prompt, (size_t)a->nprompt * sizeof *q->ids);
+    q->n = a->nprompt;
+    sample_seed(&q->rng, a->seed);
+    if (p->temperature > 0 || p->repetition_penalty != 1)
+        printf("sampling: temperature=%g top_k=%" PRId64 " top_p=%g repetition_penalty=%g seed=%" PRIu64
+               " (on the host, from %s logits)\n",
+               p->temperature, p->top_k, p->top_p, p->repetition_penalty, a->seed,
+               a->tp > 1 ? "card 0's" : "the step's");
+    return 0;
+}
+
+/* Is the last token of q an --eos one? */
+static int at_eos(const gen_args *a, const gen_seq *q)
+{
+    for (int i = 0; i < a->neos; i++)
+        if (q->ids[q->n - 1] == a->eos[i])
+            return 1;
+    return 0;
+}
+
+/* The tokens generated, the first step's time and the mean of the later
+ * ones (rest cycles in all, steps named as printed), at the cards' clock. */
+static void report(const gen_args *a, const gen_seq *q, double ttft, double rest, const char *steps,
                    double clock_ghz)
 {
     char tok[32];
+    long n = q->n - a->nprompt;
     printf("tokens=");
-    for (long i = 0; i < a->max_new; i++)
-        printf("%s%s", i ? "," : "", token_str(a, tokens[i], tok));
+    for (long i = 0; i < n; i++)
+        printf("%s%s", i ? "," : "", token_str(a, q->ids[a->nprompt + i], tok));
+    if (n < a->max_new)
+        printf("\nstopped=eos (token %" PRId64 " after %ld of at most %ld tokens)", q->ids[q->n - 1], n, a->max_new);
     printf("\nttft_cycles=%.0f ttft_us=%.3f\n", ttft, ttft / clock_ghz / 1e3);
-    if (a->max_new > 1) {
-        double tpot = rest / (double)(a->max_new - 1);
-        printf("tpot_cycles=%.0f tpot_us=%.3f (mean of %ld %s)\n", tpot, tpot / clock_ghz / 1e3, a->max_new - 1,
-               steps);
+    if (n > 1) {
+        double tpot = rest / (double)(n - 1);
+        printf("tpot_cycles=%.0f tpot_us=%.3f (mean of %ld %s)\n", tpot, tpot / clock_ghz / 1e3, n - 1, steps);
     }
-    printf("clock_ghz=%g (times are the device's: host transfers and the host's argmax are not in them)\n",
+    printf("clock_ghz=%g (times are the device's: host transfers and the host's choice of token are not in them)\n",
            clock_ghz);
 }
 
-/* The steps: prefill, then decode steps; the report. */
+/* The steps: prefill, then decode steps until --max-new-tokens or --eos;
+ * the report. */
 static int generate_cached(const gen_args *a, const gen_cards *k, gen_step *s)
 {
     gen_step *pre = &s[0], *dec = &s[1];
-    int64_t *tokens = calloc((size_t)a->max_new, sizeof *tokens);
-    double clock_ghz = rt_config(k->dev[0])->clock_ghz;
-    if (!tokens)
-        return bad("out of host memory%s%s", "", "");
-    double decode_cycles = 0;
+    gen_seq q = {0};
+    double clock_ghz = rt_config(k->dev[0])->clock_ghz, decode_cycles = 0;
     char tok[32];
     rt_run_result *res = malloc(sizeof *res);
-    int rc = res ? run_step(pre, a, k, a->prompt, a->nprompt, 0, res, &tokens[0])
-                 : bad("out of host memory%s%s", "", "");
+    int rc = res ? seq_open(a, &q) : bad("out of host memory%s%s", "", "");
+    if (!rc)
+        rc = run_step(pre, a, k, a->prompt, a->nprompt, 0, res, &q);
     double ttft = rc ? 0 : res->stats.cycles;
     if (!rc)
         printf("prefill: prompt_tokens=%d cycles=%.0f token=%s uploaded=%" PRIu64 " state_written=%" PRIu64 "\n",
-               a->nprompt, ttft, token_str(a, tokens[0], tok), res->xfer.bytes_uploaded, res->state_bytes);
-    for (long i = 1; i < a->max_new && !rc; i++) {
-        int64_t pos = a->nprompt + i - 1;
-        rc = run_step(dec, a, k, &tokens[i - 1], 1, pos, res, &tokens[i]);
+               a->nprompt, ttft, token_str(a, q.ids[q.n - 1], tok), res->xfer.bytes_uploaded, res->state_bytes);
+    for (long i = 1; i < a->max_new && !rc && !at_eos(a, &q); i++) {
+        int64_t pos = q.n - 1;
+        rc = run_step(dec, a, k, &q.ids[pos], 1, pos, res, &q);
         decode_cycles += rc ? 0 : res->stats.cycles;
         if (!rc)
             printf("decode %ld: pos=%" PRId64 " cycles=%.0f token=%s uploaded=%" PRIu64 " state_written=%" PRIu64 "\n",
-                   i, pos, res->stats.cycles, token_str(a, tokens[i], tok), res->xfer.bytes_uploaded, res->state_bytes);
+                   i, pos, res->stats.cycles, token_str(a, q.ids[q.n - 1], tok), res->xfer.bytes_uploaded,
+                   res->state_bytes);
     }
-    free(res);
     if (!rc)
-        report(a, tokens, ttft, decode_cycles, "decode steps", clock_ghz);
-    free(tokens);
+        report(a, &q, ttft, decode_cycles, "decode steps", clock_ghz);
+    free(res);
+    free(q.ids);
     return rc;
 }
 
 /* Each token a run of the plain step on the prompt and the tokens so far,
- * padded with token 0 to its context; the report. */
-static int generate_plain(const gen_args *a, const gen_cards *k, gen_step *s)
+ * padded with token 0 to its context, until --max-new-tokens or --eos;
+ * the report. */
+static int rerun_context(const gen_args *a, const gen_cards *k, gen_step *s, double ttft)
 {
-    int64_t *ids = calloc((size_t)(a->nprompt + a->max_new), sizeof *ids);
+    gen_seq q = {0};
     rt_run_result *res = malloc(sizeof *res);
-    double clock_ghz = rt_config(k->dev[0])->clock_ghz, ttft = 0, rest = 0;
+    double clock_ghz = rt_config(k->dev[0])->clock_ghz, rest = 0;
     char tok[32];
-    int rc = ids && res ? 0 : bad("out of host memory%s%s", "", "");
-    if (!rc) {
-        memcpy(ids, a->prompt, (size_t)a->nprompt * sizeof *ids);
+    int rc = res ? 0 : bad("out of host memory%s%s", "", "");
+    if (!rc)
         printf("context=%lld (no KV cache: each token reruns the step over the whole context)\n",
                (long long)s->context);
-    }
-    for (long i = 0; i < a->max_new && !rc; i++) {
-        int n = a->nprompt + (int)i;
-        rc = run_step(s, a, k, ids, n, 0, res, &ids[n]);
+    if (!rc)
+        rc = seq_open(a, &q);
+    for (long i = 0; i < a->max_new && !rc && (!i || !at_eos(a, &q)); i++) {
+        int n = q.n;
+        rc = run_step(s, a, k, q.ids, n, 0, res, &q);
         if (rc)
             break;
         *(i ? &rest : &ttft) += res->stats.cycles;
         printf("step %ld: tokens=%d cycles=%.0f token=%s uploaded=%" PRIu64 "\n", i, n, res->stats.cycles,
-               token_str(a, ids[n], tok), res->xfer.bytes_uploaded);
+               token_str(a, q.ids[n], tok), res->xfer.bytes_uploaded);
     }
     if (!rc)
-        report(a, ids + a->nprompt, ttft, rest, "later steps, each over the whole context", clock_ghz);
+        report(a, &q, ttft, rest, "later steps, each over the whole context", clock_ghz);
     free(res);
-    free(ids);
+    free(q.ids);
     return rc;
 }
 
-/* The two forms of DIR (docs/serving.md), tried in order: the first whose
+static int generate_plain(const gen_args *a, const gen_cards *k, gen_step *s)
+{
+    return rerun_context(a, k, s, 0);
+}
+
+/* The source, padded with token 0 to step s's length (its mask 1 over
+ * the tokens, 0 after), set on every card. */
+static int set_source(const gen_args *a, const gen_cards *k, gen_step *s)
+{
+    char err[1024];
+    float *in = calloc((size_t)s->source_len * 2, sizeof *in);
+    int rc = in ? 0 : bad("out of host memory%s%s", "", "");
+    for (int64_t i = 0; i < s->source_len && !rc; i++) {
+        in[i] = i < a->nsource ? (float)a->source[i] : 0;
+        in[s->source_len + i] = i < a->nsource;
+    }
+    for (int c = 0; c < k->n && !rc; c++)
+        if (rt_set_input(s->cards[c], s->source, in, err, sizeof err) ||
+            (s->mask[0] && rt_set_input(s->cards[c], s->mask, in + s->source_len, err, sizeof err)))
+            rc = bad("%s%s", err, "");
+    free(in);
+    if (!rc)
+        printf("source=%d of %lld tokens%s decoder_start=%" PRId64 "\n", a->nsource, (long long)s->source_len,
+               s->mask[0] ? " (padded with token 0, mask 0)" : "", a->decoder_start);
+    return rc;
+}
+
+/* The source set once, then each token as a plain LM's, the step rerun
+ * on the source and the decoder's context. */
+static int generate_seq2seq(const gen_args *a, const gen_cards *k, gen_step *s)
+{
+    return set_source(a, k, s) ? GEN_USAGE : rerun_context(a, k, s, 0);
+}
+
+/* Output i of the encoder e as the decoder d's input i on every card;
+ * split for several cards (ep, dp: the steps' plans, as tp_load_split
+ * makes them), a cut output put together from the cards' parts and a cut
+ * input given to each card as its part. */
+static int pass_output(const gen_step *e, const gen_step *d, const gen_cards *k, const cc_tp_plan *ep,
+                       const cc_tp_plan *dp, int i)
+{
+    char err[1024], out[GR_TENSOR_NAME_MAX], in[GR_TENSOR_NAME_MAX];
+    int ov = e->g->outputs[i], iv = d->g->inputs[i];
+    const gr_value *v = &e->g->values[ov];
+    int64_t n = 1;
+    for (int r = 0; r < v->type.rank; r++)
+        n *= v->type.shape[r];
+    gr_tensor_name(v->name, out);
+    gr_tensor_name(d->g->values[iv].name, in);
+    float *whole = malloc((size_t)(n ? n : 1) * sizeof *whole), *part = malloc((size_t)(n ? n : 1) * sizeof *part);
+    int rc = whole && part ? 0 : bad("out of host memory%s%s", "", "");
+    int cut_out = ep && cc_tp_is_cut(ep, ov), cut_in = dp && cc_tp_is_cut(dp, iv);
+    for (int c = 0; c < (cut_out ? k->n : 1) && !rc; c++) {
+        if (rt_read_tensor(e->cards[c], out, cut_out ? part : whole, err, sizeof err))
+            rc = bad("%s: %s", e->g->path, err);
+        else if (cut_out)
+            cc_tp_unshard(ep, ov, c, part, whole);
+    }
+    for (int c = 0; c < k->n && !rc; c++) {
+        if (cut_in)
+            cc_tp_shard(dp, iv, c, whole, part);
+        if (rt_set_input(d->cards[c], in, cut_in ? part : whole, err, sizeof err))
+            rc = bad("%s: %s", d->g->path, err);
+    }
+    free(whole);
+    free(part);
+    return rc;
+}
+
+/* The encoder run once on the source, its outputs read back and set as
+ * the decoder's first inputs; then each token a run of the decoder on its
+ * context.  The time to first token counts the encoder's run. */
+static int generate_split(const gen_args *a, const gen_cards *k, gen_step *s)
+{
+    rt_run_result *res = malloc(sizeof *res);
+    int rc = res ? set_source(a, k, &s[0]) : bad("out of host memory%s%s", "", "");
+    if (!rc && launch(&s[0], k, res)) {
+        char line[1024];
+        rt_run_format(res, line, sizeof line);
+        fprintf(stderr, "spyre generate: %s: %s\n", s[0].g->path, line);
+        rc = GEN_FAULT;
+    }
+    double encoder = rc ? 0 : res->stats.cycles;
+    if (!rc)
+        printf("encoder: cycles=%.0f us=%.3f uploaded=%" PRIu64 " (once; the decoder steps take its %d outputs)\n",
+               encoder, encoder / rt_config(k->dev[0])->clock_ghz / 1e3, res->xfer.bytes_uploaded, s[0].g->noutputs);
+    char err[1024];
+    cc_tp_plan *ep = NULL, *dp = NULL;
+    if (!rc && a->values && k->n > 1 &&
+        (!(ep = cc_tp_split(s[0].g, k->n, err, sizeof err)) || !(dp = cc_tp_split(s[1].g, k->n, err, sizeof err))))
+        rc = bad("%s%s", err, "");
+    for (int i = 0; i < s[0].g->noutputs && !rc && a->values; i++)
+        rc = pass_output(&s[0], &s[1], k, ep, dp, i);
+    cc_tp_free(ep);
+    cc_tp_free(dp);
+    free(res);
+    return rc ? rc : rerun_context(a, k, &s[1], encoder);
+}
+
+/* The forms of DIR (docs/serving.md), tried in order: the first whose
  * first step directory exists (else the last, whose errors name it). */
 typedef struct {
     const char *step[2]; /* the step directories; NULL after the last */
-    int (*shape)(gen_step *s, const char *path);
-    int (*fits)(const gen_args *a, const gen_step *s);
+    int (*shape[2])(gen_step *s, const char *path); /* each step's */
+    int (*fits)(gen_args *a, const gen_step *s); /* may complete a's prompt (the decoder start token) */
     int (*generate)(const gen_args *a, const gen_cards *k, gen_step *s);
 } gen_form;
 
 static const gen_form gen_forms[] = {
-    {{"step", NULL}, plain_shape, plain_fits, generate_plain},
-    {{"prefill", "decode"}, step_shape, cached_fits, generate_cached},
+    {{"step", NULL}, {plain_shape}, plain_fits, generate_plain},
+    {{"seq2seq", NULL}, {seq2seq_shape}, seq2seq_fits, generate_seq2seq},
+    {{"encoder", "decoder"}, {encoder_shape, decoder_shape}, split_fits, generate_split},
+    {{"prefill", "decode"}, {step_shape, step_shape}, cached_fits, generate_cached},
 };
 enum { GEN_NFORMS = sizeof gen_forms / sizeof gen_forms[0] };
 
@@ -509,7 +936,7 @@ int cmd_generate(int argc, char **argv)
     const gen_form *form = rc ? NULL : dir_form(a->dir);
     int nsteps = form && form->step[1] ? 2 : 1;
     for (int i = 0; i < nsteps && !rc; i++)
-        rc = read_step(a, form->step[i], &s[i], form->shape);
+        rc = read_step(a, form->step[i], &s[i], form->shape[i]);
     if (!rc)
         rc = form->fits(a, s);
     if (!rc)

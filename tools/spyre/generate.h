@@ -1,5 +1,5 @@
 /* generate.h: `spyre generate` as main.c's command table sees it
- * (generate.c: greedy token generation with a model's prefill and decode
+ * (generate.c: greedy or sampled token generation with a model's prefill and decode
  * steps, the KV cache resident on the device; docs/serving.md). */
 #ifndef SPYRE_GENERATE_H
 #define SPYRE_GENERATE_H

@@ -718,15 +718,19 @@ static int write_stats_json(run_state *s, const rt_run_result *res)
     return -1;
 }
 
-/* An input refused at launch, as FILE:LINE: of its graph line. */
-static void refused_input(const run_state *s, const rt_run_result *res)
+/* A launch refused on the user's values (an input, a computed index), as
+ * FILE:LINE: of the graph line it names. */
+static void refused_launch(const run_state *s, const rt_run_result *res)
 {
     const isa_program *p = rt_program_isa(s->prog);
-    int v = s->g ? gr_graph_find_tensor(s->g, p->tensors[res->refused].name) : -1;
-    if (v >= 0)
-        fprintf(stderr, "%s:%d: %s\n", s->g->path, s->g->values[v].line, res->fault.msg);
+    int v = s->g && res->refused >= 0 ? gr_graph_find_tensor(s->g, p->tensors[res->refused].name) : -1;
+    int line = v >= 0 ? s->g->values[v].line : res->refused_line;
+    char msg[2048];
+    rt_run_format(res, msg, sizeof msg);
+    if (s->g && line)
+        fprintf(stderr, "%s:%d: %s\n", s->g->path, line, res->fault.msg);
     else
-        fprintf(stderr, "spyre run: %s: %s\n", s->a->path, res->fault.msg);
+        fprintf(stderr, "spyre run: %s: %s\n", s->a->path, msg);
 }
 
 /* Run the program and report: the result line, statistics, top kernels,
@@ -740,8 +744,8 @@ static int run_report(run_state *s, rt_run_result *res)
     int trace_bad = a->trace && sim_write_trace(rt_sim(s->dev), rt_program_isa(s->prog), a->trace, s->err, sizeof s->err);
     if (trace_bad)
         fprintf(stderr, "spyre run: %s\n", s->err);
-    if (rc && res->refused >= 0) /* a user error: the input's graph line */
-        refused_input(s, res);
+    if (rc && (res->refused >= 0 || res->refused_line)) /* a user error: its graph line */
+        refused_launch(s, res);
     else if (rc) {
         rt_run_format(res, line, sizeof line);
         fprintf(stderr, "spyre run: %s: %s\n", a->path, line);
