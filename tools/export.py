@@ -91,11 +91,14 @@ with token 0 (mask 0) to --source-len N (default S; longer only with a mask)
 and the decoder ids to CONTEXT, checked as above over the decoder ids and,
 with a mask, refused unless padding the source changes no logit; and
 decoder_start.txt, the model's decoder start token (options
-{"decoder_start": ID}, else module.config.decoder_start_token_id) if it has
-one.  --encoder-once cuts that step where what is computed from the source
-alone meets the decoder ids: DIR/encoder (the source in, those values out)
-and DIR/decoder (them as enc0, enc1, ..., then the decoder ids), for
-spyre generate to run the encoder once.
+{"decoder_start": ID}, else its config's or generation_config's
+decoder_start_token_id, else their bos_token_id) if it has one.
+--encoder-once cuts that step where what is computed from the source
+alone (or a source input the decoder reads itself) meets the decoder ids:
+DIR/encoder (the source in, those values out) and DIR/decoder (them as
+enc0, enc1, ..., then the decoder ids), for spyre generate to run the
+encoder once; --int-range gives each part its own inputs' ranges.  The
+steps are written beside DIR and moved in, in place of any other form.
 
 --seed N (default 0) seeds torch before FILE.py is imported and before FUNC
 and the module run.  Output is deterministic: the same FILE, FUNC, seed and
