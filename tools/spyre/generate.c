@@ -118,6 +118,7 @@ typedef struct {
     rt_program *prog, *cards[GEN_MAX_CARDS]; /* prog: card 0's */
     char ids[GR_TENSOR_NAME_MAX], logits[GR_TENSOR_NAME_MAX];
     char source[GR_TENSOR_NAME_MAX], mask[GR_TENSOR_NAME_MAX];
+    cc_tp_plan *plan;            /* the split for several cards (tp_load_split's), else NULL */
     int positioned;              /* has %pos: i64[S] */
     int64_t seq, vocab, context; /* tokens per run, logits per token, cache positions (or the plain step's) */
     int64_t source_len;
@@ -131,26 +132,34 @@ static int bad(const char *fmt, const char *a, const char *b)
     return GEN_USAGE;
 }
 
-/* "1,2,3": at most max token ids >= 0 into ids, their count into *n
- * (option o's value s). */
-static int parse_ids(const char *o, const char *s, int64_t *ids, int max, int *n)
+/* "1,2,3": at most max token ids >= 0 into ids, their count into *n;
+ * -1 when s is not such a list (or empty). */
+static int ids_in(const char *s, int64_t *ids, int max, int *n)
 {
     const char *p = s;
-    char what[256];
-    snprintf(what, sizeof what, "%s '%s'", o, s);
     *n = 0;
     while (*p) {
         char *end;
         errno = 0;
         long long v = strtoll(p, &end, 10);
         if (end == p || errno || v < 0 || (*end && *end != ',') || *n == max)
-            return bad("%s is not a list of token ids such as 1,2,3%s", what, "");
+            return -1;
         ids[(*n)++] = v;
         p = *end ? end + 1 : end;
         if (*end && !*p)
-            return bad("%s is not a list of token ids such as 1,2,3%s", what, "");
+            return -1;
     }
-    return *n ? 0 : bad("%s has no token%s", what, "");
+    return *n ? 0 : -1;
+}
+
+/* Option o's value s as ids_in: 0 or GEN_USAGE. */
+static int parse_ids(const char *o, const char *s, int64_t *ids, int max, int *n)
+{
+    char what[256];
+    snprintf(what, sizeof what, "%s '%s'", o, s);
+    if (ids_in(s, ids, max, n))
+        return bad(*s ? "%s is not a list of token ids such as 1,2,3%s" : "%s has no token%s", what, "");
+    return 0;
 }
 
 /* v as a finite number in [lo, hi] (open at lo when above), else -1. */
@@ -170,50 +179,74 @@ static int count_in(const char *v, uint64_t *x)
     return end != v && !*end && !errno && !strchr(v, '-') ? 0 : -1;
 }
 
-static const char *const sampling_options[] = {"--temperature", "--top-k", "--top-p", "--repetition-penalty",
-                                               "--seed", "--eos"};
-
-static int is_sampling(const char *o)
+static int temperature_of(const char *v, gen_args *a)
 {
-    for (size_t i = 0; i < sizeof sampling_options / sizeof sampling_options[0]; i++)
-        if (!strcmp(o, sampling_options[i]))
-            return 1;
+    return number_in(v, 0, 0, INFINITY, &a->sampling.temperature);
+}
+
+static int top_p_of(const char *v, gen_args *a)
+{
+    return number_in(v, 0, 1, 1, &a->sampling.top_p);
+}
+
+static int penalty_of(const char *v, gen_args *a)
+{
+    return number_in(v, 0, 1, INFINITY, &a->sampling.repetition_penalty);
+}
+
+static int top_k_of(const char *v, gen_args *a)
+{
+    uint64_t k;
+    if (count_in(v, &k) || k > INT64_MAX)
+        return -1;
+    a->sampling.top_k = (int64_t)k;
     return 0;
 }
 
-/* The sampling or stopping option o's value v into a: 0 or GEN_USAGE. */
-static int parse_sampling(const char *o, const char *v, gen_args *a)
+static int seed_of(const char *v, gen_args *a)
 {
-    sample_params *p = &a->sampling;
-    const char *want = "";
-    uint64_t k = 0;
-    int wrong;
-    if (!strcmp(o, "--temperature")) {
-        want = "a number >= 0";
-        wrong = number_in(v, 0, 0, INFINITY, &p->temperature);
-    } else if (!strcmp(o, "--top-p")) {
-        want = "a number in (0, 1]";
-        wrong = number_in(v, 0, 1, 1, &p->top_p);
-    } else if (!strcmp(o, "--repetition-penalty")) {
-        want = "a number > 0";
-        wrong = number_in(v, 0, 1, INFINITY, &p->repetition_penalty);
-    } else if (!strcmp(o, "--top-k")) {
-        want = "a count >= 0 (0: all tokens)";
-        wrong = count_in(v, &k) || k > INT64_MAX;
-        p->top_k = (int64_t)k;
-    } else if (!strcmp(o, "--seed")) {
-        want = "a whole number from 0 to 2^64-1";
-        wrong = count_in(v, &a->seed);
-    } else { /* --eos */
-        if (parse_ids(o, v, a->eos, GEN_MAX_EOS, &a->neos))
-            return GEN_USAGE;
-        wrong = 0;
-    }
+    return count_in(v, &a->seed);
+}
+
+static int eos_of(const char *v, gen_args *a)
+{
+    return ids_in(v, a->eos, GEN_MAX_EOS, &a->neos);
+}
+
+/* The sampling and stopping options: each parses its value into the
+ * arguments (0, or -1 when it is not what `want` says).  --no-values
+ * refuses them all. */
+static const struct {
+    const char *name;
+    int (*parse)(const char *v, gen_args *a);
+    const char *want;
+} sampling_options[] = {
+    {"--temperature", temperature_of, "a number >= 0"},
+    {"--top-k", top_k_of, "a count >= 0 (0: all tokens)"},
+    {"--top-p", top_p_of, "a number in (0, 1]"},
+    {"--repetition-penalty", penalty_of, "a number > 0"},
+    {"--seed", seed_of, "a whole number from 0 to 2^64-1"},
+    {"--eos", eos_of, "a list of token ids such as 1,2,3"},
+};
+enum { GEN_NSAMPLING = sizeof sampling_options / sizeof sampling_options[0] };
+
+/* Option o's row of sampling_options, or -1. */
+static int sampling_option(const char *o)
+{
+    for (int i = 0; i < GEN_NSAMPLING; i++)
+        if (!strcmp(o, sampling_options[i].name))
+            return i;
+    return -1;
+}
+
+/* The sampling or stopping option i's value v into a: 0 or GEN_USAGE. */
+static int parse_sampling(int i, const char *v, gen_args *a)
+{
     char what[256];
-    snprintf(what, sizeof what, "%s '%s'", o, v);
+    snprintf(what, sizeof what, "%s '%s'", sampling_options[i].name, v);
     if (!a->needs_values)
-        a->needs_values = o;
-    return wrong ? bad("%s is not %s", what, want) : 0;
+        a->needs_values = sampling_options[i].name;
+    return sampling_options[i].parse(v, a) ? bad("%s is not %s", what, sampling_options[i].want) : 0;
 }
 
 static int parse_args(int argc, char **argv, gen_args *a)
@@ -232,12 +265,12 @@ static int parse_args(int argc, char **argv, gen_args *a)
             a->values = 0;
         } else if (!strcmp(o, "--prompt") || !strcmp(o, "--max-new-tokens") || !strcmp(o, "--config") ||
                    !strcmp(o, "--tp") || !strcmp(o, "--system") || !strcmp(o, "--source") ||
-                   !strcmp(o, "--decoder-start") || is_sampling(o)) {
+                   !strcmp(o, "--decoder-start") || sampling_option(o) >= 0) {
             if (!has)
                 return bad("%s needs a value%s", o, "");
             const char *v = argv[++i];
-            if (is_sampling(o)) {
-                if (parse_sampling(o, v, a))
+            if (sampling_option(o) >= 0) {
+                if (parse_sampling(sampling_option(o), v, a))
                     return GEN_USAGE;
             } else if (!strcmp(o, "--config")) {
                 a->config = v;
@@ -435,7 +468,7 @@ static int load_step(const gen_cards *k, const gen_args *a, gen_step *s)
     char err[1024];
     const char *path = s->g->path;
     if (k->n > 1) {
-        if (tp_load_split(path, k->n, k->dev, a->values, s->cards, err, sizeof err))
+        if (tp_load_split(s->g, k->n, k->dev, a->values, s->cards, &s->plan, err, sizeof err))
             return bad("%s: %s", path, err);
         s->prog = s->cards[0];
         return 0;
@@ -850,12 +883,12 @@ static int generate_seq2seq(const gen_args *a, const gen_cards *k, gen_step *s)
 }
 
 /* Output i of the encoder e as the decoder d's input i on every card;
- * split for several cards (ep, dp: the steps' plans, as tp_load_split
- * makes them), a cut output put together from the cards' parts and each
- * card given its shard of the input (cc_tp_shard). */
-static int pass_output(const gen_step *e, const gen_step *d, const gen_cards *k, const cc_tp_plan *ep,
-                       const cc_tp_plan *dp, int i)
+ * split for several cards (by the steps' plans), a cut output put
+ * together from the cards' parts and each card given its shard of the
+ * input (cc_tp_shard). */
+static int pass_output(const gen_step *e, const gen_step *d, const gen_cards *k, int i)
 {
+    const cc_tp_plan *ep = e->plan, *dp = d->plan;
     char err[1024], out[GR_TENSOR_NAME_MAX], in[GR_TENSOR_NAME_MAX];
     int ov = e->g->outputs[i], iv = d->g->inputs[i];
     const gr_value *v = &e->g->values[ov];
@@ -897,15 +930,8 @@ static int generate_split(const gen_args *a, const gen_cards *k, gen_step *s)
     if (!rc)
         printf("encoder: cycles=%.0f us=%.3f uploaded=%" PRIu64 " (once; the decoder steps take its %d outputs)\n",
                encoder, encoder / rt_config(k->dev[0])->clock_ghz / 1e3, res->xfer.bytes_uploaded, s[0].g->noutputs);
-    char err[1024];
-    cc_tp_plan *ep = NULL, *dp = NULL;
-    if (!rc && a->values && k->n > 1 &&
-        (!(ep = cc_tp_split(s[0].g, k->n, err, sizeof err)) || !(dp = cc_tp_split(s[1].g, k->n, err, sizeof err))))
-        rc = bad("%s%s", err, "");
     for (int i = 0; i < s[0].g->noutputs && !rc && a->values; i++)
-        rc = pass_output(&s[0], &s[1], k, ep, dp, i);
-    cc_tp_free(ep);
-    cc_tp_free(dp);
+        rc = pass_output(&s[0], &s[1], k, i);
     free(res);
     return rc ? rc : rerun_context(a, k, &s[1], encoder);
 }
@@ -1005,8 +1031,10 @@ int cmd_generate(int argc, char **argv)
         if (k->dev[c])
             rt_close(k->dev[c]);
     }
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < 2; i++) {
+        cc_tp_free(s[i].plan);
         gr_graph_free(s[i].g);
+    }
     free(a);
     free(k);
     return rc;
