@@ -1087,6 +1087,27 @@ def start_from_bos():
 
 def start_from_config():
     return with_configs({"decoder_start_token_id": 4, "bos_token_id": 5}, {"decoder_start_token_id": 7})
+
+
+class SourceBias(nn.Module):
+    # the decoder's MLP output projection (a row-parallel linear under --tp) takes its bias from the source
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(16, 32)
+        self.fc1 = nn.Linear(32, 64)
+        self.fc2 = nn.Linear(64, 32, bias=False)
+        self.head = nn.Linear(32, 16)
+
+    def forward(self, src, mask, tgt):
+        bias = (self.emb(src) * mask[..., None]).sum((0, 1)) / mask.sum()
+        y = nn.functional.linear(torch.relu(self.fc1(self.emb(tgt) + 0 * self.fc1.bias[:32])), self.fc2.weight, bias)
+        return self.head(y)
+
+
+def source_bias():
+    torch.manual_seed(3)  # PyTorch's greedy tokens change with the bias doubled (added on both cards)
+    src = torch.tensor([[1, 2, 3]])
+    return SourceBias(), (src, torch.ones_like(src), torch.tensor([[2]]))
 """
 
 
@@ -1101,11 +1122,36 @@ def pytorch_greedy(module, src, start, n):
     return ids[1:]
 
 
+def check_split_tokens(path, tmp, func, how):
+    """spyre generate of path:func exported with --encoder-once (into
+    tmp/func) against PyTorch's greedy tokens, on spyre or as how says."""
+    where = " ".join(how) or "on spyre"
+    spyre = os.path.join(ROOT, "build", "spyre")
+    if not os.path.exists(spyre):
+        return skip(f"--encoder-once {func}: spyre generate {where}: tokens are PyTorch's", "no build/spyre")
+    out = os.path.join(tmp, func)
+    if not os.path.exists(out):
+        subprocess.run([sys.executable, EXPORT, f"{path}:{func}", "-o", out, "--generate", "8", "--source-len", "6",
+                        "--encoder-once"], capture_output=True, text=True)
+    spec = importlib.util.spec_from_file_location("split_seq2seqs", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    module, _ = getattr(mod, func)()
+    want = ",".join(map(str, pytorch_greedy(module.eval(), torch.tensor([[1, 2, 3]]), 2, 5)))
+    r = subprocess.run([spyre, "generate", out, "--source", "1,2,3", "--decoder-start", "2", "--max-new-tokens", "5"]
+                       + how, capture_output=True, text=True)
+    got = re.search(r"^tokens=(.*)$", r.stdout, re.M)
+    check(f"--encoder-once {func}: spyre generate {where}: tokens are PyTorch's",
+          r.returncode == 0 and got and got.group(1) == want, r.stderr.strip() or (got and got.group(1), want))
+
+
 def check_split_seq2seqs(tmp):
     """--encoder-once of a decoder that reads the source mask input itself:
     the encoder passes it on as an output (the decoder's input carrying its
     --int-range, each part given the ranges of its own inputs) and spyre
-    generate's tokens are PyTorch's.  Exported into a DIR holding another
+    generate's tokens are PyTorch's, as they are at --tp 2 for a decoder
+    input that is the bias of the linear a --tp split makes row-parallel.
+    Exported into a DIR holding another
     form, that form is gone.  The decoder start token: options, config's
     and generation_config's decoder_start_token_id, then bos_token_id."""
     path = os.path.join(tmp, "split_seq2seqs.py")
@@ -1130,23 +1176,8 @@ def check_split_seq2seqs(tmp):
           inputs["encoder"] == ["src: i64[1, 6] range=[0, 15]", "mask: i64[1, 6] range=[0, 1]"]
           and inputs["decoder"][0] == "enc0: i64[1, 6] range=[0, 1]"
           and inputs["decoder"][-1] == "tgt: i64[1, 8] range=[0, 15]", str(inputs))
-    spyre = os.path.join(ROOT, "build", "spyre")
-    if not os.path.exists(spyre):
-        skip("--encoder-once of a decoder reading the mask: tokens equal PyTorch's", "no build/spyre")
-    else:
-        spec = importlib.util.spec_from_file_location("split_seq2seqs", path)
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        module, _ = mod.mask_in_decoder()
-        want = ",".join(map(str, pytorch_greedy(module.eval(), torch.tensor([[1, 2, 3]]), 2, 5)))
-        for how in ([], ["--tp", "2"]):
-            r = subprocess.run([spyre, "generate", out, "--source", "1,2,3", "--decoder-start", "2",
-                                "--max-new-tokens", "5"] + how, capture_output=True, text=True)
-            got = re.search(r"^tokens=(.*)$", r.stdout, re.M)
-            where = " ".join(how) or "on spyre"
-            check(f"--encoder-once of a decoder reading the mask: spyre generate {where}: tokens are PyTorch's",
-                  r.returncode == 0 and got and got.group(1) == want,
-                  r.stderr.strip() or (got and got.group(1)))
+    for func, how in (("mask_in_decoder", []), ("mask_in_decoder", ["--tp", "2"]), ("source_bias", ["--tp", "2"])):
+        check_split_tokens(path, tmp, func, how)
     for func, start in (("start_from_config", 4), ("start_from_generation_config", 7), ("start_from_bos", 5)):
         d = os.path.join(tmp, func)
         r = subprocess.run([sys.executable, EXPORT, f"{path}:{func}", "-o", d, "--generate", "8", "--graph-only"],
