@@ -7235,6 +7235,23 @@ static void test_scatter_of_a_bool_mask_runs_natively_on_both_chips(void)
         "output %b, %y\n");
 }
 
+/* fuzz40: a gather, take or masked_fill of a bool tensor is bool; the
+ * one-hot's where beside the scalar 0 and its sum made it i64, and the
+ * graph did not load ("declared bool but the op produces i64"). */
+static void test_gather_take_masked_fill_of_bools_run_natively_on_both_chips(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph gbm\n"
+        "input %x: f32[3, 12]\n"
+        "%s: (f32[3, 12], i64[3, 12]) = aten.sort.default(%x)\n"
+        "%i: i64[3, 12] = getitem(%s, 1)\n"
+        "%m: bool[3, 12] = aten.lt.Scalar(%x, 0.2)\n"
+        "%g: bool[3, 12] = aten.gather.default(%m, 1, %i)\n"
+        "%t: bool[3, 12] = aten.take.default(%m, %i)\n"
+        "%f: bool[3, 12] = aten.masked_fill.Scalar(%m, %g, 3)\n"
+        "output %g, %t, %f\n");
+}
+
 /* index_copy off a state (a cache cloned from an input, written at an
  * index input's positions, duplicates included: the last write wins as in
  * PyTorch's serial loop) runs natively as scatter's one-hot; it was
@@ -7785,6 +7802,7 @@ int main(void)
         {"index_put validates on both chips", test_index_put_validates_on_both_chips},
         {"scatter and its reductions validate on both chips", test_scatter_and_its_reductions_validate_on_both_chips},
         {"scatter of a bool mask runs natively on both chips", test_scatter_of_a_bool_mask_runs_natively_on_both_chips},
+        {"gather, take, masked_fill of bools run natively on both chips", test_gather_take_masked_fill_of_bools_run_natively_on_both_chips},
         {"index_copy runs natively on both chips", test_index_copy_runs_natively_on_both_chips},
         {"a scalar bias of a product validates on both chips", test_a_scalar_bias_of_a_product_validates_on_both_chips},
         {"overlapping unfold windows validate on both chips", test_overlapping_unfold_windows_validate_on_both_chips},

@@ -465,8 +465,10 @@ int dc_where_s(dctx *c, int cond, int a, double s, int scalar_first)
     if (ir_broadcast(&ta, &tc, &t))
         dc_fail(c, "operand shapes do not broadcast");
     t.dtype = ta.dtype;
-    /* an integer tensor keeps its dtype only beside an integer scalar */
-    gr_arg sa = !dc_is_float(t.dtype) && s == floor(s) && fabs(s) < 0x1p53 ? da_int((int64_t)s) : da_num(s);
+    /* an integer tensor keeps its dtype only beside an integer scalar, a bool beside a bool */
+    gr_arg sa = t.dtype == GR_BOOL                                       ? da_bool(s != 0)
+                : !dc_is_float(t.dtype) && s == floor(s) && fabs(s) < 0x1p53 ? da_int((int64_t)s)
+                                                                             : da_num(s);
     if (scalar_first)
         return DC_EMIT(c, "aten.where.ScalarSelf", t, da_val(cond), sa, da_val(a));
     return DC_EMIT(c, "aten.where.ScalarOther", t, da_val(cond), da_val(a), sa);
