@@ -268,6 +268,12 @@ static int clamp_both(ex *E, const tens *x, const gr_arg *lo, const gr_arg *hi)
     return rc;
 }
 
+/* |a - c|, 0 where both are the same infinity (an infinite bound clamps to itself) */
+static double moved(double a, double c)
+{
+    return a == c ? 0 : fabs(a - c);
+}
+
 /* clamp(self, min=None, max=None), clamp_min(self, min), clamp_max(self, max);
  * min and max may be numbers or tensors (clamp.Tensor). */
 enum { CL_BOTH, CL_MIN, CL_MAX };
@@ -321,7 +327,7 @@ static int op_clamp(ex *E, int which)
              * constant, with its rounding */
             double v = ldd(x, k), e = ldb(x, w, k), le = ref_eb_lam(w) * e, c = fmin(fmax(v, l), h);
             double sw = e == 0 ? 0
-                               : fmax(fabs(fmin(fmax(v + le, l), h) - c), fabs(fmin(fmax(v - le, l), h) - c)) /
+                               : fmax(moved(fmin(fmax(v + le, l), h), c), moved(fmin(fmax(v - le, l), h), c)) /
                                      ref_eb_lam(w);
             o->eb[w][k] = (float)(sw + (v - le <= l ? ref_eb_const(l) : 0) + (fmax(v + le, l) >= h ? ref_eb_const(h) : 0));
         }

@@ -4451,7 +4451,9 @@ static void test_a_nan_in_a_max_or_a_min_is_nan_as_pytorch(void)
 /* clamp of floats with min above max is max everywhere, its DL16 rounding
  * within --check's bound (the bound left it out below max); a NaN scalar
  * bound of clamp is ignored, as torch 1.13 does (the device gave NaN),
- * while clamp_min's NaN gives NaN (the reference kept x). */
+ * while clamp_min's NaN gives NaN (the reference kept x).  An infinite
+ * bound clamps to itself (fuzz40: the reference's bound was inf - inf, an
+ * internal error). */
 static void test_clamp_with_min_above_max_or_a_nan_bound_is_as_pytorch(void)
 {
     expect_text_runs_natively_and_validates_on_both_chips("graph clampsem\n"
@@ -4460,7 +4462,9 @@ static void test_clamp_with_min_above_max_or_a_nan_bound_is_as_pytorch(void)
                                                           "%b: f32[8, 64] = aten.clamp.default(%x, None, nan)\n"
                                                           "%c: f32[8, 64] = aten.clamp.default(%x, nan, 0.5)\n"
                                                           "%d: f32[8, 64] = aten.clamp_min.default(%x, nan)\n"
-                                                          "output %a, %b, %c, %d\n");
+                                                          "%e: f32[8, 64] = aten.clamp_min.default(%x, inf)\n"
+                                                          "%f: f32[8, 64] = aten.clamp_max.default(%x, -inf)\n"
+                                                          "output %a, %b, %c, %d, %e, %f\n");
 }
 
 /* A finite mask constant beyond DL16's range (-1e30, float32's lowest as
