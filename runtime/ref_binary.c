@@ -306,12 +306,13 @@ static int op_clamp(ex *E, int which)
     tens *o = ref_new_result(E, kr, x->rank, x->shape);
     if (!o)
         return -1;
+    /* a NaN bound: clamp ignores it beside None, else it gives NaN (torch 1.13) */
+    int nan_wins = which != CL_BOTH || (ref_present(lo) && ref_present(hi));
     for (int64_t k = 0; k < x->n; k++) {
         if (kr == K_F) {
-            /* a NaN bound: clamp ignores it, clamp_min and clamp_max give NaN (torch 1.13) */
             float v = ldf(x, k), fl = (float)l, fh = (float)h;
-            v = v < fl || (which != CL_BOTH && fl != fl) ? fl : v; /* NaN stays */
-            o->f[k] = v > fh || (which != CL_BOTH && fh != fh) ? fh : v;
+            v = v < fl || (nan_wins && fl != fl) ? fl : v; /* NaN stays */
+            o->f[k] = v > fh || (nan_wins && fh != fh) ? fh : v;
         } else {
             int64_t v = ldi(x, k);
             if (ref_present(lo) && v < (int64_t)l)

@@ -4450,8 +4450,9 @@ static void test_a_nan_in_a_max_or_a_min_is_nan_as_pytorch(void)
 
 /* clamp of floats with min above max is max everywhere, its DL16 rounding
  * within --check's bound (the bound left it out below max); a NaN scalar
- * bound of clamp is ignored, as torch 1.13 does (the device gave NaN),
- * while clamp_min's NaN gives NaN (the reference kept x).  An infinite
+ * bound of clamp beside None is ignored, as torch 1.13 does (the device gave
+ * NaN), while clamp_min's NaN and clamp's beside another bound give NaN
+ * (fuzz40: both kept x there).  An infinite
  * bound clamps to itself (fuzz40: the reference's bound was inf - inf, an
  * internal error). */
 static void test_clamp_with_min_above_max_or_a_nan_bound_is_as_pytorch(void)

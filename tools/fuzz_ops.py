@@ -33,6 +33,7 @@ import export as exporter  # noqa: E402
 SPECIAL = [float("nan"), float("inf"), float("-inf"), -0.0, 0.0, 1e30, -1e30, 1e-40, 70000.0, 0.5, -2.5]
 SHAPES = [(5,), (3, 7), (2, 1, 6), (1, 4), (4, 1), (2, 3, 5), (3, 0), (1,), (6, 8)]
 CONSTS = [-7, -3, -2, -1, 0, 1, 2, 3, 5, 8, 1000]
+MASKFILL = ["0.0", "-1e30", "float('nan')", "3", "-1"]
 FCONSTS = ["0.5", "-1.5", "2.0", "3.0", "-0.0", "float('nan')", "float('inf')", "1e30", "0.0"]
 
 
@@ -200,7 +201,7 @@ def build(seed):
                     m = r.choice(bools) if bools else "(%s > 0)" % recent(floats)
                     e = r.choice(["torch.where({m}, {a}, {c})", "{a}.masked_fill({m}, {c})",
                                   "torch.where({m}, {a}, {b})"]).format(
-                        m=m, a=a, b=b, c=r.choice(["0.0", "-1e30", "float('nan')", "3", "-1"]))
+                        m=m, a=a, b=b, c=r.choice(MASKFILL))
             except IndexError:
                 continue
             g.update(env)
@@ -322,11 +323,16 @@ def main():
     p.add_argument("--spyre", default="build/spyre")
     p.add_argument("--configs", default="spyre,spyre-4core")
     p.add_argument("--show", type=int)
+    p.add_argument("--finite", action="store_true",
+                   help="no infinities nor values past DL16's range (which DL16 cannot hold)")
     args = p.parse_args()
     if args.show is not None:
         print(build(args.show)[0])
         return 0
     args.configs = args.configs.split(",")
+    if args.finite:
+        for pool in (SPECIAL, FCONSTS, MASKFILL):
+            pool[:] = [v for v in pool if not re.search(r"inf|e\+?30|70000", str(v))]
     args.spyre = os.path.abspath(args.spyre)
     bugs = 0
     for seed in range(args.start, args.start + args.count):

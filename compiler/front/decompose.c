@@ -940,6 +940,9 @@ static int r_clamp(dctx *c, const gr_node *n, int *out)
 {
     int y = dc_val(c, n, 0, "self");
     const char *which[2] = {"min", "max"};
+    const gr_arg *lo = gr_node_arg(n, 1, "min"), *hi = gr_node_arg(n, 2, "max");
+    /* torch 1.13 ignores a NaN number bound beside None, and gives NaN beside another bound */
+    int both = lo && lo->kind != GR_ARG_NONE && hi && hi->kind != GR_ARG_NONE;
     for (int i = 0; i < 2; i++) {
         const gr_arg *a = gr_node_arg(n, 1 + i, which[i]);
         if (!a || a->kind == GR_ARG_NONE)
@@ -950,7 +953,7 @@ static int r_clamp(dctx *c, const gr_node *n, int *out)
             y = dc_bin(c, op, y, dc_val(c, n, 1 + i, which[i]));
         else if (a->kind == GR_ARG_INT && !dc_is_float(dc_T(c, y).dtype)) /* an integer stays one (PyTorch) */
             y = DC_EMIT(c, op, dc_T(c, y), da_val(y), da_int(a->i));
-        else if (dc_num(c, n, 1 + i, which[i], 0) == dc_num(c, n, 1 + i, which[i], 0)) /* torch 1.13 ignores a NaN */
+        else if (both || dc_num(c, n, 1 + i, which[i], 0) == dc_num(c, n, 1 + i, which[i], 0))
             y = dc_bins(c, op, y, dc_num(c, n, 1 + i, which[i], 0));
     }
     out[0] = y;
