@@ -18,8 +18,8 @@ chip.  A second run replaces i by values out of every table's range: PyTorch mus
 and spyre must refuse (exit 2), or both agree on the values.
 
 One line per case and chip: ok, REFUSED (exit 2, its line), or BUG: a MISMATCH, an output
-more than 5% off PyTorch's where --check passed by a vacuous bound, a crash or an
-exit other than 0, 2, 3, or an index PyTorch refuses that ran.  The exit status is 1 when
+more than 5% off PyTorch's where --check passed by a vacuous bound, a crash, a sanitizer
+report, an exit other than 0, 2, 3 (or 1 with a MISMATCH), or an index PyTorch refuses that ran.  The exit status is 1 when
 any case is a BUG.
 """
 import argparse, os, random, re, shutil, subprocess, sys
@@ -250,6 +250,8 @@ def run_spyre(spyre, d, cfg):
     except subprocess.TimeoutExpired:
         return "BUG timeout"
     out = p.stdout + p.stderr
+    if p.returncode == 1 and "MISMATCH" in out:
+        return "BUG mismatch %s" % " | ".join(l for l in out.splitlines() if "MISMATCH" in l)[:400]
     if p.returncode not in (0, 2, 3):
         return "BUG rc=%d %s" % (p.returncode, " | ".join(out.strip().splitlines()[-3:]))
     if re.search(r"AddressSanitizer|runtime error:|LeakSanitizer", out):
@@ -333,6 +335,8 @@ def main():
     if args.finite:
         for pool in (SPECIAL, FCONSTS, MASKFILL):
             pool[:] = [v for v in pool if not re.search(r"inf|e\+?30|70000", str(v))]
+        FCONSTS.remove("0.0")  # x / 0 is an infinity
+        FCONSTS.remove("-0.0")
     args.spyre = os.path.abspath(args.spyre)
     bugs = 0
     for seed in range(args.start, args.start + args.count):
