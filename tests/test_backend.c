@@ -4488,6 +4488,20 @@ static void test_a_mask_constant_beyond_dl16_is_the_stand_in(void)
         "output %sa, %sb, %c\n");
 }
 
+/* fuzz40: remainder by an infinity is b where the signs differ, else a; the
+ * device's a / b underflowed, floor gave 0 and it kept a (the reference's
+ * bound of 0 inf was NaN, an internal error). fmod by an infinity is a. */
+static void test_remainder_and_fmod_by_an_infinity_are_as_pytorch(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips("graph reminf\n"
+                                                          "input %x: f32[4, 6]\n"
+                                                          "%a: f32[4, 6] = aten.fmod.Scalar(%x, inf)\n"
+                                                          "%b: f32[4, 6] = aten.remainder.Scalar(%x, inf)\n"
+                                                          "%c: f32[4, 6] = aten.fmod.Scalar(%x, -inf)\n"
+                                                          "%d: f32[4, 6] = aten.remainder.Scalar(%x, -inf)\n"
+                                                          "output %a, %b, %c, %d\n");
+}
+
 /* F.interpolate(mode="nearest-exact") (_upsample_nearest_exact1d/2d/3d)
  * faulted: neither the compiler nor the host had it.  It is nearest's
  * slices from the pixel centre's source, floor((i + 0.5) * scale). */
@@ -7481,6 +7495,7 @@ int main(void)
         {"softmax of a row masked whole is NaN as PyTorch", test_softmax_of_a_row_masked_whole_is_nan_as_pytorch},
         {"softmax masked with finfo.min is PyTorch's", test_softmax_masked_with_finfo_min_is_pytorchs},
         {"clamp with min above max or a NaN bound is as PyTorch", test_clamp_with_min_above_max_or_a_nan_bound_is_as_pytorch},
+        {"remainder and fmod by an infinity are as PyTorch", test_remainder_and_fmod_by_an_infinity_are_as_pytorch},
         {"a mask constant beyond DL16 is the stand-in", test_a_mask_constant_beyond_dl16_is_the_stand_in},
         {"finite inputs DL16 holds are not stand-ins", test_finite_inputs_dl16_holds_are_not_stand_ins},
         {"softmax of a row masked whole with a finite value is uniform",
