@@ -312,6 +312,13 @@ static int op_glu(ex *E, int code)
  * as F moves over the quotient's bound), a multiply, a subtract. */
 static double rem_bound(int fm, double a, double ea, double b, double eb, int w)
 {
+    if (isinf(b) && isfinite(a)) { /* a itself, or remainder's a + b = b where their signs differ */
+        if (fm)
+            return ea;
+        if (fabs(a) <= ref_eb_lam(w) * ea && a != 0)
+            return INFINITY; /* a's sign, so which of the two, is not known */
+        return a != 0 && (a < 0) != (b < 0) ? 0 : ea;
+    }
     bv q = ref_bv_div((bv){a, ea, w}, (bv){b, eb, w});
     double f = fm ? trunc(q.v) : floor(q.v), le = ref_eb_lam(w) * q.e, eq = 0;
     if (le > 0) {

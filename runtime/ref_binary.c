@@ -268,6 +268,12 @@ static int clamp_both(ex *E, const tens *x, const gr_arg *lo, const gr_arg *hi)
     return rc;
 }
 
+/* |a - c|, 0 where both are the same infinity (an infinite bound clamps to itself) */
+static double moved(double a, double c)
+{
+    return a == c ? 0 : fabs(a - c);
+}
+
 /* clamp(self, min=None, max=None), clamp_min(self, min), clamp_max(self, max);
  * min and max may be numbers or tensors (clamp.Tensor). */
 enum { CL_BOTH, CL_MIN, CL_MAX };
@@ -300,12 +306,13 @@ static int op_clamp(ex *E, int which)
     tens *o = ref_new_result(E, kr, x->rank, x->shape);
     if (!o)
         return -1;
+    /* a NaN bound: clamp ignores it beside None, else it gives NaN (torch 1.13) */
+    int nan_wins = which != CL_BOTH || (ref_present(lo) && ref_present(hi));
     for (int64_t k = 0; k < x->n; k++) {
         if (kr == K_F) {
-            /* a NaN bound: clamp ignores it, clamp_min and clamp_max give NaN (torch 1.13) */
             float v = ldf(x, k), fl = (float)l, fh = (float)h;
-            v = v < fl || (which != CL_BOTH && fl != fl) ? fl : v; /* NaN stays */
-            o->f[k] = v > fh || (which != CL_BOTH && fh != fh) ? fh : v;
+            v = v < fl || (nan_wins && fl != fl) ? fl : v; /* NaN stays */
+            o->f[k] = v > fh || (nan_wins && fh != fh) ? fh : v;
         } else {
             int64_t v = ldi(x, k);
             if (ref_present(lo) && v < (int64_t)l)
@@ -321,7 +328,7 @@ static int op_clamp(ex *E, int which)
              * constant, with its rounding */
             double v = ldd(x, k), e = ldb(x, w, k), le = ref_eb_lam(w) * e, c = fmin(fmax(v, l), h);
             double sw = e == 0 ? 0
-                               : fmax(fabs(fmin(fmax(v + le, l), h) - c), fabs(fmin(fmax(v - le, l), h) - c)) /
+                               : fmax(moved(fmin(fmax(v + le, l), h), c), moved(fmin(fmax(v - le, l), h), c)) /
                                      ref_eb_lam(w);
             o->eb[w][k] = (float)(sw + (v - le <= l ? ref_eb_const(l) : 0) + (fmax(v + le, l) >= h ? ref_eb_const(h) : 0));
         }

@@ -4450,8 +4450,11 @@ static void test_a_nan_in_a_max_or_a_min_is_nan_as_pytorch(void)
 
 /* clamp of floats with min above max is max everywhere, its DL16 rounding
  * within --check's bound (the bound left it out below max); a NaN scalar
- * bound of clamp is ignored, as torch 1.13 does (the device gave NaN),
- * while clamp_min's NaN gives NaN (the reference kept x). */
+ * bound of clamp beside None is ignored, as torch 1.13 does (the device gave
+ * NaN), while clamp_min's NaN and clamp's beside another bound give NaN
+ * (fuzz40: both kept x there).  An infinite
+ * bound clamps to itself (fuzz40: the reference's bound was inf - inf, an
+ * internal error). */
 static void test_clamp_with_min_above_max_or_a_nan_bound_is_as_pytorch(void)
 {
     expect_text_runs_natively_and_validates_on_both_chips("graph clampsem\n"
@@ -4460,7 +4463,9 @@ static void test_clamp_with_min_above_max_or_a_nan_bound_is_as_pytorch(void)
                                                           "%b: f32[8, 64] = aten.clamp.default(%x, None, nan)\n"
                                                           "%c: f32[8, 64] = aten.clamp.default(%x, nan, 0.5)\n"
                                                           "%d: f32[8, 64] = aten.clamp_min.default(%x, nan)\n"
-                                                          "output %a, %b, %c, %d\n");
+                                                          "%e: f32[8, 64] = aten.clamp_min.default(%x, inf)\n"
+                                                          "%f: f32[8, 64] = aten.clamp_max.default(%x, -inf)\n"
+                                                          "output %a, %b, %c, %d, %e, %f\n");
 }
 
 /* A finite mask constant beyond DL16's range (-1e30, float32's lowest as
@@ -4481,6 +4486,20 @@ static void test_a_mask_constant_beyond_dl16_is_the_stand_in(void)
         "%sb: f32[16, 16] = aten._softmax.default(%b, -1, False)\n"
         "%c: f32[16, 16] = aten.sub.Tensor(%x, 1e30)\n"
         "output %sa, %sb, %c\n");
+}
+
+/* fuzz40: remainder by an infinity is b where the signs differ, else a; the
+ * device's a / b underflowed, floor gave 0 and it kept a (the reference's
+ * bound of 0 inf was NaN, an internal error). fmod by an infinity is a. */
+static void test_remainder_and_fmod_by_an_infinity_are_as_pytorch(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips("graph reminf\n"
+                                                          "input %x: f32[4, 6]\n"
+                                                          "%a: f32[4, 6] = aten.fmod.Scalar(%x, inf)\n"
+                                                          "%b: f32[4, 6] = aten.remainder.Scalar(%x, inf)\n"
+                                                          "%c: f32[4, 6] = aten.fmod.Scalar(%x, -inf)\n"
+                                                          "%d: f32[4, 6] = aten.remainder.Scalar(%x, -inf)\n"
+                                                          "output %a, %b, %c, %d\n");
 }
 
 /* F.interpolate(mode="nearest-exact") (_upsample_nearest_exact1d/2d/3d)
@@ -7346,6 +7365,23 @@ static void test_scatter_of_a_bool_mask_runs_natively_on_both_chips(void)
         "output %b, %y\n");
 }
 
+/* fuzz40: a gather, take or masked_fill of a bool tensor is bool; the
+ * one-hot's where beside the scalar 0 and its sum made it i64, and the
+ * graph did not load ("declared bool but the op produces i64"). */
+static void test_gather_take_masked_fill_of_bools_run_natively_on_both_chips(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph gbm\n"
+        "input %x: f32[3, 12]\n"
+        "%s: (f32[3, 12], i64[3, 12]) = aten.sort.default(%x)\n"
+        "%i: i64[3, 12] = getitem(%s, 1)\n"
+        "%m: bool[3, 12] = aten.lt.Scalar(%x, 0.2)\n"
+        "%g: bool[3, 12] = aten.gather.default(%m, 1, %i)\n"
+        "%t: bool[3, 12] = aten.take.default(%m, %i)\n"
+        "%f: bool[3, 12] = aten.masked_fill.Scalar(%m, %g, 3)\n"
+        "output %g, %t, %f\n");
+}
+
 /* index_copy off a state (a cache cloned from an input, written at an
  * index input's positions, duplicates included: the last write wins as in
  * PyTorch's serial loop) runs natively as scatter's one-hot; it was
@@ -7579,6 +7615,7 @@ int main(void)
         {"softmax of a row masked whole is NaN as PyTorch", test_softmax_of_a_row_masked_whole_is_nan_as_pytorch},
         {"softmax masked with finfo.min is PyTorch's", test_softmax_masked_with_finfo_min_is_pytorchs},
         {"clamp with min above max or a NaN bound is as PyTorch", test_clamp_with_min_above_max_or_a_nan_bound_is_as_pytorch},
+        {"remainder and fmod by an infinity are as PyTorch", test_remainder_and_fmod_by_an_infinity_are_as_pytorch},
         {"a mask constant beyond DL16 is the stand-in", test_a_mask_constant_beyond_dl16_is_the_stand_in},
         {"finite inputs DL16 holds are not stand-ins", test_finite_inputs_dl16_holds_are_not_stand_ins},
         {"softmax of a row masked whole with a finite value is uniform",
@@ -7905,6 +7942,7 @@ int main(void)
         {"index_put validates on both chips", test_index_put_validates_on_both_chips},
         {"scatter and its reductions validate on both chips", test_scatter_and_its_reductions_validate_on_both_chips},
         {"scatter of a bool mask runs natively on both chips", test_scatter_of_a_bool_mask_runs_natively_on_both_chips},
+        {"gather, take, masked_fill of bools run natively on both chips", test_gather_take_masked_fill_of_bools_run_natively_on_both_chips},
         {"index_copy runs natively on both chips", test_index_copy_runs_natively_on_both_chips},
         {"a scalar bias of a product validates on both chips", test_a_scalar_bias_of_a_product_validates_on_both_chips},
         {"overlapping unfold windows validate on both chips", test_overlapping_unfold_windows_validate_on_both_chips},

@@ -999,18 +999,24 @@ static void test_float_bits_histogram_and_incomplete_gamma_give_known_values(voi
         "%cs: f32[3] = aten.copysign.Tensor(%a, %b)\n%cn: f32[3] = aten.copysign.Scalar(%a, -1.0)\n"
         "%sb: bool[4] = aten.signbit.default(%z)\n%sn: f32[3] = aten.sign.default(%sq)\n"
         "%cb: f32[3] = aten.clamp.default(%a, None, nan)\n%cm: f32[3] = aten.clamp_min.default(%a, nan)\n"
+        "%ci: f32[3] = aten.clamp_min.default(%a, inf)\n%cq: f32[3] = aten.clamp.default(%a, nan, 0.5)\n"
+        "%ri: f32[3] = aten.remainder.Scalar(%a, inf)\n%fi: f32[3] = aten.fmod.Scalar(%a, inf)\n"
         "%na: f32[3] = aten.nextafter.default(%a, %b)\n"
         "%fr: (f32[3], i32[3]) = aten.frexp.Tensor(%f)\n%fm: f32[3] = getitem(%fr, 0)\n%fe: i32[3] = getitem(%fr, 1)\n"
         "%hc: f32[3] = aten.histc.default(%h, 3, 0, 3)\n"
         "%ig: f32[3] = aten.igamma.default(%ga, %gx)\n%ic: f32[3] = aten.igammac.default(%ga, %gx)\n"
-        "output %cs, %cn, %sb, %na, %fm, %fe, %hc, %ig, %ic, %sn, %cb, %cm\n",
+        "output %cs, %cn, %sb, %na, %fm, %fe, %hc, %ig, %ic, %sn, %cb, %cm, %ci, %cq, %ri, %fi\n",
         a, b, z, f, h, ga, gx, sq);
     EXPECT(&t, "cs", -1, 2, -3);
     EXPECT(&t, "cn", -1, -2, -3);
     EXPECT(&t, "sb", 1, 0, 1, 0);
     EXPECT(&t, "sn", 0, 0, -1); /* torch 1.13: sign of NaN is 0 */
-    EXPECT(&t, "cb", 1, -2, 3);  /* torch 1.13: clamp ignores a NaN bound, clamp_min does not */
+    EXPECT(&t, "cb", 1, -2, 3);  /* torch 1.13: clamp ignores a NaN bound beside None, clamp_min does not */
     EXPECT(&t, "cm", NAN, NAN, NAN);
+    EXPECT(&t, "ci", INFINITY, INFINITY, INFINITY); /* its error bound was inf - inf, an internal error */
+    EXPECT(&t, "cq", NAN, NAN, NAN); /* torch 1.13: a NaN bound beside another bound gives NaN */
+    EXPECT(&t, "ri", 1, INFINITY, 3); /* a + b where their signs differ */
+    EXPECT(&t, "fi", 1, -2, 3);
     /* one fp32 step: 2^-24 below 1, 2^-23 in [1, 2), 2^-22 in [2, 4) */
     EXPECT(&t, "na", 1 - 0x1p-24f, -2 + 0x1p-23f, 3 - 0x1p-22f);
     EXPECT(&t, "fm", 0.5, -0.75, 0.75);

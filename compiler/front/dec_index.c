@@ -357,7 +357,8 @@ static int pick_last(dctx *c, int x, int pos)
     int last = t.rank - 1;
     int64_t ld = last;
     int hit = dc_cmpv(c, "aten.eq.Tensor", pos, iota(c, t.shape[last], t.rank, last));
-    return dc_red(c, "aten.sum.dim_IntList", dc_where_s(c, hit, x, 0, 0), 1, &ld, 0);
+    int got = dc_red(c, "aten.sum.dim_IntList", dc_where_s(c, hit, x, 0, 0), 1, &ld, 0);
+    return dc_cast(c, got, t.dtype); /* a bool table's sum is i64; one hit at most */
 }
 
 /* gather(self, dim, index): out[.., i, ..] = self[.., index[.., i, ..], ..],

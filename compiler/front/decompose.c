@@ -466,8 +466,10 @@ int dc_where_s(dctx *c, int cond, int a, double s, int scalar_first)
     if (ir_broadcast(&ta, &tc, &t))
         dc_fail(c, "operand shapes do not broadcast");
     t.dtype = ta.dtype;
-    /* an integer tensor keeps its dtype only beside an integer scalar */
-    gr_arg sa = !dc_is_float(t.dtype) && s == floor(s) && fabs(s) < 0x1p53 ? da_int((int64_t)s) : da_num(s);
+    /* an integer tensor keeps its dtype only beside an integer scalar, a bool beside a bool */
+    gr_arg sa = t.dtype == GR_BOOL                                       ? da_bool(s != 0)
+                : !dc_is_float(t.dtype) && s == floor(s) && fabs(s) < 0x1p53 ? da_int((int64_t)s)
+                                                                             : da_num(s);
     if (scalar_first)
         return DC_EMIT(c, "aten.where.ScalarSelf", t, da_val(cond), sa, da_val(a));
     return DC_EMIT(c, "aten.where.ScalarOther", t, da_val(cond), da_val(a), sa);
@@ -939,6 +941,9 @@ static int r_clamp(dctx *c, const gr_node *n, int *out)
 {
     int y = dc_val(c, n, 0, "self");
     const char *which[2] = {"min", "max"};
+    const gr_arg *lo = gr_node_arg(n, 1, "min"), *hi = gr_node_arg(n, 2, "max");
+    /* torch 1.13 ignores a NaN number bound beside None, and gives NaN beside another bound */
+    int both = lo && lo->kind != GR_ARG_NONE && hi && hi->kind != GR_ARG_NONE;
     for (int i = 0; i < 2; i++) {
         const gr_arg *a = gr_node_arg(n, 1 + i, which[i]);
         if (!a || a->kind == GR_ARG_NONE)
@@ -949,7 +954,7 @@ static int r_clamp(dctx *c, const gr_node *n, int *out)
             y = dc_bin(c, op, y, dc_val(c, n, 1 + i, which[i]));
         else if (a->kind == GR_ARG_INT && !dc_is_float(dc_T(c, y).dtype)) /* an integer stays one (PyTorch) */
             y = DC_EMIT(c, op, dc_T(c, y), da_val(y), da_int(a->i));
-        else if (dc_num(c, n, 1 + i, which[i], 0) == dc_num(c, n, 1 + i, which[i], 0)) /* torch 1.13 ignores a NaN */
+        else if (both || dc_num(c, n, 1 + i, which[i], 0) == dc_num(c, n, 1 + i, which[i], 0))
             y = dc_bins(c, op, y, dc_num(c, n, 1 + i, which[i], 0));
     }
     out[0] = y;
@@ -1500,6 +1505,12 @@ static int r_remainder(dctx *c, const gr_node *n, int *out)
     if (!dc_is_float(dc_T(c, a).dtype))
         dc_fail(c, "the compiler lowers %s of a float tensor or of integers by integers", n->base);
     int q, p;
+    if (!fm && dc_is_number(o) && isinf(dc_num(c, n, 1, "other", 1))) {
+        /* b where a's sign differs from b's, else a (a / b underflows in DL16: floor gave 0, not -1) */
+        double b = dc_num(c, n, 1, "other", 1);
+        out[0] = dc_where_s(c, dc_cmps(c, b > 0 ? "aten.lt.Scalar" : "aten.gt.Scalar", a, 0), a, b, 1);
+        return 1;
+    }
     if (dc_is_number(o)) {
         double b = dc_num(c, n, 1, "other", 1);
         q = round_to_int(c, dc_bins(c, "aten.div.Tensor", a, b), fm ? RD_TRUNC : RD_FLOOR);
