@@ -3001,7 +3001,7 @@ static const struct {
     {"nll_loss_forward", dc_r_nll_loss, "picked = one-hot select of target; w = weight[target] * (target != ignore); "
                                         "-picked*w, reduced (mean: / sum w), total_weight = sum w"},
     {"cumsum", dc_r_cumsum, "last dim: rows times U, U[k][i] = (k <= i); else L (k <= i) times x as (pre, n, post): "
-                            "products on the PT units (float only)"},
+                            "products on the PT units; integers: sum_k where(k <= i, x_k, 0), bounded by intexact.c"},
     {"cumprod", dc_r_cumprod, "scan by doubling: for k = 1, 2, 4, ..: y *= cat(ones(k), y[:n-k]) along dim "
                               "(log2 n products; float only)"},
     {"prod", dc_r_prod, "halves multiplied along dim (an odd extent's last element carried up) until one element "
