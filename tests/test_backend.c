@@ -5624,6 +5624,35 @@ static void test_an_integer_cumsum_of_a_mask_runs_on_the_device_within_its_prove
     TU_ASSERT_CONTAINS(err, "test.txt:5: aten.cumsum.default: integer values up to 2000 are not exact");
 }
 
+/* sign of an integer (DeBERTa's relative positions): (x > 0) - (x < 0) in
+ * its dtype on the device, PyTorch's values; it was refused ("the
+ * compiler lowers sign only of a float tensor"). */
+static void test_the_sign_of_an_integer_runs_on_the_device(void)
+{
+    const char *text = "graph sg\ninput %i: i64[4, 9] range=[-3, 3]\n"
+                       "%s: i64[4, 9] = aten.sign.default(%i)\n"
+                       "%t: i64[4, 9] = aten.mul.Tensor(%s, 5)\n"
+                       "output %t\n";
+    char err[1024];
+    compile_error(text, "spyre", err, sizeof err);
+    CU_ASSERT_STRING_EQUAL(err, "");
+    for (int c = 0; c < 2; c++) {
+        const char *names[] = {"i", "t"};
+        float *v[2] = {0};
+        int64_t n[2] = {0};
+        CU_ASSERT_EQUAL_FATAL(run_and_read(text, "sg.txt", both_chips[c], 2, names, v, n), 0);
+        int signs[3] = {0};
+        for (int k = 0; k < 36; k++) {
+            const int want = (v[0][k] > 0) - (v[0][k] < 0);
+            signs[want + 1]++;
+            CU_ASSERT_EQUAL(v[1][k], 5 * want);
+        }
+        CU_ASSERT(signs[0] && signs[2]);
+        for (int k = 0; k < 2; k++)
+            free(v[k]);
+    }
+}
+
 /* The program relies on the range, so a launch whose input leaves it is
  * refused with the input, its line and the value (never a wrong sum). */
 static void test_an_input_outside_its_declared_range_is_refused_at_launch(void)
@@ -7933,6 +7962,7 @@ int main(void)
          test_argmax_max_with_indices_and_counts_validate_on_both_chips},
         {"an integer cumsum of a mask runs on the device within its proven bound",
          test_an_integer_cumsum_of_a_mask_runs_on_the_device_within_its_proven_bound},
+        {"the sign of an integer runs on the device", test_the_sign_of_an_integer_runs_on_the_device},
         {"cumsum by a triangular product validates on both chips",
          test_cumsum_by_a_triangular_product_validates_on_both_chips},
         {"roll, flip, rot90, diag and trace validate on both chips",
