@@ -5624,6 +5624,27 @@ static void test_an_integer_cumsum_of_a_mask_runs_on_the_device_within_its_prove
     TU_ASSERT_CONTAINS(err, "test.txt:5: aten.cumsum.default: integer values up to 2000 are not exact");
 }
 
+/* DeBERTa's log bucket divides by torch.log(torch.tensor(..)), a 0-d
+ * weight whose value the compiler never sees, so its cast to an integer
+ * cannot be tabulated: the refusal says why rather than "integer values
+ * up to inf". */
+static void test_an_unbounded_integer_cast_is_refused_saying_why(void)
+{
+    const char *text = "graph ub\ninput %c: f32[]\n"
+                       "%i: i64[10] = aten.arange.default(10, dtype=i64)\n"
+                       "%f: f32[10] = aten._to_copy.default(%i, dtype=f32)\n"
+                       "%l: f32[] = aten.log.default(%c)\n"
+                       "%d: f32[10] = aten.div.Tensor(%f, %l)\n"
+                       "%k: i64[10] = aten._to_copy.default(%d, dtype=i64)\n"
+                       "%a: i64[10] = aten.add.Tensor(%k, 8)\n"
+                       "output %a\n";
+    char err[1024];
+    compile_error(text, "spyre", err, sizeof err);
+    TU_ASSERT_CONTAINS(err, "integer values without a bound are not exact on the device");
+    TU_ASSERT_CONTAINS(err, "a weight's values unseen");
+    CU_ASSERT_PTR_NULL(strstr(err, "up to inf"));
+}
+
 /* sign of an integer (DeBERTa's relative positions): (x > 0) - (x < 0) in
  * its dtype on the device, PyTorch's values; it was refused ("the
  * compiler lowers sign only of a float tensor"). */
@@ -7963,6 +7984,7 @@ int main(void)
         {"an integer cumsum of a mask runs on the device within its proven bound",
          test_an_integer_cumsum_of_a_mask_runs_on_the_device_within_its_proven_bound},
         {"the sign of an integer runs on the device", test_the_sign_of_an_integer_runs_on_the_device},
+        {"an unbounded integer cast is refused saying why", test_an_unbounded_integer_cast_is_refused_saying_why},
         {"cumsum by a triangular product validates on both chips",
          test_cumsum_by_a_triangular_product_validates_on_both_chips},
         {"roll, flip, rot90, diag and trace validate on both chips",

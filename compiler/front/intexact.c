@@ -36,6 +36,10 @@ typedef struct {
 #define UNRANGED_HINT "; an integer input without a range may hold any value up to 2^24: declare one " \
                       "(tools/export.py --int-range NAME=LO:HI)"
 
+/* where an integer's interval is unbounded: a float cast to it untabulated */
+#define UNBOUNDED_WHY "the cast of a float to an integer is bounded only where it is tabulated: a " \
+                      "function of one integer of a known range and of constants, a weight's values unseen"
+
 static const ival WIDE = {-INFINITY, INFINITY};
 
 /* The values of index idx over the node's loops. */
@@ -365,9 +369,13 @@ int ir_check_int_exact(ir_prog *p)
             int line = node_line(p, c.n, &op);
             if (c.n->nops)
                 p->fail_src = ir_node_op(c.n);
-            rc = ir_error(p, line, "%s: integer values up to %.0f are not exact on the device (DL16 keeps every "
-                          "integer up to %.0f; not supported yet)%s", op, c.worst, EXACT,
-                          c.worst >= 0x1p24 && isfinite(c.worst) ? UNRANGED_HINT : "");
+            if (!isfinite(c.worst))
+                rc = ir_error(p, line, "%s: integer values without a bound are not exact on the device (DL16 "
+                              "keeps every integer up to %.0f; %s)", op, EXACT, UNBOUNDED_WHY);
+            else
+                rc = ir_error(p, line, "%s: integer values up to %.0f are not exact on the device (DL16 keeps "
+                              "every integer up to %.0f; not supported yet)%s", op, c.worst, EXACT,
+                              c.worst >= 0x1p24 ? UNRANGED_HINT : "");
         }
     }
     free(c.buf);
