@@ -1039,6 +1039,151 @@ def check_seq2seq_exports(tmp):
           r.returncode == 0 and not os.path.exists(os.path.join(tmp, "no_mask", "seq2seq", "decoder_start.txt")),
           r.stderr.strip())
     check_encoder_once(tmp)
+    check_split_seq2seqs(tmp)
+
+
+SPLIT_SEQ2SEQS = """
+import types
+
+import torch
+from torch import nn
+
+
+class MaskInDecoder(nn.Module):
+    # cross-attention whose scores read the source mask itself (a broadcast [1, S])
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(16, 8)
+        self.head = nn.Linear(8, 16)
+
+    def forward(self, src, mask, tgt):
+        mem = self.emb(src)
+        q = self.emb(tgt)
+        scores = (q @ mem.transpose(1, 2)) * mask - 1e4 * (1 - mask)
+        causal = torch.tril(torch.ones(tgt.shape[1], tgt.shape[1]))
+        self_scores = (q @ q.transpose(1, 2)).masked_fill(causal == 0, -1e4)
+        return self.head(scores.softmax(-1) @ mem + self_scores.softmax(-1) @ q)
+
+
+def mask_in_decoder():
+    torch.manual_seed(0)
+    src = torch.tensor([[1, 2, 3]])
+    return MaskInDecoder(), (src, torch.ones_like(src), torch.tensor([[2]]))
+
+
+def with_configs(config, generation_config):
+    m, inputs = mask_in_decoder()
+    m.config, m.generation_config = types.SimpleNamespace(**config), types.SimpleNamespace(**generation_config)
+    return m, inputs
+
+
+def start_from_generation_config():  # config's decoder start first, then generation_config's
+    return with_configs({"bos_token_id": 1}, {"decoder_start_token_id": 7, "bos_token_id": 3})
+
+
+def start_from_bos():
+    return with_configs({"bos_token_id": 5}, {})
+
+
+def start_from_config():
+    return with_configs({"decoder_start_token_id": 4, "bos_token_id": 5}, {"decoder_start_token_id": 7})
+
+
+class SourceBias(nn.Module):
+    # the decoder's MLP output projection (a row-parallel linear under --tp) takes its bias from the source
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(16, 32)
+        self.fc1 = nn.Linear(32, 64)
+        self.fc2 = nn.Linear(64, 32, bias=False)
+        self.head = nn.Linear(32, 16)
+
+    def forward(self, src, mask, tgt):
+        bias = (self.emb(src) * mask[..., None]).sum((0, 1)) / mask.sum()
+        y = nn.functional.linear(torch.relu(self.fc1(self.emb(tgt) + 0 * self.fc1.bias[:32])), self.fc2.weight, bias)
+        return self.head(y)
+
+
+def source_bias():
+    torch.manual_seed(3)  # PyTorch's greedy tokens change with the bias doubled (added on both cards)
+    src = torch.tensor([[1, 2, 3]])
+    return SourceBias(), (src, torch.ones_like(src), torch.tensor([[2]]))
+"""
+
+
+def pytorch_greedy(module, src, start, n):
+    """PyTorch's greedy tokens of an encoder-decoder module(src, mask, tgt):
+    the decoder ids growing from start, unpadded."""
+    ids = [start]
+    for _ in range(n):
+        with torch.no_grad():
+            logits = module(src, torch.ones_like(src), torch.tensor([ids]))
+        ids.append(int(logits[0, -1].argmax()))
+    return ids[1:]
+
+
+def check_split_tokens(path, tmp, func, how):
+    """spyre generate of path:func exported with --encoder-once (into
+    tmp/func) against PyTorch's greedy tokens, on spyre or as how says."""
+    where = " ".join(how) or "on spyre"
+    spyre = os.path.join(ROOT, "build", "spyre")
+    if not os.path.exists(spyre):
+        return skip(f"--encoder-once {func}: spyre generate {where}: tokens are PyTorch's", "no build/spyre")
+    out = os.path.join(tmp, func)
+    if not os.path.exists(out):
+        subprocess.run([sys.executable, EXPORT, f"{path}:{func}", "-o", out, "--generate", "8", "--source-len", "6",
+                        "--encoder-once"], capture_output=True, text=True)
+    spec = importlib.util.spec_from_file_location("split_seq2seqs", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    module, _ = getattr(mod, func)()
+    want = ",".join(map(str, pytorch_greedy(module.eval(), torch.tensor([[1, 2, 3]]), 2, 5)))
+    r = subprocess.run([spyre, "generate", out, "--source", "1,2,3", "--decoder-start", "2", "--max-new-tokens", "5"]
+                       + how, capture_output=True, text=True)
+    got = re.search(r"^tokens=(.*)$", r.stdout, re.M)
+    check(f"--encoder-once {func}: spyre generate {where}: tokens are PyTorch's",
+          r.returncode == 0 and got and got.group(1) == want, r.stderr.strip() or (got and got.group(1), want))
+
+
+def check_split_seq2seqs(tmp):
+    """--encoder-once of a decoder that reads the source mask input itself:
+    the encoder passes it on as an output (the decoder's input carrying its
+    --int-range, each part given the ranges of its own inputs) and spyre
+    generate's tokens are PyTorch's, as they are at --tp 2 for a decoder
+    input that is the bias of the linear a --tp split makes row-parallel.
+    Exported into a DIR holding another
+    form, that form is gone.  The decoder start token: options, config's
+    and generation_config's decoder_start_token_id, then bos_token_id."""
+    path = os.path.join(tmp, "split_seq2seqs.py")
+    with open(path, "w") as f:
+        f.write(SPLIT_SEQ2SEQS)
+    out = os.path.join(tmp, "mask_in_decoder")
+    os.makedirs(os.path.join(out, "seq2seq"))  # a stale form
+    r = subprocess.run([sys.executable, EXPORT, f"{path}:mask_in_decoder", "-o", out, "--generate", "8",
+                        "--source-len", "6", "--encoder-once", "--int-range", "mask=0:1", "--int-range", "tgt=0:15",
+                        "--int-range", "src=0:15"], capture_output=True, text=True)
+    if not check("--encoder-once of a decoder reading the source mask: export exits 0", r.returncode == 0,
+                 r.stderr.strip()):
+        return
+    check("--generate: the DIR holds the new form only, no temporary directory beside it",
+          sorted(os.listdir(out)) == ["decoder", "encoder"] and sorted(os.listdir(tmp)).count("mask_in_decoder") == 1
+          and not [n for n in os.listdir(tmp) if ".export-" in n], f"{os.listdir(out)} {os.listdir(tmp)}")
+    inputs = {}
+    for step in ("encoder", "decoder"):
+        with open(os.path.join(out, step, "graph.txt")) as f:
+            inputs[step] = re.findall(r"^input %(.*)$", f.read(), re.M)
+    check("--encoder-once --int-range: each part carries the ranges of its own inputs, the mask's passed on",
+          inputs["encoder"] == ["src: i64[1, 6] range=[0, 15]", "mask: i64[1, 6] range=[0, 1]"]
+          and inputs["decoder"][0] == "enc0: i64[1, 6] range=[0, 1]"
+          and inputs["decoder"][-1] == "tgt: i64[1, 8] range=[0, 15]", str(inputs))
+    for func, how in (("mask_in_decoder", []), ("mask_in_decoder", ["--tp", "2"]), ("source_bias", ["--tp", "2"])):
+        check_split_tokens(path, tmp, func, how)
+    for func, start in (("start_from_config", 4), ("start_from_generation_config", 7), ("start_from_bos", 5)):
+        d = os.path.join(tmp, func)
+        r = subprocess.run([sys.executable, EXPORT, f"{path}:{func}", "-o", d, "--generate", "8", "--graph-only"],
+                           capture_output=True, text=True)
+        text = open(os.path.join(d, "seq2seq", "decoder_start.txt")).read() if r.returncode == 0 else r.stderr
+        check(f"--generate {func}: decoder_start.txt holds {start}", text == f"{start}\n", text.strip())
 
 
 def check_encoder_once(tmp):

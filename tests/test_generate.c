@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "sample.h"
 #include "testutil.h"
@@ -464,11 +466,11 @@ static void test_sampled_token_lies_in_top_k_and_nucleus(void)
     }
 }
 
-/* Top-k 1 at any temperature, and temperature 0 with any top-k and top-p,
- * are torch.argmax: the first of equal maxima. */
+/* Top-k 1 at any temperature (no tie at the top), and temperature 0 with
+ * any top-k and top-p, are torch.argmax. */
 static void test_sampler_top_k_1_is_greedy(void)
 {
-    static const float l[6] = {0.5f, 3.0f, -1.0f, 3.0f, 2.9f, 0.0f};
+    static const float l[6] = {0.5f, 3.0f, -1.0f, 2.95f, 2.9f, 0.0f};
     sample_rng r;
     sample_seed(&r, 5);
     for (int i = 0; i < 100; i++) {
@@ -562,6 +564,160 @@ static void test_eos_stops_early(void)
     TU_ASSERT_LACKS(out, "step 3:");
 }
 
+/* Hugging Face's TopKLogitsWarper removes only the logits below the k-th:
+ * every token tied with it stays, so top-k 1 with a tie at the top draws
+ * among the tied (here two, each about half of 4000 draws), and top-k 2
+ * of {3, 3, 3, 1} keeps all three 3s. */
+static void test_sampler_top_k_keeps_ties_with_the_kth(void)
+{
+    static const float l[6] = {0.5f, 3.0f, -1.0f, 3.0f, 2.9f, 0.0f}, m[4] = {3, 3, 3, 1};
+    int hits[6] = {0}, hits3[4] = {0};
+    sample_rng r;
+    sample_seed(&r, 7);
+    for (int i = 0; i < 4000; i++) {
+        float work[6];
+        sample_params p;
+        sample_defaults(&p);
+        p.temperature = 1;
+        p.top_k = 1;
+        memcpy(work, l, sizeof work);
+        hits[sample_token(&p, work, 6, NULL, 0, &r)]++;
+        p.top_k = 2;
+        memcpy(work, m, sizeof m);
+        hits3[sample_token(&p, work, 4, NULL, 0, &r)]++;
+    }
+    CU_ASSERT_EQUAL(hits[1] + hits[3], 4000);
+    CU_ASSERT(abs(hits[1] - 2000) < 200 && abs(hits3[0] - 1333) < 200 && abs(hits3[2] - 1333) < 200);
+    CU_ASSERT_EQUAL(hits3[3], 0);
+}
+
+/* torch 1.13's argmax: the first NaN wins ([1, nan, 3, nan] -> 1, [1, inf,
+ * nan, inf] -> 2, [nan, 5] -> 0), else the first of equal maxima, +inf
+ * the largest ([1, inf, 3, inf] -> 1, [-inf, -inf, -inf] -> 0).  A draw
+ * refuses what torch.multinomial does (NaN, +inf, all -inf); a -inf token
+ * is never drawn. */
+static void test_sampler_non_finite_logits_are_torchs(void)
+{
+    static const struct {
+        float l[4];
+        int n;
+        int64_t argmax, draw;
+    } cases[] = {
+        {{1, NAN, 3, NAN}, 4, 1, SAMPLE_NOT_FINITE},
+        {{1, INFINITY, NAN, INFINITY}, 4, 2, SAMPLE_NOT_FINITE},
+        {{NAN, 5}, 2, 0, SAMPLE_NOT_FINITE},
+        {{1, INFINITY, 3, INFINITY}, 4, 1, SAMPLE_NOT_FINITE},
+        {{-INFINITY, -INFINITY, -INFINITY}, 3, 0, SAMPLE_NOT_FINITE},
+        {{-INFINITY, 2, -INFINITY}, 3, 1, 1},
+    };
+    sample_rng r;
+    sample_seed(&r, 3);
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        float work[4];
+        sample_params p;
+        sample_defaults(&p);
+        memcpy(work, cases[k].l, sizeof work);
+        CU_ASSERT_EQUAL(sample_token(&p, work, cases[k].n, NULL, 0, &r), cases[k].argmax);
+        p.temperature = 1;
+        for (int i = 0; i < 50; i++) {
+            memcpy(work, cases[k].l, sizeof work);
+            CU_ASSERT_EQUAL(sample_token(&p, work, cases[k].n, NULL, 0, &r), cases[k].draw);
+        }
+    }
+}
+
+/* generate DIR args exits with status rc and one error line (beside what
+ * the steps before printed), "spyre generate: " and containing msg. */
+static void expect_one_line(const char *dir, const char *args, int rc, const char *msg)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "generate %s %s", dir, args);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), rc);
+    const char *at = strstr(out, msg), *line = at, *first = strstr(out, "spyre generate: ");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(at);
+    while (line > out && line[-1] != '\n')
+        line--;
+    CU_ASSERT(line == first && !strstr(first + 1, "spyre generate: ") && strchr(at, '\n'));
+}
+
+/* A repetition penalty that overflows a seen token's logit to +inf leaves
+ * nothing to draw from: the step fails in one line, exit 2 (the option's
+ * doing); greedy takes the +inf token, as torch.argmax. */
+static void test_overflowing_repetition_penalty_is_one_line_and_exit_2(void)
+{
+    expect_one_line(SPYRE_SOURCE_DIR "/traces/seq2seq_gen", "--source 165,236,25 --max-new-tokens 6 "
+                    "--repetition-penalty 1e-40 --temperature 1",
+                    2, "seq2seq/graph.txt: step 1: --repetition-penalty 1e-40 makes the logits not finite");
+    CU_ASSERT_EQUAL(tu_spyre("generate " SPYRE_SOURCE_DIR "/traces/seq2seq_gen --source 165,236,25 "
+                             "--max-new-tokens 3 --repetition-penalty 1e-40", out, sizeof out), 0);
+}
+
+/* A copy of traces/NAME/STEP in dir/STEP: graph.txt with line `from`
+ * replaced by `to` (none when NULL) and the weights linked. */
+static void copy_step(const char *dir, const char *name, const char *step, const char *from, const char *to)
+{
+    char path[4096], src[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, step);
+    CU_ASSERT_EQUAL_FATAL(mkdir(path, 0777), 0);
+    snprintf(src, sizeof src, "%s/traces/%s/%s/graph.txt", SPYRE_SOURCE_DIR, name, step);
+    char *text = tu_read_file(src, NULL), *at = text && from ? strstr(text, from) : NULL;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    snprintf(path, sizeof path, "%s/%s/graph.txt", dir, step);
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    if (at)
+        fprintf(f, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+    else
+        fputs(text, f);
+    fclose(f);
+    free(text);
+    snprintf(src, sizeof src, "%s/traces/%s/%s/weights.safetensors", SPYRE_SOURCE_DIR, name, step);
+    snprintf(path, sizeof path, "%s/%s/weights.safetensors", dir, step);
+    CU_ASSERT_EQUAL(symlink(src, path), 0);
+}
+
+
+/* DIRs generate refuses in one line, exit 2: two forms at once (a stale
+ * one would run the wrong graphs), an encoder with no inputs, a seq2seq
+ * step without a declared decoder start token (--decoder-start then
+ * runs it), an input outside its declared range (the runtime's refusal:
+ * exit 2 as spyre run). */
+static void test_bad_dirs_are_one_line_and_exit_2(void)
+{
+    char dir[4096], sub[4200];
+    tu_tmpdir(dir, sizeof dir);
+    snprintf(sub, sizeof sub, "%s/two", dir);
+    CU_ASSERT_EQUAL_FATAL(mkdir(sub, 0777), 0);
+    copy_step(sub, "nanogpt_gen", "step", NULL, NULL);
+    copy_step(sub, "seq2seq_gen", "seq2seq", NULL, NULL);
+    expect_one_line(sub, "--prompt 1 --max-new-tokens 2", 2, "holds two forms of a model, step/ and seq2seq/");
+    snprintf(sub, sizeof sub, "%s/noinput", dir);
+    CU_ASSERT_EQUAL_FATAL(mkdir(sub, 0777), 0);
+    snprintf(sub, sizeof sub, "%s/noinput/encoder", dir);
+    CU_ASSERT_EQUAL_FATAL(mkdir(sub, 0777), 0);
+    snprintf(sub, sizeof sub, "%s/noinput/encoder/graph.txt", dir);
+    static const char enc[] = "graph e\nparam %w: f32[1, 4] = \"w\"\n%y: f32[1, 4] = aten.relu.default(%w)\n"
+                              "output %y\n";
+    tu_write_file(sub, enc, sizeof enc - 1);
+    snprintf(sub, sizeof sub, "%s/noinput", dir);
+    expect_one_line(sub, "--source 1 --max-new-tokens 2", 2, "encoder: needs inputs the source ids");
+    snprintf(sub, sizeof sub, "%s/nostart", dir);
+    CU_ASSERT_EQUAL_FATAL(mkdir(sub, 0777), 0);
+    copy_step(sub, "seq2seq_gen", "seq2seq", NULL, NULL);
+    expect_one_line(sub, "--source 165,236,25 --max-new-tokens 2", 2,
+                    "the model declares no decoder start token (no decoder_start.txt): give --decoder-start ID");
+    char cmd[4400];
+    snprintf(cmd, sizeof cmd, "generate %s --source 165,236,25,234,244,245,94,96,248,179 --decoder-start 2 "
+             "--max-new-tokens 4", sub);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+    snprintf(sub, sizeof sub, "%s/ranged", dir);
+    CU_ASSERT_EQUAL_FATAL(mkdir(sub, 0777), 0);
+    copy_step(sub, "nanogpt_gen", "step", "input %idx: i64[1, 48]\n", "input %idx: i64[1, 48] range=[0, 3]\n");
+    expect_one_line(sub, "--prompt 5 --max-new-tokens 1", 2, "input %idx: the value 5 at element 0 is outside its "
+                    "range=[0, 3]");
+    tu_rmtree(dir);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -593,6 +749,11 @@ int main(void)
         {"sampled top-k 1 tokens equal PyTorch's greedy", test_sampled_top_k_1_tokens_equal_pytorchs_greedy},
         {"same seed same tokens, other seed differs", test_same_seed_same_tokens_other_seed_differs},
         {"eos stops early", test_eos_stops_early},
+        {"sampler top-k keeps ties with the k-th", test_sampler_top_k_keeps_ties_with_the_kth},
+        {"sampler non-finite logits are torch's", test_sampler_non_finite_logits_are_torchs},
+        {"overflowing repetition penalty is one line and exit 2",
+         test_overflowing_repetition_penalty_is_one_line_and_exit_2},
+        {"bad dirs are one line and exit 2", test_bad_dirs_are_one_line_and_exit_2},
         {NULL, NULL},
     };
     return tu_run("generate", tests);

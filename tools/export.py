@@ -91,11 +91,14 @@ with token 0 (mask 0) to --source-len N (default S; longer only with a mask)
 and the decoder ids to CONTEXT, checked as above over the decoder ids and,
 with a mask, refused unless padding the source changes no logit; and
 decoder_start.txt, the model's decoder start token (options
-{"decoder_start": ID}, else module.config.decoder_start_token_id) if it has
-one.  --encoder-once cuts that step where what is computed from the source
-alone meets the decoder ids: DIR/encoder (the source in, those values out)
-and DIR/decoder (them as enc0, enc1, ..., then the decoder ids), for
-spyre generate to run the encoder once.
+{"decoder_start": ID}, else its config's or generation_config's
+decoder_start_token_id, else their bos_token_id) if it has one.
+--encoder-once cuts that step where what is computed from the source
+alone (or a source input the decoder reads itself) meets the decoder ids:
+DIR/encoder (the source in, those values out) and DIR/decoder (them as
+enc0, enc1, ..., then the decoder ids), for spyre generate to run the
+encoder once; --int-range gives each part its own inputs' ranges.  The
+steps are written beside DIR and moved in, in place of any other form.
 
 --seed N (default 0) seeds torch before FILE.py is imported and before FUNC
 and the module run.  Output is deterministic: the same FILE, FUNC, seed and
@@ -115,8 +118,10 @@ import json
 import operator
 import os
 import re
+import shutil
 import struct
 import sys
+import tempfile
 import types
 
 import torch
@@ -1065,10 +1070,14 @@ def is_ids(x, most):
 
 
 def decoder_start(spec, model, options):
-    """The decoder start token the model declares (options' decoder_start,
-    else its config.decoder_start_token_id, as Hugging Face's models), or
-    None."""
-    start = options.get("decoder_start", getattr(getattr(model, "config", None), "decoder_start_token_id", None))
+    """The decoder start token the model declares, or None: options'
+    decoder_start, else as Hugging Face's generate looks for it, its
+    config's or generation_config's decoder_start_token_id, else their
+    bos_token_id."""
+    configs = [getattr(model, "config", None), getattr(model, "generation_config", None)]
+    found = [options.get("decoder_start")] + [getattr(c, key, None) for key in ("decoder_start_token_id",
+                                                                             "bos_token_id") for c in configs]
+    start = next((x for x in found if x is not None), None)
     if start is not None and (not isinstance(start, int) or start < 0):
         raise UserError(f"{spec}: --generate: the decoder start token must be an id >= 0, got {start!r}")
     return start
@@ -1129,9 +1138,11 @@ def part_module(model, keys, part, names):
 
 def split_encoder(spec, model, padded):
     """The step model(*padded) cut where what is computed from the source
-    alone meets the decoder ids: (encoder, its inputs, decoder, its
-    inputs), the encoder's outputs the decoder's first inputs (enc0, ...),
-    then the decoder ids; checked to compose to the model's logits."""
+    alone (a source input itself included, read by the decoder directly)
+    meets the decoder ids: (encoder, its inputs, decoder, its inputs, the
+    decoder's inputs that are the module's: {name: the module's name}), the
+    encoder's outputs the decoder's first inputs (enc0, ...), then the
+    decoder ids; checked to compose to the model's logits."""
     gm, roles = trace_make_fx(model, padded)
     keys = [r[1] for r in roles if r[0] == "param"]
     phs = [n for n in gm.graph.nodes if n.op == "placeholder"]
@@ -1140,12 +1151,12 @@ def split_encoder(spec, model, padded):
     for n in gm.graph.nodes:
         seen[n] = {"t"} if n is tgt else {"s"} if n in srcs else set().union(*(seen[a] for a in n.all_input_nodes))
     out = [n for n in gm.graph.nodes if n.op == "output"][0]
-    cut = [n for n in gm.graph.nodes if n.op != "placeholder" and seen[n] == {"s"} and
+    cut = [n for n in gm.graph.nodes if (n.op != "placeholder" or n in srcs) and seen[n] == {"s"} and
            any(u is out or "t" in seen[u] for u in n.users)]
     if not cut:
         raise UserError(f"{spec}: --encoder-once: no encoder to run once: nothing computed from the source "
                         f"alone reaches the decoder")
-    names = input_names(model, len(padded))
+    names = [sanitize(n) for n in input_names(model, len(padded))]
     encoder = part_module(model, keys, subgraph(gm, state, srcs, tuple(cut)), names[:-1])
     with torch.no_grad():
         memory = tuple(t.detach() for t in encoder(*padded[:-1]))
@@ -1156,7 +1167,17 @@ def split_encoder(spec, model, padded):
         got, want = decoder(*memory, padded[-1]), model(*padded)
     if not torch.allclose(got, want, rtol=1e-4, atol=1e-5):
         raise RuntimeError("the encoder and decoder split does not reproduce the module's logits")
-    return encoder, padded[:-1], decoder, memory + (padded[-1],)
+    passed = {f"enc{i}": names[srcs.index(n)] for i, n in enumerate(cut) if n in srcs}
+    return encoder, padded[:-1], decoder, memory + (padded[-1],), dict(passed, **{names[-1]: names[-1]})
+
+
+def own_ranges(more, inputs, names):
+    """--int-range's ranges (each of one of the module's inputs) of one
+    part's inputs: names maps each to the module's input it holds."""
+    ranges = more.get("int_ranges") or {}
+    for name in set(ranges) - set(inputs):
+        raise UserError(f"--int-range {name}: the module has no input {name} (its inputs: {', '.join(inputs)})")
+    return {n: ranges[m] for n, m in names.items() if m in ranges}
 
 
 def export_seq2seq(spec, out_dir, seed, tracer, context, source_len, graph_only, model, inputs, options,
@@ -1186,10 +1207,13 @@ def export_seq2seq(spec, out_dir, seed, tracer, context, source_len, graph_only,
             check_source_padding(spec, model, source_len, mask.dtype, vocab, context)
     step = os.path.join(out_dir, "decoder" if encoder_once else "seq2seq")
     if encoder_once:
-        encoder, enc_in, decoder, dec_in = split_encoder(spec, model, padded)
+        encoder, enc_in, decoder, dec_in, dec_names = split_encoder(spec, model, padded)
+        names = [sanitize(n) for n in input_names(model, len(padded))]
         export(spec, os.path.join(out_dir, "encoder"), seed, tracer, graph_only,
-               func=lambda: (encoder, enc_in, options), **more)
-        export(spec, step, seed, tracer, graph_only, func=lambda: (decoder, dec_in, options), **more)
+               func=lambda: (encoder, enc_in, options),
+               **dict(more, int_ranges=own_ranges(more, names, {n: n for n in names[:-1]})))
+        export(spec, step, seed, tracer, graph_only, func=lambda: (decoder, dec_in, options),
+               **dict(more, int_ranges=own_ranges(more, names, dec_names)))
     else:
         export(spec, step, seed, tracer, graph_only, func=lambda: (model, padded, options), **more)
     if start is not None:
@@ -1197,8 +1221,30 @@ def export_seq2seq(spec, out_dir, seed, tracer, context, source_len, graph_only,
             f.write(f"{start}\n")
 
 
-def export_generate(spec, out_dir, seed, tracer, context, source_len=None, graph_only=False, encoder_once=False,
-                    **more):
+GENERATE_FORMS = ("step", "seq2seq", "encoder", "decoder", "prefill", "decode")  # spyre generate's DIR/...
+
+
+def export_generate(spec, out_dir, *args, **kwargs):
+    """--generate: export_steps written into a fresh directory beside
+    out_dir, then moved into it in place of every step directory spyre
+    generate reads (it refuses a DIR with two forms: a stale one would run
+    instead); a failed export leaves nothing (no encoder without its
+    decoder)."""
+    parent, base = os.path.split(os.path.abspath(out_dir))
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=f".{base}.export-", dir=parent)
+    try:
+        export_steps(spec, tmp, *args, **kwargs)
+        os.makedirs(out_dir, exist_ok=True)
+        for form in GENERATE_FORMS:
+            shutil.rmtree(os.path.join(out_dir, form), ignore_errors=True)
+        for name in os.listdir(tmp):
+            os.rename(os.path.join(tmp, name), os.path.join(out_dir, name))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def export_steps(spec, out_dir, seed, tracer, context, source_len=None, graph_only=False, encoder_once=False, **more):
     """--generate CONTEXT: FUNC's causal LM (forward(ids [1, T]) -> logits
     [1, T, VOCAB]) exported into out_dir/step with ids [1, CONTEXT]: the
     example ids padded with token 0 (docs/serving.md); or, with two or three

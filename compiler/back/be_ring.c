@@ -1551,6 +1551,73 @@ int mm_rg_prefetch(be_ctx *c, mm_plan *m, int from, int64_t above, double budget
     return tl->slots > 0;
 }
 
+int mm_views_linear(const mm_plan *m)
+{
+    if (m->nbatch > 1 || m->gb > 1 || !be_view_linear(&m->av, &m->arsp) || !be_view_linear(&m->bv, &m->brsp))
+        return 0;
+    for (int i = 0; i < m->ep.nl; i++) {
+        const rk_load *l = &m->ep.loads[i];
+        if (l->staged || l->gather || l->scalar || l->row_tile || l->shared || !be_view_linear(&l->v, &m->ep.rsp))
+            return 0;
+    }
+    for (int jj = 0; jj < m->ep.nn && jj < IR_KERNEL_NODES; jj++) {
+        const rk_node *n = &m->ep.nodes[jj];
+        if (n->dram && (n->staged || !be_view_linear(&n->sv, &m->ep.rsp)))
+            return 0;
+    }
+    return 1;
+}
+
+int mm_heads_any(const be_ctx *c, const mm_plan *m, int pos)
+{
+    return mm_heads_cores(c, m, pos) || mm_heads_read(c, m, pos);
+}
+
+int mm_heads_read(const be_ctx *c, const mm_plan *m, int pos)
+{
+    for (int i = 0; i < c->nhbufs; i++)
+        if (be_heads_reads(c, c->hbufs[i], pos))
+            return 1;
+    return m->ahd || m->bhd;
+}
+
+int mm_heads_cores(const be_ctx *c, const mm_plan *m, int pos)
+{
+    int n = 0, any = 0;
+    for (int i = 0; i < c->nhbufs; i++)
+        if (be_heads_writes(c, c->hbufs[i], pos))
+            n = cc_max(n, c->res[c->hbufs[i]].hcores);
+    for (int jj = 0; jj < m->ep.nn && jj < IR_KERNEL_NODES; jj++)
+        any |= m->ep.nodes[jj].heads;
+    return any && !n ? c->cfg->cores : n;
+}
+
+/* What rg_setup and the code after it read per core but its block's
+ * origin (every DRAM view affine in it: mm_views_linear): the column,
+ * the grid row's parts, the row's side of the column's loader (B's way:
+ * rg_layout) and whether it ends the column.  The origin's moves (rows
+ * of A and C, ring targets) are affine from core to core of one column
+ * whose parts are alike.  A result handed off by stick group to readers'
+ * cores 0 .. hc - 1 (be_heads_send, be_heads_close) is routed by the core
+ * below hc alone: those have none; none either when the kernel reads
+ * such a hand-off (its loads go by the core holding each group). */
+int mm_rg_sig(be_ctx *c, const mm_plan *m, int core, uint64_t *sig)
+{
+    const be_work *w = &c->work[m->ep.pos];
+    const int hc = mm_heads_cores(c, m, m->ep.pos);
+    if (!m->rg_memo || m->rg_rc || mm_heads_read(c, m, m->ep.pos) || !mm_views_linear(m) || core < hc)
+        return 0;
+    const int64_t gn = w->gn, gm = w->gm, i = core / gn, j = core % gn, mid = rg_mid(&m->rg_tl, gm, j);
+    mm_rows rs;
+    rg_rows(m, gn, i, &rs);
+    uint64_t h = mm_sig_mix(mm_sig_mix(mm_sig_mix(MM_SIG_SEED, j), cc_max(-1, cc_min(1, i - mid))),
+                         (i == 0) * 2 + (i == gm - 1));
+    for (int q = 0; q < rs.n; q++)
+        h = mm_sig_mix(h, rs.len[q]);
+    *sig = h;
+    return 1;
+}
+
 /* A core of the grid over the ring: setup, then K chunk by chunk (in,
  * products), then the epilogue. */
 int mm_rg_core(be_ctx *c, mm_plan *m, int core)

@@ -46,8 +46,8 @@ const char generate_help[] =
     "decoder ids i64[1, CONTEXT]; tools/export.py --generate CONTEXT of a module with those inputs):\n"
     "--source T1,T2,... gives the source ids (only ids: a features input is not supported), at most\n"
     "S, padded with token 0 and mask 0 (exactly S when the step takes no mask), set once; the\n"
-    "decoder starts from --decoder-start ID (default the model's, DIR/seq2seq/decoder_start.txt,\n"
-    "else 0), then --prompt's tokens if given, and each token reruns the step as a plain LM's.\n"
+    "decoder starts from --decoder-start ID (default the model's, DIR/seq2seq/decoder_start.txt;\n"
+    "without it --decoder-start is needed), then --prompt's tokens if given, and each token reruns the step as a plain LM's.\n"
     "Or DIR holds DIR/encoder and DIR/decoder (tools/export.py --generate --encoder-once): the\n"
     "encoder runs once on the source (its line: encoder: cycles=) and its outputs are read back and\n"
     "set as the decoder's first inputs; each token reruns the decoder; the time to first token\n"
@@ -63,8 +63,12 @@ const char generate_help[] =
     "1: the logits of the tokens in the prompt and generated so far divided by R where positive,\n"
     "multiplied where not; it applies to greedy choice too), the logits divided by T, --top-k K (the\n"
     "K likeliest; K >= 0, 0 all), --top-p P (0 < P <= 1: the smallest set of the likeliest whose\n"
-    "probability reaches P, at least one token), then a draw from the softmax of those kept. Ties\n"
-    "go to the lower id, so --top-k 1 is greedy; at T 0 --top-k, --top-p and --seed change nothing.\n"
+    "probability reaches P, at least one token), then a draw from the softmax of those kept.  Tokens\n"
+    "tied with the K-th are kept (Hugging Face's TopKLogitsWarper), so --top-k 1 is greedy only\n"
+    "without a tie at the top; at T 0 --top-k, --top-p and --seed change nothing.  A draw needs\n"
+    "logits softmax can weigh (no NaN or +inf, not all -inf), as torch.multinomial: else the step\n"
+    "fails (exit 3 when so read back, 2 when --repetition-penalty made them so); greedy choice is\n"
+    "torch.argmax's (the first NaN, else the first of equal maxima).\n"
     "--seed N (0 to 2^64-1, default 0) seeds the generator (splitmix64): the same seed and options\n"
     "give the same tokens run after run.\n"
     "--eos ID[,ID...] stops after producing any of these tokens (it is printed; --max-new-tokens\n"
@@ -73,7 +77,8 @@ const char generate_help[] =
     "given; docs/multicard.md): every card holds its shards of the weights and its part of the KV\n"
     "cache in its own DRAM, the cards meet at the allreduces, a step's cycles are the slowest card's\n"
     "and the token is chosen from card 0's logits.\n"
-    "Exit status: 0 ok, 2 bad arguments or files, 3 a step faulted.";
+    "Exit status: 0 ok, 2 bad arguments or files (or a step the runtime refused, as spyre run), 3 a step\n"
+    "faulted or its logits cannot be sampled.";
 
 typedef struct {
     const char *dir, *config, *system;
@@ -113,6 +118,7 @@ typedef struct {
     rt_program *prog, *cards[GEN_MAX_CARDS]; /* prog: card 0's */
     char ids[GR_TENSOR_NAME_MAX], logits[GR_TENSOR_NAME_MAX];
     char source[GR_TENSOR_NAME_MAX], mask[GR_TENSOR_NAME_MAX];
+    cc_tp_plan *plan;            /* the split for several cards (tp_load_split's), else NULL */
     int positioned;              /* has %pos: i64[S] */
     int64_t seq, vocab, context; /* tokens per run, logits per token, cache positions (or the plain step's) */
     int64_t source_len;
@@ -126,26 +132,34 @@ static int bad(const char *fmt, const char *a, const char *b)
     return GEN_USAGE;
 }
 
-/* "1,2,3": at most max token ids >= 0 into ids, their count into *n
- * (option o's value s). */
-static int parse_ids(const char *o, const char *s, int64_t *ids, int max, int *n)
+/* "1,2,3": at most max token ids >= 0 into ids, their count into *n;
+ * -1 when s is not such a list (or empty). */
+static int ids_in(const char *s, int64_t *ids, int max, int *n)
 {
     const char *p = s;
-    char what[256];
-    snprintf(what, sizeof what, "%s '%s'", o, s);
     *n = 0;
     while (*p) {
         char *end;
         errno = 0;
         long long v = strtoll(p, &end, 10);
         if (end == p || errno || v < 0 || (*end && *end != ',') || *n == max)
-            return bad("%s is not a list of token ids such as 1,2,3%s", what, "");
+            return -1;
         ids[(*n)++] = v;
         p = *end ? end + 1 : end;
         if (*end && !*p)
-            return bad("%s is not a list of token ids such as 1,2,3%s", what, "");
+            return -1;
     }
-    return *n ? 0 : bad("%s has no token%s", what, "");
+    return *n ? 0 : -1;
+}
+
+/* Option o's value s as ids_in: 0 or GEN_USAGE. */
+static int parse_ids(const char *o, const char *s, int64_t *ids, int max, int *n)
+{
+    char what[256];
+    snprintf(what, sizeof what, "%s '%s'", o, s);
+    if (ids_in(s, ids, max, n))
+        return bad(*s ? "%s is not a list of token ids such as 1,2,3%s" : "%s has no token%s", what, "");
+    return 0;
 }
 
 /* v as a finite number in [lo, hi] (open at lo when above), else -1. */
@@ -165,50 +179,74 @@ static int count_in(const char *v, uint64_t *x)
     return end != v && !*end && !errno && !strchr(v, '-') ? 0 : -1;
 }
 
-static const char *const sampling_options[] = {"--temperature", "--top-k", "--top-p", "--repetition-penalty",
-                                               "--seed", "--eos"};
-
-static int is_sampling(const char *o)
+static int temperature_of(const char *v, gen_args *a)
 {
-    for (size_t i = 0; i < sizeof sampling_options / sizeof sampling_options[0]; i++)
-        if (!strcmp(o, sampling_options[i]))
-            return 1;
+    return number_in(v, 0, 0, INFINITY, &a->sampling.temperature);
+}
+
+static int top_p_of(const char *v, gen_args *a)
+{
+    return number_in(v, 0, 1, 1, &a->sampling.top_p);
+}
+
+static int penalty_of(const char *v, gen_args *a)
+{
+    return number_in(v, 0, 1, INFINITY, &a->sampling.repetition_penalty);
+}
+
+static int top_k_of(const char *v, gen_args *a)
+{
+    uint64_t k;
+    if (count_in(v, &k) || k > INT64_MAX)
+        return -1;
+    a->sampling.top_k = (int64_t)k;
     return 0;
 }
 
-/* The sampling or stopping option o's value v into a: 0 or GEN_USAGE. */
-static int parse_sampling(const char *o, const char *v, gen_args *a)
+static int seed_of(const char *v, gen_args *a)
 {
-    sample_params *p = &a->sampling;
-    const char *want = "";
-    uint64_t k = 0;
-    int wrong;
-    if (!strcmp(o, "--temperature")) {
-        want = "a number >= 0";
-        wrong = number_in(v, 0, 0, INFINITY, &p->temperature);
-    } else if (!strcmp(o, "--top-p")) {
-        want = "a number in (0, 1]";
-        wrong = number_in(v, 0, 1, 1, &p->top_p);
-    } else if (!strcmp(o, "--repetition-penalty")) {
-        want = "a number > 0";
-        wrong = number_in(v, 0, 1, INFINITY, &p->repetition_penalty);
-    } else if (!strcmp(o, "--top-k")) {
-        want = "a count >= 0 (0: all tokens)";
-        wrong = count_in(v, &k) || k > INT64_MAX;
-        p->top_k = (int64_t)k;
-    } else if (!strcmp(o, "--seed")) {
-        want = "a whole number from 0 to 2^64-1";
-        wrong = count_in(v, &a->seed);
-    } else { /* --eos */
-        if (parse_ids(o, v, a->eos, GEN_MAX_EOS, &a->neos))
-            return GEN_USAGE;
-        wrong = 0;
-    }
+    return count_in(v, &a->seed);
+}
+
+static int eos_of(const char *v, gen_args *a)
+{
+    return ids_in(v, a->eos, GEN_MAX_EOS, &a->neos);
+}
+
+/* The sampling and stopping options: each parses its value into the
+ * arguments (0, or -1 when it is not what `want` says).  --no-values
+ * refuses them all. */
+static const struct {
+    const char *name;
+    int (*parse)(const char *v, gen_args *a);
+    const char *want;
+} sampling_options[] = {
+    {"--temperature", temperature_of, "a number >= 0"},
+    {"--top-k", top_k_of, "a count >= 0 (0: all tokens)"},
+    {"--top-p", top_p_of, "a number in (0, 1]"},
+    {"--repetition-penalty", penalty_of, "a number > 0"},
+    {"--seed", seed_of, "a whole number from 0 to 2^64-1"},
+    {"--eos", eos_of, "a list of token ids such as 1,2,3"},
+};
+enum { GEN_NSAMPLING = sizeof sampling_options / sizeof sampling_options[0] };
+
+/* Option o's row of sampling_options, or -1. */
+static int sampling_option(const char *o)
+{
+    for (int i = 0; i < GEN_NSAMPLING; i++)
+        if (!strcmp(o, sampling_options[i].name))
+            return i;
+    return -1;
+}
+
+/* The sampling or stopping option i's value v into a: 0 or GEN_USAGE. */
+static int parse_sampling(int i, const char *v, gen_args *a)
+{
     char what[256];
-    snprintf(what, sizeof what, "%s '%s'", o, v);
+    snprintf(what, sizeof what, "%s '%s'", sampling_options[i].name, v);
     if (!a->needs_values)
-        a->needs_values = o;
-    return wrong ? bad("%s is not %s", what, want) : 0;
+        a->needs_values = sampling_options[i].name;
+    return sampling_options[i].parse(v, a) ? bad("%s is not %s", what, sampling_options[i].want) : 0;
 }
 
 static int parse_args(int argc, char **argv, gen_args *a)
@@ -227,12 +265,12 @@ static int parse_args(int argc, char **argv, gen_args *a)
             a->values = 0;
         } else if (!strcmp(o, "--prompt") || !strcmp(o, "--max-new-tokens") || !strcmp(o, "--config") ||
                    !strcmp(o, "--tp") || !strcmp(o, "--system") || !strcmp(o, "--source") ||
-                   !strcmp(o, "--decoder-start") || is_sampling(o)) {
+                   !strcmp(o, "--decoder-start") || sampling_option(o) >= 0) {
             if (!has)
                 return bad("%s needs a value%s", o, "");
             const char *v = argv[++i];
-            if (is_sampling(o)) {
-                if (parse_sampling(o, v, a))
+            if (sampling_option(o) >= 0) {
+                if (parse_sampling(sampling_option(o), v, a))
                     return GEN_USAGE;
             } else if (!strcmp(o, "--config")) {
                 a->config = v;
@@ -347,8 +385,10 @@ static int plain_shape(gen_step *s, const char *path)
 static int source_inputs(gen_step *s, int inputs)
 {
     const gr_graph *g = s->g;
+    if (inputs < 1 || inputs > 2)
+        return -1;
     const gr_value *src = &g->values[g->inputs[0]], *mask = inputs == 2 ? &g->values[g->inputs[1]] : NULL;
-    if (inputs < 1 || inputs > 2 || !is_ids(src) ||
+    if (!is_ids(src) ||
         (mask && (mask->type.rank != 2 || mask->type.shape[0] != 1 || mask->type.shape[1] != src->type.shape[1])))
         return -1;
     s->source_len = src->type.shape[1];
@@ -428,7 +468,7 @@ static int load_step(const gen_cards *k, const gen_args *a, gen_step *s)
     char err[1024];
     const char *path = s->g->path;
     if (k->n > 1) {
-        if (tp_load_split(path, k->n, k->dev, a->values, s->cards, err, sizeof err))
+        if (tp_load_split(s->g, k->n, k->dev, a->values, s->cards, &s->plan, err, sizeof err))
             return bad("%s: %s", path, err);
         s->prog = s->cards[0];
         return 0;
@@ -473,13 +513,45 @@ static int launch(gen_step *s, const gen_cards *k, rt_run_result *res)
     return failed;
 }
 
-/* Run step s on tokens ids[0..n) at positions from start (the rest of its
- * fixed length padded with token 0 at the positions after; a step without
- * %pos has its own, 0..); the run's result goes to *res and the next token
- * to the end of q: with values, chosen from the logits of token n - 1
- * (sample.c), else 0. */
+/* A failed launch of step s in one line: exit 2 when the runtime refused
+ * the inputs or an op (a user error, as spyre run), else 3. */
+static int launch_failed(const gen_step *s, const rt_run_result *res)
+{
+    char line[1024];
+    rt_run_format(res, line, sizeof line);
+    fprintf(stderr, "spyre generate: %s: %s\n", s->g->path, line);
+    return res->status == RT_RUN_UNSUPPORTED ? GEN_USAGE : GEN_FAULT;
+}
+
+/* The next token at the end of q from the step's logits of its last token
+ * (sample.c).  A draw needs logits softmax can weigh, as
+ * torch.multinomial: not so as read back, the step's numbers are wrong
+ * (exit 3); not so only after --repetition-penalty, the option is (exit 2). */
+static int choose_token(const gen_args *a, const gen_step *s, const char *step, float *logits, gen_seq *q)
+{
+    const char *why = "the logits read back are not finite (NaN or +inf, or all -inf)";
+    if (a->sampling.temperature > 0 && !sample_drawable(logits, s->vocab)) {
+        fprintf(stderr, "spyre generate: %s: %s: %s, so no token can be sampled\n", s->g->path, step, why);
+        return GEN_FAULT;
+    }
+    int64_t t = sample_token(&a->sampling, logits, s->vocab, q->ids, q->n, &q->rng);
+    if (t == SAMPLE_NOT_FINITE) {
+        char where[4200];
+        snprintf(where, sizeof where, "%s: %s: --repetition-penalty %g", s->g->path, step,
+                 a->sampling.repetition_penalty);
+        return bad("%s makes the logits not finite (a logit overflows), so no token can be sampled%s", where, "");
+    }
+    q->ids[q->n] = t;
+    return 0;
+}
+
+/* Run step s (named `step` in errors) on tokens ids[0..n) at positions
+ * from start (the rest of its fixed length padded with token 0 at the
+ * positions after; a step without %pos has its own, 0..); the run's result
+ * goes to *res and the next token to the end of q: with values, chosen
+ * from the logits of token n - 1 (choose_token), else 0. */
 static int run_step(gen_step *s, const gen_args *a, const gen_cards *k, const int64_t *ids, int n, int64_t start,
-                    rt_run_result *res, gen_seq *q)
+                    const char *step, rt_run_result *res, gen_seq *q)
 {
     char err[1024];
     float *in = calloc((size_t)s->seq * 2, sizeof *in), *logits = NULL;
@@ -492,20 +564,15 @@ static int run_step(gen_step *s, const gen_args *a, const gen_cards *k, const in
         if (rt_set_input(s->cards[c], s->ids, in, err, sizeof err) ||
             (s->positioned && rt_set_input(s->cards[c], "pos", in + s->seq, err, sizeof err)))
             rc = bad("%s%s", err, "");
-    if (!rc && launch(s, k, res)) {
-        char line[1024];
-        rt_run_format(res, line, sizeof line);
-        fprintf(stderr, "spyre generate: %s: %s\n", s->g->path, line);
-        rc = GEN_FAULT;
-    }
-    int64_t *token = &q->ids[q->n];
-    *token = 0;
+    if (!rc && launch(s, k, res))
+        rc = launch_failed(s, res);
+    q->ids[q->n] = 0;
     if (!rc && a->values) {
         logits = malloc((size_t)(s->seq * s->vocab) * sizeof *logits);
         if (!logits || rt_read_tensor(s->prog, s->logits, logits, err, sizeof err))
             rc = bad("%s: %s", s->g->path, logits ? err : "out of host memory");
         if (!rc)
-            *token = sample_token(&a->sampling, logits + (n - 1) * s->vocab, s->vocab, q->ids, q->n, &q->rng);
+            rc = choose_token(a, s, step, logits + (n - 1) * s->vocab, q);
     }
     q->n += !rc;
     free(logits);
@@ -590,16 +657,16 @@ static int plain_fits(gen_args *a, const gen_step *s)
 }
 
 /* The decoder start token the export wrote beside the step's graph.txt
- * (DIR/seq2seq/decoder_start.txt), else 0. */
+ * (DIR/seq2seq/decoder_start.txt), else -1. */
 static int64_t model_decoder_start(const gen_step *s)
 {
     char path[4096];
-    long long id = 0;
+    long long id = -1;
     const char *slash = strrchr(s->g->path, '/');
     snprintf(path, sizeof path, "%.*sdecoder_start.txt", slash ? (int)(slash + 1 - s->g->path) : 0, s->g->path);
     FILE *f = fopen(path, "r");
     if (f && (fscanf(f, "%lld", &id) != 1 || id < 0))
-        id = 0;
+        id = -1;
     if (f)
         fclose(f);
     return id;
@@ -623,6 +690,9 @@ static int source_fits(gen_args *a, const gen_step *src, const gen_step *dec)
         return bad("--source has %s tokens; the step takes no source mask, so it needs exactly %s", n, m);
     if (a->decoder_start < 0)
         a->decoder_start = model_decoder_start(dec);
+    if (a->decoder_start < 0)
+        return bad("%s: the model declares no decoder start token (no decoder_start.txt): give --decoder-start ID%s",
+                   dec->g->path, "");
     if (ids_in_vocabulary("--source", a->source, a->nsource, dec->vocab) ||
         ids_in_vocabulary("--decoder-start", &a->decoder_start, 1, dec->vocab))
         return GEN_USAGE;
@@ -722,14 +792,16 @@ static int generate_cached(const gen_args *a, const gen_cards *k, gen_step *s)
     rt_run_result *res = malloc(sizeof *res);
     int rc = res ? seq_open(a, &q) : bad("out of host memory%s%s", "", "");
     if (!rc)
-        rc = run_step(pre, a, k, a->prompt, a->nprompt, 0, res, &q);
+        rc = run_step(pre, a, k, a->prompt, a->nprompt, 0, "prefill", res, &q);
     double ttft = rc ? 0 : res->stats.cycles;
     if (!rc)
         printf("prefill: prompt_tokens=%d cycles=%.0f token=%s uploaded=%" PRIu64 " state_written=%" PRIu64 "\n",
                a->nprompt, ttft, token_str(a, q.ids[q.n - 1], tok), res->xfer.bytes_uploaded, res->state_bytes);
     for (long i = 1; i < a->max_new && !rc && !at_eos(a, &q); i++) {
         int64_t pos = q.n - 1;
-        rc = run_step(dec, a, k, &q.ids[pos], 1, pos, res, &q);
+        char step[64];
+        snprintf(step, sizeof step, "decode %ld", i);
+        rc = run_step(dec, a, k, &q.ids[pos], 1, pos, step, res, &q);
         decode_cycles += rc ? 0 : res->stats.cycles;
         if (!rc)
             printf("decode %ld: pos=%" PRId64 " cycles=%.0f token=%s uploaded=%" PRIu64 " state_written=%" PRIu64 "\n",
@@ -760,7 +832,9 @@ static int rerun_context(const gen_args *a, const gen_cards *k, gen_step *s, dou
         rc = seq_open(a, &q);
     for (long i = 0; i < a->max_new && !rc && (!i || !at_eos(a, &q)); i++) {
         int n = q.n;
-        rc = run_step(s, a, k, q.ids, n, 0, res, &q);
+        char step[64];
+        snprintf(step, sizeof step, "step %ld", i);
+        rc = run_step(s, a, k, q.ids, n, 0, step, res, &q);
         if (rc)
             break;
         *(i ? &rest : &ttft) += res->stats.cycles;
@@ -809,12 +883,12 @@ static int generate_seq2seq(const gen_args *a, const gen_cards *k, gen_step *s)
 }
 
 /* Output i of the encoder e as the decoder d's input i on every card;
- * split for several cards (ep, dp: the steps' plans, as tp_load_split
- * makes them), a cut output put together from the cards' parts and a cut
- * input given to each card as its part. */
-static int pass_output(const gen_step *e, const gen_step *d, const gen_cards *k, const cc_tp_plan *ep,
-                       const cc_tp_plan *dp, int i)
+ * split for several cards (by the steps' plans), a cut output put
+ * together from the cards' parts and each card given its shard of the
+ * input (cc_tp_shard). */
+static int pass_output(const gen_step *e, const gen_step *d, const gen_cards *k, int i)
 {
+    const cc_tp_plan *ep = e->plan, *dp = d->plan;
     char err[1024], out[GR_TENSOR_NAME_MAX], in[GR_TENSOR_NAME_MAX];
     int ov = e->g->outputs[i], iv = d->g->inputs[i];
     const gr_value *v = &e->g->values[ov];
@@ -825,7 +899,7 @@ static int pass_output(const gen_step *e, const gen_step *d, const gen_cards *k,
     gr_tensor_name(d->g->values[iv].name, in);
     float *whole = malloc((size_t)(n ? n : 1) * sizeof *whole), *part = malloc((size_t)(n ? n : 1) * sizeof *part);
     int rc = whole && part ? 0 : bad("out of host memory%s%s", "", "");
-    int cut_out = ep && cc_tp_is_cut(ep, ov), cut_in = dp && cc_tp_is_cut(dp, iv);
+    int cut_out = ep && cc_tp_is_cut(ep, ov);
     for (int c = 0; c < (cut_out ? k->n : 1) && !rc; c++) {
         if (rt_read_tensor(e->cards[c], out, cut_out ? part : whole, err, sizeof err))
             rc = bad("%s: %s", e->g->path, err);
@@ -833,9 +907,9 @@ static int pass_output(const gen_step *e, const gen_step *d, const gen_cards *k,
             cc_tp_unshard(ep, ov, c, part, whole);
     }
     for (int c = 0; c < k->n && !rc; c++) {
-        if (cut_in)
+        if (dp) /* as tp.c's shard_inputs: a cut input's part, a card-0-only one zero elsewhere */
             cc_tp_shard(dp, iv, c, whole, part);
-        if (rt_set_input(d->cards[c], in, cut_in ? part : whole, err, sizeof err))
+        if (rt_set_input(d->cards[c], in, dp ? part : whole, err, sizeof err))
             rc = bad("%s: %s", d->g->path, err);
     }
     free(whole);
@@ -850,31 +924,20 @@ static int generate_split(const gen_args *a, const gen_cards *k, gen_step *s)
 {
     rt_run_result *res = malloc(sizeof *res);
     int rc = res ? set_source(a, k, &s[0]) : bad("out of host memory%s%s", "", "");
-    if (!rc && launch(&s[0], k, res)) {
-        char line[1024];
-        rt_run_format(res, line, sizeof line);
-        fprintf(stderr, "spyre generate: %s: %s\n", s[0].g->path, line);
-        rc = GEN_FAULT;
-    }
+    if (!rc && launch(&s[0], k, res))
+        rc = launch_failed(&s[0], res);
     double encoder = rc ? 0 : res->stats.cycles;
     if (!rc)
         printf("encoder: cycles=%.0f us=%.3f uploaded=%" PRIu64 " (once; the decoder steps take its %d outputs)\n",
                encoder, encoder / rt_config(k->dev[0])->clock_ghz / 1e3, res->xfer.bytes_uploaded, s[0].g->noutputs);
-    char err[1024];
-    cc_tp_plan *ep = NULL, *dp = NULL;
-    if (!rc && a->values && k->n > 1 &&
-        (!(ep = cc_tp_split(s[0].g, k->n, err, sizeof err)) || !(dp = cc_tp_split(s[1].g, k->n, err, sizeof err))))
-        rc = bad("%s%s", err, "");
     for (int i = 0; i < s[0].g->noutputs && !rc && a->values; i++)
-        rc = pass_output(&s[0], &s[1], k, ep, dp, i);
-    cc_tp_free(ep);
-    cc_tp_free(dp);
+        rc = pass_output(&s[0], &s[1], k, i);
     free(res);
     return rc ? rc : rerun_context(a, k, &s[1], encoder);
 }
 
-/* The forms of DIR (docs/serving.md), tried in order: the first whose
- * first step directory exists (else the last, whose errors name it). */
+/* The forms of DIR (docs/serving.md): the one whose first step directory
+ * exists (else the last, whose errors name it). */
 typedef struct {
     const char *step[2]; /* the step directories; NULL after the last */
     int (*shape[2])(gen_step *s, const char *path); /* each step's */
@@ -890,16 +953,28 @@ static const gen_form gen_forms[] = {
 };
 enum { GEN_NFORMS = sizeof gen_forms / sizeof gen_forms[0] };
 
-static const gen_form *dir_form(const char *dir)
+/* DIR's form into *form; a DIR holding two forms is refused: which one
+ * is current cannot be told (tools/export.py --generate leaves one). */
+static int dir_form(const char *dir, const gen_form **form)
 {
-    for (int f = 0; f < GEN_NFORMS - 1; f++) {
+    *form = NULL;
+    for (int f = 0; f < GEN_NFORMS; f++) {
         char path[4096];
         struct stat st;
         snprintf(path, sizeof path, "%s/%s", dir, gen_forms[f].step[0]);
-        if (!stat(path, &st) && S_ISDIR(st.st_mode))
-            return &gen_forms[f];
+        if (stat(path, &st) || !S_ISDIR(st.st_mode))
+            continue;
+        if (*form) {
+            char both[256];
+            snprintf(both, sizeof both, "%s/ and %s/", (*form)->step[0], gen_forms[f].step[0]);
+            return bad("%s holds two forms of a model, %s (which is current cannot be told): remove the stale one",
+                       dir, both);
+        }
+        *form = &gen_forms[f];
     }
-    return &gen_forms[GEN_NFORMS - 1];
+    if (!*form)
+        *form = &gen_forms[GEN_NFORMS - 1];
+    return 0;
 }
 
 /* The cards' devices: one of --config's chip, or --tp of --system's. */
@@ -933,7 +1008,9 @@ int cmd_generate(int argc, char **argv)
     gen_step s[2] = {{0}};
     gen_cards *k = calloc(1, sizeof *k);
     int rc = a && k ? parse_args(argc, argv, a) : bad("out of host memory%s%s", "", "");
-    const gen_form *form = rc ? NULL : dir_form(a->dir);
+    const gen_form *form = NULL;
+    if (!rc)
+        rc = dir_form(a->dir, &form);
     int nsteps = form && form->step[1] ? 2 : 1;
     for (int i = 0; i < nsteps && !rc; i++)
         rc = read_step(a, form->step[i], &s[i], form->shape[i]);
@@ -954,8 +1031,10 @@ int cmd_generate(int argc, char **argv)
         if (k->dev[c])
             rt_close(k->dev[c]);
     }
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < 2; i++) {
+        cc_tp_free(s[i].plan);
         gr_graph_free(s[i].g);
+    }
     free(a);
     free(k);
     return rc;

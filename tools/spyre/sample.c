@@ -52,13 +52,26 @@ static void penalise(float *logits, int64_t vocab, const int64_t *seen, int64_t 
     free(done);
 }
 
+/* torch.argmax: the first NaN, else the first of equal maxima (+inf
+ * being the largest). */
 static int64_t argmax(const float *logits, int64_t vocab)
 {
     int64_t best = 0;
-    for (int64_t v = 1; v < vocab; v++) /* the first of equal maxima, as torch.argmax */
-        if (logits[v] > logits[best])
+    for (int64_t v = 1; v < vocab && !isnan(logits[best]); v++)
+        if (isnan(logits[v]) || logits[v] > logits[best])
             best = v;
     return best;
+}
+
+int sample_drawable(const float *logits, int64_t vocab)
+{
+    int some = 0;
+    for (int64_t v = 0; v < vocab; v++) {
+        if (isnan(logits[v]) || logits[v] == INFINITY)
+            return 0;
+        some |= logits[v] != -INFINITY;
+    }
+    return some;
 }
 
 static int likelier(const void *x, const void *y)
@@ -101,6 +114,8 @@ int64_t sample_token(const sample_params *p, float *logits, int64_t vocab, const
         penalise(logits, vocab, seen, nseen, p->repetition_penalty);
     if (p->temperature == 0)
         return argmax(logits, vocab);
+    if (!sample_drawable(logits, vocab))
+        return SAMPLE_NOT_FINITE;
     candidate *c = malloc((size_t)vocab * sizeof *c);
     double *w = malloc((size_t)vocab * sizeof *w), total = 0;
     if (!c || !w)
@@ -109,6 +124,8 @@ int64_t sample_token(const sample_params *p, float *logits, int64_t vocab, const
         c[v] = (candidate){logits[v], v};
     qsort(c, (size_t)vocab, sizeof *c, likelier);
     int64_t n = p->top_k > 0 && p->top_k < vocab ? p->top_k : vocab;
+    while (n < vocab && c[n].logit == c[n - 1].logit) /* ties with the k-th stay, as TopKLogitsWarper's */
+        n++;
     for (int64_t i = 0; i < n; i++) /* softmax(logits / T), unnormalised: exp(0) for the likeliest */
         total += w[i] = exp(((double)c[i].logit - c[0].logit) / p->temperature);
     if (p->top_p < 1) {

@@ -26,13 +26,21 @@ void sample_seed(sample_rng *r, uint64_t seed);
 /* A draw uniform in [0, 1): the generator's top 53 bits. */
 double sample_uniform(sample_rng *r);
 
+enum { SAMPLE_NOT_FINITE = -1 };
+
+/* Can softmax weigh logits[0..vocab) for a draw: no NaN, no +inf, not all
+ * -inf (a -inf token has probability 0)?  torch.multinomial raises
+ * otherwise. */
+int sample_drawable(const float *logits, int64_t vocab);
+
 /* The next token from logits[0..vocab), in Hugging Face's order:
  * repetition penalty on the tokens of seen[0..nseen) (the prompt and the
- * tokens so far, each penalised once), temperature, top-k, top-p, then one
- * draw of r from the softmax of what is kept.  Temperature 0 is greedy: the
- * first of equal maxima after the penalty, as torch.argmax, and no draw.
- * Ties in the order are broken by the lower id, so top-k 1 is greedy too.
- * logits is overwritten by the penalty. */
+ * tokens so far, each penalised once), temperature, top-k (every token
+ * tied with the k-th kept, as TopKLogitsWarper), top-p, then one draw of r
+ * from the softmax of what is kept; SAMPLE_NOT_FINITE when the penalised
+ * logits are not sample_drawable.  Temperature 0 is greedy, torch.argmax
+ * of the penalised logits (the first NaN, else the first of equal maxima),
+ * and no draw.  logits is overwritten by the penalty. */
 int64_t sample_token(const sample_params *p, float *logits, int64_t vocab, const int64_t *seen, int64_t nseen,
                      sample_rng *r);
 

@@ -863,19 +863,19 @@ int tp_devices_open(const char *system, const char *config, int ncards, const si
     return rc;
 }
 
-int tp_load_split(const char *graph, int ncards, rt_device *const *devs, int values, rt_program **progs, char *err,
-                  size_t errlen)
+int tp_load_split(gr_graph *g, int ncards, rt_device *const *devs, int values, rt_program **progs, cc_tp_plan **plan,
+                  char *err, size_t errlen)
 {
     tp_state *s = calloc(1, sizeof *s);
     if (!s)
         return snprintf(err, errlen, "out of host memory"), -1;
-    s->a = (tp_args){.path = graph, .ncards = ncards, .seed = 1, .limit_card = -1, .opt = {.values = values}};
+    s->a = (tp_args){.path = g->path, .ncards = ncards, .seed = 1, .limit_card = -1, .opt = {.values = values}};
     s->here1 = ncards;
     s->sys.chip = *rt_config(devs[0]);
-    int rc = !(s->g = gr_graph_load(graph, s->err, sizeof s->err)) ||
-             !(s->plan = cc_tp_split(s->g, ncards, s->err, sizeof s->err)) || write_cards(s) || compile_cards(s);
+    s->g = g;
+    int rc = !(s->plan = cc_tp_split(g, ncards, s->err, sizeof s->err)) || write_cards(s) || compile_cards(s);
     if (!rc)
-        tp_note_whole(graph, ncards, s->plan);
+        tp_note_whole(g->path, ncards, s->plan);
     for (int c = 0; c < ncards && !rc; c++) {
         s->dev[c] = devs[c];
         rc = load_card(s, c, 0); /* the caller sets the inputs: random ones were uploaded (and counted) too */
@@ -889,6 +889,11 @@ int tp_load_split(const char *graph, int ncards, rt_device *const *devs, int val
         memset(s->prog, 0, sizeof s->prog); /* the caller's now */
     }
     memset(s->dev, 0, sizeof s->dev); /* the caller's */
+    s->g = NULL;                        /* the caller's */
+    if (!rc && plan) {
+        *plan = s->plan;
+        s->plan = NULL;
+    }
     tp_free(s);
     free(s);
     return rc ? -1 : 0;

@@ -40,13 +40,15 @@ int tp_timing(const char *graph, int ncards, const char *system, const char *con
  * card's part of the KV cache resident in its DRAM).  tp_devices_open:
  * ncards devices of `system`'s chip (config overriding it) with options
  * opt, and the system (for a link: rt_threads_link_new, rt_set_link);
- * tp_load_split: GRAPH split for those cards, the cards' program loaded on
- * each as progs[c] with card c's shards of the parameters (none when
- * !values).  0, or -1 with one line in err. */
+ * tp_load_split: graph g split for those cards, the cards' program loaded
+ * on each as progs[c] with card c's shards of the parameters (none when
+ * !values), and the split into *plan (when plan is not NULL; the caller
+ * frees it with cc_tp_free, before g, which it reads).  0, or -1 with one
+ * line in err. */
 int tp_devices_open(const char *system, const char *config, int ncards, const sim_options *opt, rt_device **devs,
                     chip_system *sys, char *err, size_t errlen);
-int tp_load_split(const char *graph, int ncards, rt_device *const *devs, int values, rt_program **progs, char *err,
-                  size_t errlen);
+int tp_load_split(gr_graph *g, int ncards, rt_device *const *devs, int values, rt_program **progs, cc_tp_plan **plan,
+                  char *err, size_t errlen);
 
 #ifdef SPYRE_MPI
 /* The MPI link (tp_mpi.c), built when CMake finds MPI.  Is this process

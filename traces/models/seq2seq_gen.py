@@ -3,10 +3,11 @@
 encoder-decoder model"): forward(input_ids [1, S], attention_mask [1, S],
 decoder_input_ids [1, T]) -> logits [1, T, VOCAB].  A shared token
 embedding and learned positions; 2 encoder layers (self-attention over the
-source, its padding masked out, then a GELU feed-forward, each
-post-LayerNorm) and 2 decoder layers (self-attention under a torch.tril
-mask, cross-attention over the encoder's output, the feed-forward); the LM
-head tied to the embedding.  Hidden 64, 4 heads, feed-forward 128,
+source, its padding masked out, then a GELU feed-forward, each with a
+LayerNorm before it and a residual around it: pre-LN, as mBART's) and 2
+decoder layers (self-attention under a torch.tril mask, cross-attention
+over the encoder's output, the feed-forward, pre-LN too), a final
+LayerNorm after each stack; the LM head tied to the embedding.  Hidden 64, 4 heads, feed-forward 128,
 vocabulary 256, source 16, decoder context 32; decoder start token 2 (as
 BART's config.decoder_start_token_id).
 
