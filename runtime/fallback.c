@@ -170,6 +170,24 @@ static int fetch_args(rt_fallback *fb, const gr_arg *a, uint64_t *bytes, char *e
     return 0;
 }
 
+/* x into device tensor i; in DL16 an infinity or a finite value DL16
+ * cannot hold becomes its stand-in, as for uploads (isa_dl16_standin):
+ * DeBERTa's masked_fill(finfo.min) on the host became NaN on the device,
+ * and a fully masked row's softmax NaN where PyTorch's is uniform. */
+static int write_standin(rt_program *prog, int i, const float *x, int64_t n, char *err, size_t errlen)
+{
+    if (prog->p->tensors[i].dev_dtype != ISA_T_DL16)
+        return rt_write_f32(prog, i, x, err, errlen);
+    float *v = malloc((n ? (size_t)n : 1) * sizeof *v);
+    if (!v)
+        return isa_errf(err, errlen, "out of host memory for tensor %s", prog->p->tensors[i].name);
+    for (int64_t k = 0; k < n; k++)
+        v[k] = isa_dl16_standin(x[k]);
+    int rc = rt_write_f32(prog, i, v, err, errlen);
+    free(v);
+    return rc;
+}
+
 /* The result into its tensor, as the device holds it; one only host ops
  * read (ISA_TF_HOSTONLY) stays on the host.  Integers must be exact on
  * the device (fp32 up to 2^24, DL16 up to 2^11). */
@@ -197,7 +215,7 @@ static int store(rt_fallback *fb, int v, uint64_t *bytes, char *err, size_t errl
                 return isa_errf(err, errlen, "%%%s: the integer %g is not exact on the device", val->name, x[k]);
     }
     *bytes += t->bytes;
-    return rt_write_f32(fb->prog, i, x, err, errlen);
+    return write_standin(fb->prog, i, x, gr_ttype_numel(&val->type), err, errlen);
 }
 
 /* The results of node n into their tensors: its value, or for a tuple

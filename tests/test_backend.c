@@ -5594,6 +5594,105 @@ static void test_an_integer_inputs_declared_range_bounds_its_sum_on_both_chips(v
     }
 }
 
+/* RoBERTa's position ids (create_position_ids_from_input_ids): the int32
+ * padding mask's cumsum along the tokens, times the mask, plus
+ * padding_idx; and a cumsum along the first dim (Switch's capacity count).
+ * On the device, no host op: each sum's bound (12 ones, 3 ones) is proven
+ * within DL16's exact integers.  The values are PyTorch's, computed here
+ * from the ids read back.  Over 2000 positions the bound is not exact:
+ * refused, naming it. */
+static void test_an_integer_cumsum_of_a_mask_runs_on_the_device_within_its_proven_bound(void)
+{
+    const char *fmt = "graph rp\ninput %%ids: i64[3, %d] range=[0, 3]\n"
+                      "%%ne: bool[3, %d] = aten.ne.Scalar(%%ids, 1)\n"
+                      "%%m: i32[3, %d] = aten._to_copy.default(%%ne, dtype=i32)\n"
+                      "%%cs: i64[3, %d] = aten.cumsum.default(%%m, 1)\n"
+                      "%%c32: i32[3, %d] = aten._to_copy.default(%%cs, dtype=i32)\n"
+                      "%%mul: i32[3, %d] = aten.mul.Tensor(%%c32, %%m)\n"
+                      "%%c64: i64[3, %d] = aten._to_copy.default(%%mul, dtype=i64)\n"
+                      "%%pos: i64[3, %d] = aten.add.Tensor(%%c64, 1)\n"
+                      "%%down: i64[3, %d] = aten.cumsum.default(%%m, 0)\n"
+                      "output %%pos, %%down\n";
+    char text[1024], err[1024];
+    snprintf(text, sizeof text, fmt, 12, 12, 12, 12, 12, 12, 12, 12, 12);
+    compile_error(text, "spyre", err, sizeof err);
+    CU_ASSERT_STRING_EQUAL(err, "");
+    expect_text_validates_on_both_chips(text);
+    for (int c = 0; c < 2; c++) {
+        const char *names[] = {"ids", "pos", "down"};
+        float *v[3] = {0};
+        int64_t n[3] = {0};
+        CU_ASSERT_EQUAL_FATAL(run_and_read(text, "rp.txt", both_chips[c], 3, names, v, n), 0);
+        int pads = 0;
+        for (int r = 0; r < 3; r++)
+            for (int k = 0, run = 0; k < 12; k++) {
+                int m = v[0][r * 12 + k] != 1, above = 0;
+                run += m;
+                pads += !m;
+                CU_ASSERT_EQUAL(v[1][r * 12 + k], run * m + 1);
+                for (int q = 0; q <= r; q++)
+                    above += v[0][q * 12 + k] != 1;
+                CU_ASSERT_EQUAL(v[2][r * 12 + k], above);
+            }
+        CU_ASSERT(pads > 0 && pads < 36);
+        for (int i = 0; i < 3; i++)
+            free(v[i]);
+    }
+    snprintf(text, sizeof text, fmt, 2000, 2000, 2000, 2000, 2000, 2000, 2000, 2000, 2000);
+    compile_error(text, "spyre", err, sizeof err);
+    TU_ASSERT_CONTAINS(err, "test.txt:5: aten.cumsum.default: integer values up to 2000 are not exact");
+}
+
+/* DeBERTa's log bucket divides by torch.log(torch.tensor(..)), a 0-d
+ * weight whose value the compiler never sees, so its cast to an integer
+ * cannot be tabulated: the refusal says why rather than "integer values
+ * up to inf". */
+static void test_an_unbounded_integer_cast_is_refused_saying_why(void)
+{
+    const char *text = "graph ub\ninput %c: f32[]\n"
+                       "%i: i64[10] = aten.arange.default(10, dtype=i64)\n"
+                       "%f: f32[10] = aten._to_copy.default(%i, dtype=f32)\n"
+                       "%l: f32[] = aten.log.default(%c)\n"
+                       "%d: f32[10] = aten.div.Tensor(%f, %l)\n"
+                       "%k: i64[10] = aten._to_copy.default(%d, dtype=i64)\n"
+                       "%a: i64[10] = aten.add.Tensor(%k, 8)\n"
+                       "output %a\n";
+    char err[1024];
+    compile_error(text, "spyre", err, sizeof err);
+    TU_ASSERT_CONTAINS(err, "integer values without a bound are not exact on the device");
+    TU_ASSERT_CONTAINS(err, "a weight's values unseen");
+    CU_ASSERT_PTR_NULL(strstr(err, "up to inf"));
+}
+
+/* sign of an integer (DeBERTa's relative positions): (x > 0) - (x < 0) in
+ * its dtype on the device, PyTorch's values; it was refused ("the
+ * compiler lowers sign only of a float tensor"). */
+static void test_the_sign_of_an_integer_runs_on_the_device(void)
+{
+    const char *text = "graph sg\ninput %i: i64[4, 9] range=[-3, 3]\n"
+                       "%s: i64[4, 9] = aten.sign.default(%i)\n"
+                       "%t: i64[4, 9] = aten.mul.Tensor(%s, 5)\n"
+                       "output %t\n";
+    char err[1024];
+    compile_error(text, "spyre", err, sizeof err);
+    CU_ASSERT_STRING_EQUAL(err, "");
+    for (int c = 0; c < 2; c++) {
+        const char *names[] = {"i", "t"};
+        float *v[2] = {0};
+        int64_t n[2] = {0};
+        CU_ASSERT_EQUAL_FATAL(run_and_read(text, "sg.txt", both_chips[c], 2, names, v, n), 0);
+        int signs[3] = {0};
+        for (int k = 0; k < 36; k++) {
+            const int want = (v[0][k] > 0) - (v[0][k] < 0);
+            signs[want + 1]++;
+            CU_ASSERT_EQUAL(v[1][k], 5 * want);
+        }
+        CU_ASSERT(signs[0] && signs[2]);
+        for (int k = 0; k < 2; k++)
+            free(v[k]);
+    }
+}
+
 /* The program relies on the range, so a launch whose input leaves it is
  * refused with the input, its line and the value (never a wrong sum). */
 static void test_an_input_outside_its_declared_range_is_refused_at_launch(void)
@@ -7919,6 +8018,10 @@ int main(void)
         {"ring traffic puts a bar before its kernel", test_ring_traffic_puts_a_bar_before_its_kernel},
         {"argmax, max with indices and counts validate on both chips",
          test_argmax_max_with_indices_and_counts_validate_on_both_chips},
+        {"an integer cumsum of a mask runs on the device within its proven bound",
+         test_an_integer_cumsum_of_a_mask_runs_on_the_device_within_its_proven_bound},
+        {"the sign of an integer runs on the device", test_the_sign_of_an_integer_runs_on_the_device},
+        {"an unbounded integer cast is refused saying why", test_an_unbounded_integer_cast_is_refused_saying_why},
         {"cumsum by a triangular product validates on both chips",
          test_cumsum_by_a_triangular_product_validates_on_both_chips},
         {"roll, flip, rot90, diag and trace validate on both chips",

@@ -1404,11 +1404,35 @@ def check_int_range_export(tmp):
               (r.stderr.strip().splitlines() or [""])[-1])
 
 
+def check_probe6_exports(tmp):
+    """Two Hugging Face encoders of traces/models/probe6.py, on the device alone with PyTorch's
+    values on both chips: RoBERTa's position ids (the integer cumsum of the padding mask, its
+    bound proven), and LayoutLM with --int-range bbox=0:63 (the box gathered and subtracted in
+    one kernel once stopped the compile: "internal: load of bbox not bound")."""
+    spyre = os.path.join(ROOT, "build", "spyre")
+    for func, ranges in (("roberta", []), ("layoutlm", ["--int-range", "bbox=0:63"])):
+        out = os.path.join(tmp, "p6_" + func)
+        r = subprocess.run([sys.executable, EXPORT, f"{os.path.join(MODELS, 'probe6.py')}:{func}", "-o", out] + ranges,
+                           capture_output=True, text=True)
+        if not check(f"probe6 {func}: export exits 0", r.returncode == 0, r.stderr.strip()):
+            continue
+        if not os.path.exists(spyre):
+            skip(f"probe6 {func}: spyre run --check matches PyTorch", "no build/spyre")
+            continue
+        for cfg in ("spyre", "spyre-4core"):
+            r = subprocess.run([spyre, "run", out, "--check", "--config", cfg], capture_output=True, text=True)
+            checks = [l for l in r.stdout.splitlines() if l.startswith("check ")]
+            check(f"probe6 {func}: runs on {cfg} alone and matches PyTorch",
+                  r.returncode == 0 and "fallback_ops=0 " in r.stdout and checks and all(l.endswith(" ok") for l in checks),
+                  (r.stderr.strip().splitlines() or [""])[-1])
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         check_fp16_export(tmp)
         check_host_chain(tmp)
         check_int_range_export(tmp)
+        check_probe6_exports(tmp)
         check_recorded_draws(tmp)
         check_state_exports(tmp)
         check_generate_exports(tmp)

@@ -253,6 +253,25 @@ static void test_a_host_result_beyond_dl16_range_reaches_the_output(void)
     CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
 }
 
+/* A host result beyond DL16's range that a device kernel reads (DeBERTa's
+ * masked_fill(finfo.min) on the host, then softmax) takes its stand-in on
+ * the device, as an upload does: the softmax of equal huge values is
+ * uniform, PyTorch's 0.25, where the DL16 copy read NaN. */
+static void test_a_host_result_beyond_dl16_range_a_kernel_reads_takes_its_stand_in(void)
+{
+    const char *text = "graph hb\n%x: f32[2, 4] = aten.full.default([2, 4], -6.0)\n"
+                       "%y: f32[2, 4] = aten.special_erfcx.default(%x)\n"
+                       "%p: f32[2, 4] = aten._softmax.default(%y, 1, False)\noutput %p\n";
+    const char *opts[] = {" --config spyre", " --config spyre-4core"};
+    for (int i = 0; i < 2; i++) {
+        CU_ASSERT_EQUAL(run_checked(text, opts[i]), 0);
+        TU_ASSERT_CONTAINS(out, "fallback_ops=1 ");
+        TU_ASSERT_CONTAINS(out, "check p: max_abs_err=0.0e+00 ");
+        CU_ASSERT_PTR_NULL(strstr(out, "nan="));
+        CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
+    }
+}
+
 /* A host op reading a value that lies channels-last between convs under
  * its own name: the host's copy takes the name (it was refused: "cannot
  * go to the host under its own name"). */
@@ -1421,6 +1440,8 @@ int main(void)
         {"host results seen through views reach the outputs", test_host_results_seen_through_views_reach_the_outputs},
         {"a host result beyond DL16's range reaches the output",
          test_a_host_result_beyond_dl16_range_reaches_the_output},
+        {"a host result beyond DL16's range a kernel reads takes its stand-in",
+         test_a_host_result_beyond_dl16_range_a_kernel_reads_takes_its_stand_in},
         {"a host op reads a value kept channels-last", test_a_host_op_reads_a_value_kept_channels_last},
         {"a weight only the host reads is sticked where it pads least",
          test_a_weight_only_the_host_reads_is_sticked_where_it_pads_least},

@@ -31,10 +31,31 @@ static int arange(dctx *c, int64_t n)
     return DC_EMIT(c, "aten.arange.default", t, da_int(n), da_kw("dtype", da_dtype(GR_I64)));
 }
 
+/* An integer cumsum along d: y[.., i, ..] = sum_k where(k <= i, x[.., k,
+ * ..], 0), a sum in the result's dtype.  intexact.c bounds it by the count
+ * times x's bound (RoBERTa's mask of 0 and 1 over n positions: n), which
+ * also bounds every partial sum; within DL16's exact integers it runs on
+ * the device, past them the op is refused to the host, saying so.  A
+ * product with a triangular matrix would be float, its bound unproven. */
+static int int_cumsum(dctx *c, int x, int d, gr_dtype dt)
+{
+    gr_ttype t = dc_T(c, x);
+    int64_t len = t.shape[d], ms[GR_MAX_RANK], k = d + 1;
+    if (t.rank + 1 > GR_MAX_RANK)
+        return -1;
+    int r = t.rank - d + 1; /* the mask's dims: i, k and ones for the dims after d */
+    ms[0] = ms[1] = len;
+    for (int i = 2; i < r; i++)
+        ms[i] = 1;
+    int m = dc_cmpv(c, "aten.le.Tensor", dc_unsqueeze(c, arange(c, len), 0), dc_unsqueeze(c, arange(c, len), 1));
+    m = dc_reshape(c, m, r, ms);
+    int y = dc_where_s(c, m, dc_unsqueeze(c, dc_cast(c, x, dt), d), 0, 0);
+    return dc_cast(c, dc_red(c, "aten.sum.dim_IntList", y, 1, &k, 0), dt);
+}
+
 /* cumsum(self, dim, dtype): along the last dim the rows times U, U[k][i]
  * = (k <= i); along another L, L[i][k] = (k <= i), times x seen as (pre,
- * n, post), so no result is transposed.  Integer inputs stay for the
- * host: the product is float. */
+ * n, post), so no result is transposed.  Integers: int_cumsum. */
 int dc_r_cumsum(dctx *c, const gr_node *n, int *out)
 {
     int x = dc_val(c, n, 0, "self"), dt = dc_dtype_arg(c, n, 2, "dtype");
@@ -42,6 +63,11 @@ int dc_r_cumsum(dctx *c, const gr_node *n, int *out)
     if (dt >= 0)
         x = dc_cast(c, x, (gr_dtype)dt);
     t = dc_T(c, x);
+    if (!dc_is_float(t.dtype) && t.rank > 0 && dc_numel(&t) > 0) {
+        int d = dc_normdim(c, (int64_t)dc_num(c, n, 1, "dim", 0), t.rank);
+        out[0] = int_cumsum(c, x, d, c->g->values[n->out].type.dtype);
+        return out[0] >= 0;
+    }
     if (!dc_is_float(t.dtype))
         return 0;
     if (t.rank == 0 || dc_numel(&t) == 0) {

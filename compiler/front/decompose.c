@@ -1393,13 +1393,16 @@ static int r_frac(dctx *c, const gr_node *n, int *out)
     return 1;
 }
 
-/* sign, sgn: (x > 0) - (x < 0); of NaN 0, as torch 1.13 computes it */
+/* sign, sgn: (x > 0) - (x < 0), an integer's in its dtype; of NaN 0, as
+ * torch 1.13 computes it; a bool's is itself */
 static int r_sign(dctx *c, const gr_node *n, int *out)
 {
     int x = dc_val(c, n, 0, "self");
     gr_dtype dt = dc_T(c, x).dtype;
-    if (!dc_is_float(dt))
-        dc_fail(c, "the compiler lowers %s only of a float tensor", n->base);
+    if (dt == GR_BOOL) {
+        out[0] = x;
+        return 1;
+    }
     out[0] = dc_bin(c, "aten.sub.Tensor", as_num(c, dc_cmps(c, "aten.gt.Scalar", x, 0), dt),
                     as_num(c, dc_cmps(c, "aten.lt.Scalar", x, 0), dt));
     return 1;
@@ -2873,7 +2876,7 @@ static const struct {
     {"trunc", r_round, "as floor"},
     {"round", r_round, "as floor, ties to even; decimals d: round(x * 10^d) / 10^d"},
     {"frac", r_frac, "x - trunc(x)"},
-    {"sign", r_sign, "(x > 0) - (x < 0), of NaN 0 (as torch 1.13)"},
+    {"sign", r_sign, "(x > 0) - (x < 0), of NaN 0 (as torch 1.13); integers too"},
     {"sgn", r_sign, "as sign (real tensors)"},
     {"div", r_div_mode, "with rounding_mode: div, then trunc or floor (as floor); integers as floor_divide"},
     {"remainder", r_remainder, "a - floor(a / b) * b"},
@@ -3012,7 +3015,7 @@ static const struct {
     {"nll_loss_forward", dc_r_nll_loss, "picked = one-hot select of target; w = weight[target] * (target != ignore); "
                                         "-picked*w, reduced (mean: / sum w), total_weight = sum w"},
     {"cumsum", dc_r_cumsum, "last dim: rows times U, U[k][i] = (k <= i); else L (k <= i) times x as (pre, n, post): "
-                            "products on the PT units (float only)"},
+                            "products on the PT units; integers: sum_k where(k <= i, x_k, 0), bounded by intexact.c"},
     {"cumprod", dc_r_cumprod, "scan by doubling: for k = 1, 2, 4, ..: y *= cat(ones(k), y[:n-k]) along dim "
                               "(log2 n products; float only)"},
     {"prod", dc_r_prod, "halves multiplied along dim (an odd extent's last element carried up) until one element "

@@ -36,6 +36,10 @@ typedef struct {
 #define UNRANGED_HINT "; an integer input without a range may hold any value up to 2^24: declare one " \
                       "(tools/export.py --int-range NAME=LO:HI)"
 
+/* where an integer's interval is unbounded: a float cast to it untabulated */
+#define UNBOUNDED_WHY "the cast of a float to an integer is bounded only where it is tabulated: a " \
+                      "function of one integer of a known range and of constants, a weight's values unseen"
+
 static const ival WIDE = {-INFINITY, INFINITY};
 
 /* The values of index idx over the node's loops. */
@@ -365,9 +369,13 @@ int ir_check_int_exact(ir_prog *p)
             int line = node_line(p, c.n, &op);
             if (c.n->nops)
                 p->fail_src = ir_node_op(c.n);
-            rc = ir_error(p, line, "%s: integer values up to %.0f are not exact on the device (DL16 keeps every "
-                          "integer up to %.0f; not supported yet)%s", op, c.worst, EXACT,
-                          c.worst >= 0x1p24 && isfinite(c.worst) ? UNRANGED_HINT : "");
+            if (!isfinite(c.worst))
+                rc = ir_error(p, line, "%s: integer values without a bound are not exact on the device (DL16 "
+                              "keeps every integer up to %.0f; %s)", op, EXACT, UNBOUNDED_WHY);
+            else
+                rc = ir_error(p, line, "%s: integer values up to %.0f are not exact on the device (DL16 keeps "
+                              "every integer up to %.0f; not supported yet)%s", op, c.worst, EXACT,
+                              c.worst >= 0x1p24 ? UNRANGED_HINT : "");
         }
     }
     free(c.buf);
@@ -375,28 +383,34 @@ int ir_check_int_exact(ir_prog *p)
     return rc;
 }
 
-typedef struct {
-    const ir_prog *p;
-    int buf, found;
-} gather_scan;
-
-static void find_gather_rows(void *ctx, const ir_expr *x)
+/* Whether e reads buffer b as a gather's row numbers (through casts).
+ * Its own marks, not ir_expr_walk's: be_collect_load asks in the middle of
+ * a walk, and a nested walk restarted that walk's marks (LayoutLM's box
+ * coordinates, gathered and subtracted: a load left uncollected). */
+static int reads_rows(const ir_arena *A, int e, int b, char *seen)
 {
-    gather_scan *g = ctx;
-    if (x->kind != IR_E_ILOAD)
-        return;
-    int ids = x->a;
-    while (ids >= 0 && g->p->A.e[ids].kind == IR_E_CAST && !ir_dtype_is_float(g->p->A.e[ids].dtype))
-        ids = g->p->A.e[ids].a;
-    if (ids >= 0 && g->p->A.e[ids].kind == IR_E_LOAD && g->p->A.e[ids].buf == g->buf)
-        g->found = 1;
+    if (e < 0 || seen[e])
+        return 0;
+    seen[e] = 1;
+    const ir_expr *x = &A->e[e];
+    if (x->kind == IR_E_ILOAD) {
+        int ids = x->a;
+        while (ids >= 0 && A->e[ids].kind == IR_E_CAST && !ir_dtype_is_float(A->e[ids].dtype))
+            ids = A->e[ids].a;
+        if (ids >= 0 && A->e[ids].kind == IR_E_LOAD && A->e[ids].buf == b)
+            return 1;
+    }
+    return reads_rows(A, x->a, b, seen) || reads_rows(A, x->b, b, seen) || reads_rows(A, x->c, b, seen);
 }
 
 int ir_gather_rows(const ir_prog *p, int b)
 {
-    gather_scan g = {p, b, 0};
-    for (int n = 0; n < p->nnodes && !g.found; n++)
-        if (!p->nodes[n].dead && p->nodes[n].body >= 0)
-            ir_expr_walk((ir_arena *)&p->A, p->nodes[n].body, find_gather_rows, &g);
-    return g.found;
+    char *seen = calloc((size_t)p->A.n + 1, 1);
+    if (!seen)
+        abort();
+    int found = 0;
+    for (int n = 0; n < p->nnodes && !found; n++)
+        found = !p->nodes[n].dead && reads_rows(&p->A, p->nodes[n].body, b, seen);
+    free(seen);
+    return found;
 }
