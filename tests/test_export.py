@@ -1213,6 +1213,11 @@ def timeseries():
     valid[1, 6:] = 0
     valid[2, 4:] = 0
     return TimeSeries(), (torch.randn(3, 9, 3), valid)
+
+
+def timeseries_option():
+    model, inputs = timeseries()
+    return model, inputs, {"int_range": {"valid": (0, 1)}}
 """
 
 
@@ -1234,6 +1239,11 @@ def check_int_range_export(tmp):
         text = f.read()
     check("--int-range: the input line declares the range",
           re.search(r"^input %valid: i64\[3, 9\] range=\[0, 1\]$", text, re.M) is not None)
+    r = subprocess.run([sys.executable, EXPORT, f"{model}:timeseries_option", "-o", os.path.join(tmp, "option")],
+                       capture_output=True, text=True)
+    with open(os.path.join(tmp, "option", "graph.txt") if r.returncode == 0 else os.devnull) as f:
+        check("options {\"int_range\": ...}: the input line declares the range",
+              re.search(r"^input %valid: i64\[3, 9\] range=\[0, 1\]$", f.read(), re.M) is not None, r.stderr.strip())
     r = subprocess.run([sys.executable, EXPORT, f"{model}:timeseries", "-o", os.path.join(tmp, "bad"),
                         "--int-range", "valid=0:0"], capture_output=True, text=True)
     check("--int-range an example input leaves exits 2 with one line",
