@@ -712,7 +712,8 @@ def graph_text(name, comment, gm, roles, in_names, types, state=None, weights="w
         lines.append(f"{kind} %{names[node]}: {format_type(types[node], names[node])}{key}")
     for node, key, t in params:
         # an integer weight's own values bound what the compiler may compute from it
-        rng = " range=[%d, %d]" % (t.min(), t.max()) if isinstance(t, torch.Tensor) and t.dtype in (
+        # (--graph-only's are meta tensors, without values)
+        rng = " range=[%d, %d]" % (t.min(), t.max()) if isinstance(t, torch.Tensor) and not t.is_meta and t.dtype in (
             torch.int64, torch.int32) and t.numel() and -RANGE_MAX <= t.min() and t.max() <= RANGE_MAX else ""
         lines.append(f"param %{names[node]}: {format_type(types[node], names[node])} = {quote(key)}{rng}")
     for node in ops:
