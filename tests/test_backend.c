@@ -6217,6 +6217,26 @@ static void test_an_integer_sort_of_keys_up_to_95_runs_natively_on_both_chips(vo
         "output %v, %i, %w\n");
 }
 
+/* index_put with several index tensors that put nothing (empty ones,
+ * over an empty dim or not) is x, as PyTorch; the compiler divided by the
+ * empty dim's size (SIGFPE). */
+static void test_index_put_of_several_empty_indices_is_x_on_both_chips(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips("graph index_put_empty\n"
+                                                          "input %x: f32[0, 5, 8]\n"
+                                                          "input %w: f32[3, 0, 5, 8]\n"
+                                                          "input %u: f32[4, 5, 8]\n"
+                                                          "input %i: i64[0]\n"
+                                                          "input %j: i64[0]\n"
+                                                          "input %v: f32[0, 8]\n"
+                                                          "input %vw: f32[3, 0, 8]\n"
+                                                          "%y: f32[0, 5, 8] = aten.index_put.default(%x, [%i, %j], %v)\n"
+                                                          "%z: f32[3, 0, 5, 8] = aten.index_put.default(%w, [None, %i, %j], %vw)\n"
+                                                          "%p: f32[4, 5, 8] = aten.index_put.default(%u, [%i, %j], %v, True)\n"
+                                                          "%q: f32[4, 5, 8] = aten.add.Tensor(%p, 1.0)\n"
+                                                          "output %y, %z, %q\n");
+}
+
 /* nan_to_num with PyTorch's defaults (RetNet's decay mask): NaN to 0 and
  * +-inf to float32's extremes, which the device stores as +-ISA_DL16_TOP and
  * the check takes for them; no op on the host. */
@@ -7617,6 +7637,7 @@ int main(void)
          test_an_einsum_operand_with_a_trailing_one_runs_natively_on_both_chips},
         {"index_put with several index tensors runs natively on both chips",
          test_index_put_with_several_index_tensors_runs_natively_on_both_chips},
+        {"index_put of several empty indices is x on both chips", test_index_put_of_several_empty_indices_is_x_on_both_chips},
         {"an integer sort of keys up to 95 runs natively on both chips",
          test_an_integer_sort_of_keys_up_to_95_runs_natively_on_both_chips},
         {"softmax of a row masked whole is NaN as PyTorch", test_softmax_of_a_row_masked_whole_is_nan_as_pytorch},
