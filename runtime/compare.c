@@ -131,8 +131,12 @@ void rt_check_format(const rt_check_result *r, char *buf, size_t len)
         o += snprintf(buf + o, len - (size_t)o, " vacuous=%lld", (long long)r->vacuous);
     if (o < 0 || (size_t)o >= len)
         return;
-    if (r->ok) { /* an index or count that differs where nothing is proven is no "ok" (docs/validation.md) */
-        snprintf(buf + o, len - (size_t)o, r->differ ? " differ=%lld vacuous" : " ok", (long long)r->differ);
+    if (r->ok && r->differ) { /* an index or count that differs where nothing is proven: no "ok" */
+        snprintf(buf + o, len - (size_t)o, " differ=%lld vacuous", (long long)r->differ);
+        return;
+    }
+    if (r->ok) {
+        snprintf(buf + o, len - (size_t)o, " ok");
         return;
     }
     char idx[160] = "";
