@@ -824,6 +824,7 @@ static int parse_range(parser *P, gr_value *v)
         expected(L, "end of line (a range is for an i64 or i32 input or param)");
         return -1;
     }
+    const int col = L->tok.col; /* range's: a bad pair is named where it starts */
     next(L);
     if (expect_punct(P, '=') || expect_punct(P, '['))
         return -1;
@@ -839,13 +840,13 @@ static int parse_range(parser *P, gr_value *v)
             return -1;
     }
     if (b[0] > b[1]) {
-        errf(L, "%s:%d: range=[%lld, %lld] is empty", L->path, v->line, (long long)b[0], (long long)b[1]);
+        errf(L, "%s:%d:%d: range=[%lld, %lld] is empty", L->path, v->line, col, (long long)b[0], (long long)b[1]);
         return -1;
     }
     /* inputs reach the device and the host's reference as fp32 values */
     if (b[0] < -GR_RANGE_MAX || b[1] > GR_RANGE_MAX) {
-        errf(L, "%s:%d: range=[%lld, %lld] reaches past +-%lld, the integers fp32 holds exactly", L->path, v->line,
-             (long long)b[0], (long long)b[1], (long long)GR_RANGE_MAX);
+        errf(L, "%s:%d:%d: range=[%lld, %lld] reaches past +-%lld, the integers fp32 holds exactly", L->path, v->line,
+             col, (long long)b[0], (long long)b[1], (long long)GR_RANGE_MAX);
         return -1;
     }
     v->ranged = 1;

@@ -97,6 +97,11 @@ typedef enum { ISA_T_DL16, ISA_T_F32 } isa_dtype_dev;
  * range.  isa_dl16_standin is the rule for constants and uploaded data:
  * infinities to the stand-in, these to 2^29, the rest unchanged. */
 #define ISA_DL16_BIG 0x1p29f
+/* The largest DL16 value below the stand-in ISA_DL16_INF: nan_to_num's
+ * replacement for an infinity when the one asked for is beyond DL16
+ * (PyTorch's default, float32's extremes), so that it ranks above every
+ * finite value left, as those extremes do (2^29 would not). */
+#define ISA_DL16_TOP 0x1.ff8p29f
 int isa_dl16_beyond(double v);
 float isa_dl16_standin(float v);
 /* DL16's 10-bit significand holds every integer up to here exactly. */

@@ -14,8 +14,8 @@
  * or beyond, the same sign), and an infinity read into a 16-bit host dtype
  * where the reference overflows that dtype (PyTorch's 70000 in fp16).  A
  * finite reference DL16 cannot hold (a -1e30 or torch.finfo(f32).min mask)
- * is held as the finite stand-in +-2^29 (isa_dl16_standin) or computed into
- * the infinity's; either is taken for it. */
+ * is held as the finite stand-in +-2^29 (isa_dl16_standin), as nan_to_num's
+ * +-ISA_DL16_TOP, or computed into the infinity's; each is taken for it. */
 static int same_value(isa_host_dtype hdt, float y, double ref)
 {
     if ((double)y == ref)
@@ -24,7 +24,7 @@ static int same_value(isa_host_dtype hdt, float y, double ref)
     if (isinf(ref))
         return same_sign && fabs(y) >= ISA_DL16_INF;
     if (isa_dl16_beyond(ref))
-        return same_sign && (fabs(y) >= ISA_DL16_INF || fabs(y) == ISA_DL16_BIG);
+        return same_sign && (fabs(y) >= ISA_DL16_INF || fabs(y) == ISA_DL16_BIG || fabs(y) == ISA_DL16_TOP);
     return same_sign && isinf(y) && (fabs(ref) > FLT_MAX || isinf(isa_host_round(hdt, (float)ref)));
 }
 
@@ -51,6 +51,7 @@ void rt_compare_values(isa_host_dtype hdt, const float *y, const rt_refval *v, i
         }
         r->vacuous += isinf(tol);
         double e = same_value(hdt, y[i], ref) ? 0 : fabs((double)y[i] - ref);
+        r->differ += isinf(tol) && v->exact && e > 0;
         if (e <= tol) /* false when ref is NaN */
             r->within++;
         if (e > r->max_abs_err)
@@ -130,6 +131,10 @@ void rt_check_format(const rt_check_result *r, char *buf, size_t len)
         o += snprintf(buf + o, len - (size_t)o, " vacuous=%lld", (long long)r->vacuous);
     if (o < 0 || (size_t)o >= len)
         return;
+    if (r->ok && r->differ) { /* an index or count that differs where nothing is proven: no "ok" */
+        snprintf(buf + o, len - (size_t)o, " differ=%lld vacuous", (long long)r->differ);
+        return;
+    }
     if (r->ok) {
         snprintf(buf + o, len - (size_t)o, " ok");
         return;

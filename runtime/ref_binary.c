@@ -96,8 +96,8 @@ static double eb_binary(int op, double x, double ex, double y, double ey, double
     case B_LT:
     case B_GT:
     case B_LE:
-    case B_GE:
-        return ref_eb_flips(x - y, ex + ey, w) ? ref_eb_jump(1, w) : 0;
+    case B_GE: /* a flip of an operand with an infinite bound: vacuous, not a jump of 1 */
+        return ref_eb_flips(x - y, ex + ey, w) ? ref_eb_jump(isinf(ex + ey) ? INFINITY : 1, w) : 0;
     case B_LAND:
     case B_LOR:
     case B_LXOR:

@@ -12,7 +12,8 @@
  * element), so a value's bound is the larger distance to those, over
  * lambda.  An index may be that of any element whose interval reaches the
  * k-th value's interval (the device may order them the other way): a jump
- * of the largest index distance; exact when no bound is positive, except
+ * of the largest index distance (infinite when an infinite bound is among
+ * them: such an index is vacuous, not a jump); exact when no bound is positive, except
  * that topk's and kthvalue's equal elements may come in either order
  * (PyTorch's order of them is unspecified). */
 #include "ref_internal.h"
@@ -131,7 +132,7 @@ static double index_bound(const tens *x, int64_t b, int64_t n, int64_t step, int
             if (p && !isnan(v) && (v < lo - rmax || v > hi + rmax))
                 break;
             if (k != j && (may_swap(v, L * ldb(x, w, b + k * step), rj, lo, hi) || (e->ties && v == vj)))
-                far = fmax(far, (double)llabs(k - j));
+                far = fmax(far, isinf(rj) || isinf(ldb(x, w, b + k * step)) ? INFINITY : (double)llabs(k - j));
         }
     return far ? ref_eb_jump(far * (1 + EB_JUMP_MARGIN), w) : 0;
 }
@@ -427,7 +428,7 @@ static void cum_line(const tens *x, int64_t b, int64_t n, int64_t st, int mx, te
             for (int64_t i = 0; i <= k; i++) {
                 double u = sg * ldd(x, b + i * st), r = L * ldb(x, w, b + i * st);
                 if (i != best && (r > 0 || ldb(x, w, b + best * st) > 0) && (isnan(u) || u + r >= lo))
-                    far = fmax(far, (double)llabs(i - best));
+                    far = fmax(far, isinf(r) || isinf(ldb(x, w, b + best * st)) ? INFINITY : (double)llabs(i - best));
             }
             double e = isfinite(v) ? fmax(hi - sg * v, sg * v - lo) / L : 0;
             o->eb[w][j] = (float)(isnan(e) ? INFINITY : e);

@@ -230,6 +230,7 @@ typedef struct {
     double *tol;      /* per-element tolerance of a computed value */
     int line;         /* graph line that computes it */
     const char *op;   /* its op; NULL for a tensor's host copy */
+    int exact;        /* integers or bools: an element whose tolerance is infinite must equal ref, else said */
 } rt_refval;
 /* The absolute floor of every tolerance: values DL16 flushes to zero. */
 #define RT_ABS_FLOOR 0x1p-30

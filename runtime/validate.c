@@ -286,6 +286,7 @@ static int check_graph(rt_program *prog, const gr_graph *g, const rt_st_file *wa
         rv.tol = tol;
         rv.line = val->line;
         rv.op = val->node >= 0 ? g->nodes[val->node].op : val->kind == GR_VAL_INPUT ? "input" : "param";
+        rv.exact = val->type.dtype >= GR_I64;
         rc = rt_compare(prog, &rv, (int)i, &res[nres], err, errlen);
         if (st) {
             res[nres].step = RT_CHECK_STEPWISE;

@@ -6335,9 +6335,29 @@ static void test_an_integer_sort_of_keys_up_to_95_runs_natively_on_both_chips(vo
         "output %v, %i, %w\n");
 }
 
+/* index_put with several index tensors that put nothing (empty ones,
+ * over an empty dim or not) is x, as PyTorch; the compiler divided by the
+ * empty dim's size (SIGFPE). */
+static void test_index_put_of_several_empty_indices_is_x_on_both_chips(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips("graph index_put_empty\n"
+                                                          "input %x: f32[0, 5, 8]\n"
+                                                          "input %w: f32[3, 0, 5, 8]\n"
+                                                          "input %u: f32[4, 5, 8]\n"
+                                                          "input %i: i64[0]\n"
+                                                          "input %j: i64[0]\n"
+                                                          "input %v: f32[0, 8]\n"
+                                                          "input %vw: f32[3, 0, 8]\n"
+                                                          "%y: f32[0, 5, 8] = aten.index_put.default(%x, [%i, %j], %v)\n"
+                                                          "%z: f32[3, 0, 5, 8] = aten.index_put.default(%w, [None, %i, %j], %vw)\n"
+                                                          "%p: f32[4, 5, 8] = aten.index_put.default(%u, [%i, %j], %v, True)\n"
+                                                          "%q: f32[4, 5, 8] = aten.add.Tensor(%p, 1.0)\n"
+                                                          "output %y, %z, %q\n");
+}
+
 /* nan_to_num with PyTorch's defaults (RetNet's decay mask): NaN to 0 and
- * +-inf to float32's extremes, which the device stores as +-2^29 and the
- * check takes for them; no op on the host. */
+ * +-inf to float32's extremes, which the device stores as +-ISA_DL16_TOP and
+ * the check takes for them; no op on the host. */
 static void test_nan_to_num_with_default_replacements_runs_natively_on_both_chips(void)
 {
     const char *text = "graph nan_to_num_defaults\n"
@@ -6361,12 +6381,53 @@ static void test_nan_to_num_with_default_replacements_runs_natively_on_both_chip
         for (int i = 0; i < 64; i++) {
             float f = (float)(i - 32);
             ok += i < 32 ? v[0][i] == 0.0f : fabsf(v[0][i] - sqrtf(f)) <= 0x1p-9f * sqrtf(f);
-            ok += v[1][i] == (i > 52 ? ISA_DL16_BIG : i < 12 ? -ISA_DL16_BIG : f);
+            ok += v[1][i] == (i > 52 ? ISA_DL16_TOP : i < 12 ? -ISA_DL16_TOP : f);
         }
         CU_ASSERT_EQUAL(ok, 2 * 64);
         free(v[0]);
         free(v[1]);
     }
+}
+
+/* nan_to_num's replaced infinities rank above every finite value, as
+ * float32's extremes do in PyTorch: a finite 7e8 (beyond the constants'
+ * stand-in 2^29) stays below the replaced +inf, -9e8 above the replaced
+ * -inf, and 6e8 below either.  The values are PyTorch's for the same input
+ * (argmax, argmin, (y > 6e8).sum, the sort's indices; posinf=1e30 alike). */
+static void test_nan_to_num_replacements_rank_as_pytorchs_on_both_chips(void)
+{
+    const char *text = "graph ntn_rank\n"
+                       "input %x: f32[3, 4]\n"
+                       "%y: f32[3, 4] = aten.nan_to_num.default(%x)\n"
+                       "%am: i64[3] = aten.argmax.default(%y, -1)\n"
+                       "%an: i64[3] = aten.argmin.default(%y, -1)\n"
+                       "%gt: bool[3, 4] = aten.gt.Scalar(%y, 600000000.0)\n"
+                       "%cnt: i64[3] = aten.sum.dim_IntList(%gt, [-1])\n"
+                       "%s: (f32[3, 4], i64[3, 4]) = aten.sort.default(%y, -1)\n"
+                       "%si: i64[3, 4] = getitem(%s, 1)\n"
+                       "%z: f32[3, 4] = aten.nan_to_num.default(%x, 0.0, 1e+30, -1e+30)\n"
+                       "%zm: i64[3] = aten.argmax.default(%z, -1)\n"
+                       "output %am, %an, %cnt, %si, %zm\n";
+    float x[12] = {INFINITY, 7e8f, 1, 2, 3, -INFINITY, NAN, 5e8f, 3, -INFINITY, -9e8f, 5e8f};
+    const float want[5][12] = {{0, 3, 3}, {2, 1, 1}, {2, 0, 0}, {2, 3, 1, 0, 1, 2, 0, 3, 1, 2, 0, 3}, {0, 3, 3}};
+    rt_st_entry e[1] = {{.name = "x", .dtype = RT_ST_F32, .rank = 2, .shape = {3, 4}, .data = x}};
+    char path[1024], err[256];
+    tu_tmpfile(".safetensors", path, sizeof path);
+    CU_ASSERT_EQUAL_FATAL(rt_st_write(path, e, 1, err, sizeof err), 0);
+    const char *names[] = {"am", "an", "cnt", "si", "zm"};
+    for (int c = 0; c < 2; c++) {
+        float *v[5] = {0};
+        int64_t n[5] = {0};
+        CU_ASSERT_EQUAL(run_and_read_from(text, "ntn_rank.txt", both_chips[c], path, 5, names, v, n), 0);
+        for (int k = 0; k < 5; k++) {
+            int ok = 0;
+            for (int64_t i = 0; i < n[k] && v[k]; i++)
+                ok += v[k][i] == want[k][i];
+            CU_ASSERT_EQUAL(ok, k == 3 ? 12 : 3);
+            free(v[k]);
+        }
+    }
+    remove(path);
 }
 
 /* A softmax row whose max is infinite is NaN in PyTorch (-inf - -inf, or
@@ -7700,6 +7761,8 @@ int main(void)
         {"a global max pool without indices compiles quickly", test_a_global_max_pool_without_indices_compiles_quickly},
         {"few-channel strided convs take the per-channel im2col and validate on both chips",
          test_few_channel_strided_convs_take_the_per_channel_im2col_and_validate_on_both_chips},
+        {"nan_to_num's replacements rank as PyTorch's on both chips",
+         test_nan_to_num_replacements_rank_as_pytorchs_on_both_chips},
         {"infinities and NaNs are found and replaced on both chips",
          test_infinities_and_nans_are_found_and_replaced_on_both_chips},
         {"nan_to_num with default replacements runs natively on both chips",
@@ -7709,6 +7772,7 @@ int main(void)
          test_an_einsum_operand_with_a_trailing_one_runs_natively_on_both_chips},
         {"index_put with several index tensors runs natively on both chips",
          test_index_put_with_several_index_tensors_runs_natively_on_both_chips},
+        {"index_put of several empty indices is x on both chips", test_index_put_of_several_empty_indices_is_x_on_both_chips},
         {"an integer sort of keys up to 95 runs natively on both chips",
          test_an_integer_sort_of_keys_up_to_95_runs_natively_on_both_chips},
         {"softmax of a row masked whole is NaN as PyTorch", test_softmax_of_a_row_masked_whole_is_nan_as_pytorch},

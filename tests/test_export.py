@@ -1358,6 +1358,24 @@ def timeseries():
     valid[1, 6:] = 0
     valid[2, 4:] = 0
     return TimeSeries(), (torch.randn(3, 9, 3), valid)
+
+
+def timeseries_option():
+    model, inputs = timeseries()
+    return model, inputs, {"int_range": {"valid": (0, 1)}}
+
+
+class Buffered(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("pos", torch.arange(9))
+
+    def forward(self, x):
+        return x.index_select(1, self.pos.flip(0))
+
+
+def buffered():
+    return Buffered(), (torch.randn(3, 9),)
 """
 
 
@@ -1379,6 +1397,16 @@ def check_int_range_export(tmp):
         text = f.read()
     check("--int-range: the input line declares the range",
           re.search(r"^input %valid: i64\[3, 9\] range=\[0, 1\]$", text, re.M) is not None)
+    r = subprocess.run([sys.executable, EXPORT, f"{model}:timeseries_option", "-o", os.path.join(tmp, "option")],
+                       capture_output=True, text=True)
+    with open(os.path.join(tmp, "option", "graph.txt") if r.returncode == 0 else os.devnull) as f:
+        check("options {\"int_range\": ...}: the input line declares the range",
+              re.search(r"^input %valid: i64\[3, 9\] range=\[0, 1\]$", f.read(), re.M) is not None, r.stderr.strip())
+    r = subprocess.run([sys.executable, EXPORT, f"{model}:buffered", "-o", os.path.join(tmp, "buffered"),
+                        "--graph-only"], capture_output=True, text=True)
+    with open(os.path.join(tmp, "buffered", "graph.txt") if r.returncode == 0 else os.devnull) as f:
+        check("--graph-only with an integer buffer: exported, its param without a range (no values)",
+              re.search(r"^param %\w+: i64\[9\] = \"pos\"$", f.read(), re.M) is not None, r.stderr.strip())
     r = subprocess.run([sys.executable, EXPORT, f"{model}:timeseries", "-o", os.path.join(tmp, "bad"),
                         "--int-range", "valid=0:0"], capture_output=True, text=True)
     check("--int-range an example input leaves exits 2 with one line",

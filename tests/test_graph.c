@@ -354,12 +354,12 @@ static void test_an_integer_inputs_or_params_range_parses_and_prints_back(void)
     expect_error("input %x: bool[2] range=[0, 1]\n",
                  "t.txt:1:19: expected end of line (a range is for an i64 or i32 input or param), found 'range'");
     expect_error("input %x: i64[2] range=[0]\n", "t.txt:1:26: expected ',', found ']'");
-    expect_error("input %x: i64[2] range=[1, 0]\n", "t.txt:1: range=[1, 0] is empty");
+    expect_error("input %x: i64[2] range=[1, 0]\n", "t.txt:1:18: range=[1, 0] is empty");
     /* past 2^24 fp32 host copies would round values inside it */
     expect_error("input %x: i64[2] range=[16777216, 16777219]\n",
-                 "t.txt:1: range=[16777216, 16777219] reaches past +-16777216, the integers fp32 holds exactly");
+                 "t.txt:1:18: range=[16777216, 16777219] reaches past +-16777216, the integers fp32 holds exactly");
     expect_error("input %x: i64[2] range=[-16777217, 0]\n",
-                 "t.txt:1: range=[-16777217, 0] reaches past +-16777216, the integers fp32 holds exactly");
+                 "t.txt:1:18: range=[-16777217, 0] reaches past +-16777216, the integers fp32 holds exactly");
 }
 
 static void test_semantic_errors_name_file_and_line(void)

@@ -15,6 +15,7 @@
 
 #include "cc.h"
 #include "rt.h"
+#include "rt_internal.h" /* rt_compare_values: a check line from values and tolerances */
 #include "testutil.h"
 
 #define CFG4 SPYRE_SOURCE_DIR "/chip/configs/spyre-4core.cfg"
@@ -1617,12 +1618,37 @@ static void test_a_check_with_infinite_tolerances_says_it_is_vacuous(void)
     CU_ASSERT(ends_with(line, " ok"));
 }
 
+/* An index or count whose tolerance is infinite and which differs from
+ * its reference is not "ok": the line says how many differ and ends in
+ * "vacuous" (an argmax after nan_to_num's replaced infinities, whose
+ * reference is float32's largest value). A float output is said vacuous=N
+ * alone. */
+static void test_an_integer_output_differing_where_vacuous_is_not_ok(void)
+{
+    float y[3] = {0, 3, 2};
+    const float ref[3] = {0, 2, 2};
+    double tol[3] = {0, INFINITY, INFINITY};
+    rt_refval v = {.rank = 1, .shape = {3}, .val = ref, .tol = tol, .exact = 1};
+    char line[512];
+    for (int exact = 1; exact >= 0; exact--) {
+        rt_check_result r = {0};
+        snprintf(r.name, sizeof r.name, "am");
+        v.exact = exact;
+        rt_compare_values(ISA_HT_F32, y, &v, 3, &r);
+        rt_check_format(&r, line, sizeof line);
+        CU_ASSERT(r.ok);
+        CU_ASSERT_EQUAL(r.differ, exact);
+        CU_ASSERT(ends_with(line, exact ? " vacuous=2 differ=1 vacuous" : " vacuous=2 ok"));
+    }
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
         {"launch phases means the launches at each phase", test_launch_phases_means_the_launches_at_each_phase},
         {"alloc aligns every block to dram_align", test_alloc_aligns_every_block_to_dram_align},
         {"a check with infinite tolerances says it is vacuous", test_a_check_with_infinite_tolerances_says_it_is_vacuous},
+        {"an integer output differing where vacuous is not ok", test_an_integer_output_differing_where_vacuous_is_not_ok},
         {"a timing-only launch counts the inputs it does not write",
          test_a_timing_only_launch_counts_the_inputs_it_does_not_write},
         {"alloc reuses a freed block", test_alloc_reuses_a_freed_block},

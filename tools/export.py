@@ -237,11 +237,16 @@ def load_workload(spec, func=None):
         inputs = (inputs,)
     if not isinstance(inputs, (tuple, list)) or not all(isinstance(x, torch.Tensor) for x in inputs):
         raise UserError(f"{spec}: expected FUNC's inputs to be a tuple of tensors")
-    if not isinstance(options, dict) or set(options) - {"eval", "state", "decoder_start"}:
-        raise UserError(f"{spec}: expected FUNC's options to be a dict with keys from: eval, state, decoder_start")
+    if not isinstance(options, dict) or set(options) - {"eval", "state", "decoder_start", "int_range"}:
+        raise UserError(f"{spec}: expected FUNC's options to be a dict with keys from: eval, state, decoder_start, "
+                        f"int_range")
     if not isinstance(options.get("state", {}), dict) or not all(
             isinstance(k, str) and isinstance(v, int) for k, v in options.get("state", {}).items()):
         raise UserError(f"{spec}: expected FUNC's state option to map input names to output indices")
+    if not isinstance(options.get("int_range", {}), dict) or not all(
+            isinstance(k, str) and isinstance(v, (tuple, list)) and len(v) == 2 and all(isinstance(b, int) for b in v)
+            for k, v in options.get("int_range", {}).items()):
+        raise UserError(f"{spec}: expected FUNC's int_range option to map input names to (LO, HI) integers")
     return model, tuple(inputs), options
 
 
@@ -712,7 +717,8 @@ def graph_text(name, comment, gm, roles, in_names, types, state=None, weights="w
         lines.append(f"{kind} %{names[node]}: {format_type(types[node], names[node])}{key}")
     for node, key, t in params:
         # an integer weight's own values bound what the compiler may compute from it
-        rng = " range=[%d, %d]" % (t.min(), t.max()) if isinstance(t, torch.Tensor) and t.dtype in (
+        # (--graph-only's are meta tensors, without values)
+        rng = " range=[%d, %d]" % (t.min(), t.max()) if isinstance(t, torch.Tensor) and not t.is_meta and t.dtype in (
             torch.int64, torch.int32) and t.numel() and -RANGE_MAX <= t.min() and t.max() <= RANGE_MAX else ""
         lines.append(f"param %{names[node]}: {format_type(types[node], names[node])} = {quote(key)}{rng}")
     for node in ops:
@@ -878,7 +884,7 @@ def export(spec, out_dir, seed, tracer, graph_only=False, func=None, draws=False
     torch.manual_seed(seed)
     model, inputs, options = load_workload(spec, func)
     state = options.get("state", {})
-    ranges = {k: tuple(v) for k, v in options.get("int_range", {}).items()}
+    ranges = parse_ranges(f"{k}={lo}:{hi}" for k, (lo, hi) in options.get("int_range", {}).items())
     ranges.update(int_ranges or {})
     wfile = weights or "weights.safetensors"
     if options.get("eval", True):

@@ -2107,13 +2107,7 @@ static int64_t rk_stage_rows(const be_ctx *c, const rk_plan *k)
         const ir_buf *B = &c->p->bufs[buf];
         const int64_t len = B->type.rank ? B->type.shape[c->lay[buf].stick_dim] : 1;
         const int64_t g = len % c->t.lanes16 ? len : c->t.lanes16;
-        int64_t a = unit, b = g;
-        while (b) {
-            const int64_t t = a % b;
-            a = b;
-            b = t;
-        }
-        unit = unit / a * g;
+        unit = unit / ir_gcd(unit, g) * g;
     }
     return unit;
 }

@@ -32,16 +32,6 @@ typedef struct {
     int64_t off;    /* its first output kept */
 } ct_phase;
 
-static int64_t gcd(int64_t a, int64_t b)
-{
-    while (b) {
-        int64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
 static int64_t max3(int64_t a, int64_t b, int64_t c)
 {
     int64_t m = a > b ? a : b;
@@ -51,7 +41,7 @@ static int64_t max3(int64_t a, int64_t b, int64_t c)
 /* Phase r of axis a. */
 static ct_phase axis_phase(const ct_axis *a, int64_t r)
 {
-    ct_phase f = {.step = a->s / gcd(a->s, a->d), .dil = a->d / gcd(a->s, a->d)};
+    ct_phase f = {.step = a->s / ir_gcd(a->s, a->d), .dil = a->d / ir_gcd(a->s, a->d)};
     int64_t k0 = 0;
     while (k0 < f.step && k0 < a->k && ((k0 * a->d - r - a->p) % a->s + a->s) % a->s)
         k0++;

@@ -1013,6 +1013,8 @@ static int several_put(dctx *c, const gr_node *n, int x, int val, int acc)
         sizes[k++] = t.shape[i];
         span *= t.shape[i];
     }
+    if (!dc_numel(&tb) || !dc_numel(&t))
+        return x; /* nothing is put (an empty index, or an empty dim PyTorch accepted): x, as PyTorch */
     if (l->nitems > t.rank || span - 1 > IR_INT_EXACT)
         dc_fail(c, "the indexed dims' combined offsets reach %lld, beyond DL16's exact integers (%d)",
                 (long long)(span - 1), IR_INT_EXACT);

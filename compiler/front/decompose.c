@@ -1874,9 +1874,13 @@ static int r_isinf(dctx *c, const gr_node *n, int *out)
     return 1;
 }
 
-/* nan_to_num(x, nan=0, posinf, neginf): wheres; PyTorch's default
- * replacements, float32's extremes, are beyond DL16 and stored as +-2^29
- * as every such constant (isa_dl16_standin) */
+/* nan_to_num(x, nan=0, posinf, neginf): wheres.  A replacement beyond
+ * DL16 (PyTorch's default, float32's extremes) is +-ISA_DL16_TOP, and x
+ * from there on is taken for an infinity: every finite value left ranks
+ * below it, as below float32's extremes (the constants' stand-in 2^29
+ * would rank below a finite 6e8). */
+static double ntn_replacement(double v) { return isa_dl16_beyond(v) ? copysign((double)ISA_DL16_TOP, v) : v; }
+
 static int r_nan_to_num(dctx *c, const gr_node *n, int *out)
 {
     int x = dc_val(c, n, 0, "self");
@@ -1884,9 +1888,11 @@ static int r_nan_to_num(dctx *c, const gr_node *n, int *out)
         out[0] = x;
         return 1;
     }
-    double v[3] = {dc_num(c, n, 1, "nan", 0), dc_num(c, n, 2, "posinf", FLT_MAX), dc_num(c, n, 3, "neginf", -FLT_MAX)};
-    int y = dc_where_s(c, dc_cmps(c, "aten.ge.Scalar", x, DL16_INF), x, v[1], 1);
-    y = dc_where_s(c, dc_cmps(c, "aten.le.Scalar", x, -DL16_INF), y, v[2], 1);
+    double v[3] = {dc_num(c, n, 1, "nan", 0), ntn_replacement(dc_num(c, n, 2, "posinf", FLT_MAX)),
+                   ntn_replacement(dc_num(c, n, 3, "neginf", -FLT_MAX))};
+    double up = v[1] == ISA_DL16_TOP ? ISA_DL16_TOP : DL16_INF, down = v[2] == -ISA_DL16_TOP ? ISA_DL16_TOP : DL16_INF;
+    int y = dc_where_s(c, dc_cmps(c, "aten.ge.Scalar", x, up), x, v[1], 1);
+    y = dc_where_s(c, dc_cmps(c, "aten.le.Scalar", x, -down), y, v[2], 1);
     out[0] = dc_where_s(c, dc_cmpv(c, "aten.ne.Tensor", x, x), y, v[0], 1);
     return 1;
 }
@@ -2923,7 +2929,7 @@ static const struct {
     {"isposinf", r_isinf, "x >= 2^30"},
     {"isneginf", r_isinf, "x <= -2^30"},
     {"nan_to_num", r_nan_to_num, "where(x != x, nan, where(x >= 2^30, posinf, where(x <= -2^30, neginf, x))); "
-                                 "posinf, neginf by default float32's extremes, beyond DL16: +-2^29"},
+                                 "beyond DL16 (the defaults): +-(2^30 - 2^20), x from there on infinite"},
     {"mse_loss", r_loss, "d = self - target: d*d; then reduction none, mean (sum, div) or sum"},
     {"huber_loss", r_loss, "z = |d|: where(z < delta, z*z*0.5, (z - delta/2) * delta); reduction as mse_loss"},
     {"smooth_l1_loss", r_loss, "z = |d|: where(z < beta, z*z*0.5 * (1/beta), z - beta/2) (beta 0: z); "

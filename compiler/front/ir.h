@@ -568,6 +568,18 @@ static inline int ir_name_eq(const char *a, const char *b) { return a[0] == b[0]
 /* qsort's order of ints, ascending (for values far from INT_MIN/INT_MAX:
  * op, node and kernel numbers). */
 static inline int ir_cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
+
+/* The greatest common divisor of a and b (a transposed conv's phases, a
+ * staged kernel's row unit). */
+static inline int64_t ir_gcd(int64_t a, int64_t b)
+{
+    while (b) {
+        const int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
 char *ir_xsprintf(const char *fmt, ...); /* a new string of any length */
 /* A new string a.b (ir_xsprintf("%s.%s") without the format's two passes:
  * the decomposition names every node it adds so, 1,000 host instructions
