@@ -1248,6 +1248,9 @@ def check_features_source(tmp):
     feats, tokens = os.path.join(tmp, "whisper_features.bin"), os.path.join(tmp, "whisper_tokens.txt")
     r = subprocess.run([sys.executable, os.path.join(MODELS, "seq2seq_gen.py"), "whisper", feats, tokens],
                        capture_output=True, text=True)
+    if not check("seq2seq_gen.py whisper: writes the features and PyTorch's tokens", r.returncode == 0,
+                 r.stderr.strip()):
+        return
     for o, more in ((out, []), (once, ["--encoder-once"])):
         r = subprocess.run([sys.executable, EXPORT, spec, "-o", o, "--generate", "32"] + more,
                            capture_output=True, text=True)
@@ -1271,7 +1274,7 @@ def check_features_source(tmp):
                    (once, ["--config", "spyre"])):
         r = generate(d, "--source-file", feats, "--max-new-tokens", "16", *how)
         got = re.search(r"^tokens=(.*)$", r.stdout, re.M)
-        check(f"whisper_gen {os.path.basename(d)} {' '.join(how)}: spyre generate --source-file tokens are PyTorch's",
+        check(f"{os.path.basename(d)} {' '.join(how)}: spyre generate --source-file tokens are PyTorch's",
               r.returncode == 0 and got and got.group(1) == want, r.stderr.strip() or (got and got.group(1)))
     short = os.path.join(tmp, "whisper_short.bin")
     with open(short, "wb") as f:
@@ -1286,7 +1289,7 @@ def check_features_source(tmp):
             (os.path.join(ROOT, "traces", "nanogpt_gen"), ["--source-file", feats], "--source-file is for an "
              "encoder-decoder")]:
         r = generate(d, *args, "--max-new-tokens", "2")
-        check(f"spyre generate {os.path.basename(d)} {' '.join(args)}: one line, exit 2",
+        check(f"spyre generate {os.path.basename(d)} {args[0]} {os.path.basename(args[1])}: one line, exit 2",
               r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and why in r.stderr,
               f"status {r.returncode}, stderr {r.stderr.strip()!r}")
 
