@@ -1040,6 +1040,7 @@ def check_seq2seq_exports(tmp):
           r.stderr.strip())
     check_encoder_once(tmp)
     check_split_seq2seqs(tmp)
+    check_features_source(tmp)
 
 
 SPLIT_SEQ2SEQS = """
@@ -1226,6 +1227,71 @@ def check_encoder_once(tmp):
         check(f"--encoder-once: spyre generate {' '.join(how)}: the encoder runs once, the tokens are PyTorch's",
               r.returncode == 0 and "encoder: cycles=" in r.stdout and got and got.group(1) == want,
               r.stderr.strip() or (got and got.group(1)))
+
+
+def generate(out, *args):
+    return subprocess.run([os.path.join(ROOT, "build", "spyre"), "generate", out] + list(args),
+                          capture_output=True, text=True)
+
+
+def check_features_source(tmp):
+    """A features source (docs/serving.md, "Generating with an
+    encoder-decoder model"): seq2seq_gen.py's tiny Whisper (log-mel
+    features f32[1, 16, 64] into a conv1d stem) exports with its features as
+    the step's first input, at the example's shape; spyre generate
+    --source-file reads them as raw fp32 (as spyre run --input) and its
+    tokens are PyTorch's greedy ones on both chips, split for two cards and
+    with --encoder-once; a bad, missing or misshapen file and a source of
+    the other kind: one line, exit 2."""
+    out, once = os.path.join(tmp, "whisper_gen"), os.path.join(tmp, "whisper_once")
+    spec = os.path.join(MODELS, "seq2seq_gen.py") + ":whisper_gen"
+    feats, tokens = os.path.join(tmp, "whisper_features.bin"), os.path.join(tmp, "whisper_tokens.txt")
+    r = subprocess.run([sys.executable, os.path.join(MODELS, "seq2seq_gen.py"), "whisper", feats, tokens],
+                       capture_output=True, text=True)
+    if not check("seq2seq_gen.py whisper: writes the features and PyTorch's tokens", r.returncode == 0,
+                 r.stderr.strip()):
+        return
+    for o, more in ((out, []), (once, ["--encoder-once"])):
+        r = subprocess.run([sys.executable, EXPORT, spec, "-o", o, "--generate", "32"] + more,
+                           capture_output=True, text=True)
+        if not check(f"whisper_gen --generate 32 {' '.join(more)}: export exits 0", r.returncode == 0,
+                     r.stderr.strip()):
+            return
+    with open(os.path.join(out, "seq2seq", "graph.txt")) as f:
+        check("whisper_gen: the features are the step's first input, at the example's shape",
+              re.findall(r"^input %(\w+): (.*)$", f.read(), re.M)
+              == [("input_features", "f32[1, 16, 64]"), ("decoder_input_ids", "i64[1, 32]")])
+    r = subprocess.run([sys.executable, EXPORT, spec, "-o", os.path.join(tmp, "w_len"), "--generate", "32",
+                        "--source-len", "80"], capture_output=True, text=True)
+    check("whisper_gen --source-len: refused, one line, exit 2 (features are not padded)",
+          r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "features are not padded" in r.stderr,
+          r.stderr.strip())
+    if not os.path.exists(os.path.join(ROOT, "build", "spyre")):
+        return skip("whisper_gen: spyre generate --source-file tokens equal PyTorch's", "no build/spyre")
+    with open(tokens) as f:
+        want = re.search(r"^tokens (.*)$", f.read(), re.M).group(1)
+    for d, how in ((out, ["--config", "spyre"]), (out, ["--config", "spyre-4core"]), (out, ["--tp", "2"]),
+                   (once, ["--config", "spyre"])):
+        r = generate(d, "--source-file", feats, "--max-new-tokens", "16", *how)
+        got = re.search(r"^tokens=(.*)$", r.stdout, re.M)
+        check(f"{os.path.basename(d)} {' '.join(how)}: spyre generate --source-file tokens are PyTorch's",
+              r.returncode == 0 and got and got.group(1) == want, r.stderr.strip() or (got and got.group(1)))
+    short = os.path.join(tmp, "whisper_short.bin")
+    with open(short, "wb") as f:
+        f.write(b"\0" * 100)
+    ids = os.path.join(ROOT, "traces", "seq2seq_gen")
+    for d, args, why in [
+            (out, ["--source-file", os.path.join(tmp, "absent.bin")], "--source-file: input input_features: "),
+            (out, ["--source-file", short], "has 100 bytes but shape (1, 16, 64) needs 4096 bytes of fp32"),
+            (out, ["--source", "1,2"], "the source is features, not ids: give --source-file FILE"),
+            (out, ["--prompt", "3"], "the source is features: give --source-file FILE"),
+            (ids, ["--source-file", feats], "--source-file is for a features source"),
+            (os.path.join(ROOT, "traces", "nanogpt_gen"), ["--source-file", feats], "--source-file is for an "
+             "encoder-decoder")]:
+        r = generate(d, *args, "--max-new-tokens", "2")
+        check(f"spyre generate {os.path.basename(d)} {args[0]} {os.path.basename(args[1])}: one line, exit 2",
+              r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and why in r.stderr,
+              f"status {r.returncode}, stderr {r.stderr.strip()!r}")
 
 
 def check_generate_exports(tmp):

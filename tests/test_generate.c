@@ -318,7 +318,7 @@ static void test_bad_arguments_are_one_line_and_exit_2(void)
         {"--prompt 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17 --max-new-tokens 3",
          "--prompt has 17 tokens, more than the prefill step's 16"},
         {"--prompt 1 --max-new-tokens 3 --bogus", "unexpected argument '--bogus'"},
-        {"--prompt 1", "needs DIR, --prompt (or --source) and --max-new-tokens"},
+        {"--prompt 1", "needs DIR, --prompt (or --source or --source-file) and --max-new-tokens"},
         {"--prompt 1 --max-new-tokens 3 --tp 0", "--tp '0' is not a number of cards from 1 to 64"},
         {"--prompt 1 --max-new-tokens 3 --tp 9", "--tp 9: the system spyre-x8 has 8 cards"},
         {"--prompt 1 --max-new-tokens 3 --temperature -0.5", "--temperature '-0.5' is not a number >= 0"},

@@ -89,7 +89,9 @@ ids [1, T]), it is an encoder-decoder (docs/serving.md, "Generating with an
 encoder-decoder model"): DIR/seq2seq gets the export with the source padded
 with token 0 (mask 0) to --source-len N (default S; longer only with a mask)
 and the decoder ids to CONTEXT, checked as above over the decoder ids and,
-with a mask, refused unless padding the source changes no logit; and
+with a mask, refused unless padding the source changes no logit (a float32
+source [1, ...] without a mask is features, as Whisper's log-mel frames:
+exported at the example's shape, not padded); and
 decoder_start.txt, the model's decoder start token (options
 {"decoder_start": ID}, else its config's or generation_config's
 decoder_start_token_id, else their bos_token_id) if it has one.
@@ -1075,6 +1077,11 @@ def is_ids(x, most):
     return x.dtype == torch.int64 and x.dim() == 2 and x.shape[0] == 1 and 1 <= x.shape[1] <= most
 
 
+def is_features(x, mask):
+    """A features source (Whisper's log-mel frames [1, MELS, FRAMES]): float32 [1, ...], fixed, unmasked."""
+    return mask is None and x.dtype == torch.float32 and x.dim() >= 2 and x.shape[0] == 1
+
+
 def decoder_start(spec, model, options):
     """The decoder start token the model declares, or None: options'
     decoder_start, else as Hugging Face's generate looks for it, its
@@ -1195,17 +1202,23 @@ def export_seq2seq(spec, out_dir, seed, tracer, context, source_len, graph_only,
     decoder_start.txt when the model declares its start token; with
     encoder_once, out_dir/encoder and out_dir/decoder (split_encoder)."""
     src, tgt, mask = inputs[0], inputs[-1], inputs[1] if len(inputs) == 3 else None
+    features = is_features(src, mask)
+    if features and source_len is not None:
+        raise UserError(f"{spec}: --source-len {source_len}: the source is features {tuple(src.shape)}, "
+                        f"exported at the example's shape (features are not padded)")
     source_len = source_len or src.shape[1]
-    if not is_ids(src, source_len) or not is_ids(tgt, context) or \
+    if not (is_ids(src, source_len) or features) or not is_ids(tgt, context) or \
             mask is not None and tuple(mask.shape) != tuple(src.shape):
         raise UserError(f"{spec}: --generate {context}: an encoder-decoder's inputs must be the source ids, int64 "
-                        f"[1, S] with S <= --source-len, optionally its mask [1, S], then the decoder ids, int64 "
+                        f"[1, S] with S <= --source-len, optionally its mask [1, S] (or features: a float32 "
+                        f"[1, ...], no mask), then the decoder ids, int64 "
                         f"[1, T] with T <= {context}; got {[f'{x.dtype} {tuple(x.shape)}' for x in inputs]}")
     if mask is None and src.shape[1] != source_len:
         raise UserError(f"{spec}: --source-len {source_len}: the module takes no source mask, so its source "
                         f"cannot be padded: export it at its example's length, {src.shape[1]}")
     start = decoder_start(spec, model, options)
-    padded = (padded_to(src, source_len),) + ((padded_to(mask, source_len),) if mask is not None else ())
+    padded = (src if features else padded_to(src, source_len),)
+    padded += (padded_to(mask, source_len),) if mask is not None else ()
     padded += (padded_to(tgt, context),)
     if not graph_only:
         vocab = check_causal(spec, lambda t: model(*padded[:-1], t), context)

@@ -28,7 +28,7 @@
 enum { GEN_OK = 0, GEN_USAGE = 2, GEN_FAULT = 3, GEN_MAX_CARDS = 64, GEN_MAX_EOS = 64 };
 #define GEN_MAX_TOKENS 65536
 
-const char generate_usage[] = "generate DIR --prompt T1,T2,... | --source T1,T2,... [--decoder-start ID] "
+const char generate_usage[] = "generate DIR --prompt T1,T2,... | --source T1,T2,... | --source-file FILE [--decoder-start ID] "
                               "--max-new-tokens N [--config FILE] [--tp N] "
                               "[--system NAME] [--no-values] [--temperature T] [--top-k K] [--top-p P] "
                               "[--repetition-penalty R] [--seed N] [--eos ID[,ID...]]";
@@ -44,8 +44,10 @@ const char generate_help[] =
     "padded with token 0, and reads the logits of the last.  Or DIR holds DIR/seq2seq, an\n"
     "encoder-decoder's step (inputs: the source ids i64[1, S], optionally its mask [1, S], the\n"
     "decoder ids i64[1, CONTEXT]; tools/export.py --generate CONTEXT of a module with those inputs):\n"
-    "--source T1,T2,... gives the source ids (only ids: a features input is not supported), at most\n"
-    "S, padded with token 0 and mask 0 (exactly S when the step takes no mask), set once; the\n"
+    "--source T1,T2,... gives the source ids, at most S, padded with token 0 and mask 0 (exactly S\n"
+    "when the step takes no mask), set once.  A step whose source is features (a float first input,\n"
+    "no mask: Whisper's log-mel frames f32[1, MELS, FRAMES]) takes --source-file FILE instead: raw\n"
+    "little-endian fp32 of exactly that shape, as spyre run --input reads, set once; the\n"
     "decoder starts from --decoder-start ID (default the model's, DIR/seq2seq/decoder_start.txt;\n"
     "without it --decoder-start is needed), then --prompt's tokens if given, and each token reruns the step as a plain LM's.\n"
     "Or DIR holds DIR/encoder and DIR/decoder (tools/export.py --generate --encoder-once): the\n"
@@ -85,6 +87,7 @@ typedef struct {
     int tp;
     int64_t prompt[GEN_MAX_TOKENS], source[GEN_MAX_TOKENS];
     int nprompt, nsource;
+    const char *source_file; /* a features source: raw fp32 */
     int64_t decoder_start; /* -1: the model's */
     long max_new;
     int values;
@@ -122,6 +125,7 @@ typedef struct {
     int positioned;              /* has %pos: i64[S] */
     int64_t seq, vocab, context; /* tokens per run, logits per token, cache positions (or the plain step's) */
     int64_t source_len;
+    int features; /* the source is a float tensor (set from --source-file), not ids */
 } gen_step;
 
 static int bad(const char *fmt, const char *a, const char *b)
@@ -265,6 +269,7 @@ static int parse_args(int argc, char **argv, gen_args *a)
             a->values = 0;
         } else if (!strcmp(o, "--prompt") || !strcmp(o, "--max-new-tokens") || !strcmp(o, "--config") ||
                    !strcmp(o, "--tp") || !strcmp(o, "--system") || !strcmp(o, "--source") ||
+                   !strcmp(o, "--source-file") ||
                    !strcmp(o, "--decoder-start") || sampling_option(o) >= 0) {
             if (!has)
                 return bad("%s needs a value%s", o, "");
@@ -288,6 +293,8 @@ static int parse_args(int argc, char **argv, gen_args *a)
             } else if (!strcmp(o, "--source")) {
                 if (parse_ids(o, v, a->source, GEN_MAX_TOKENS, &a->nsource))
                     return GEN_USAGE;
+            } else if (!strcmp(o, "--source-file")) {
+                a->source_file = v;
             } else if (!strcmp(o, "--decoder-start")) {
                 uint64_t id;
                 if (count_in(v, &id) || id > INT64_MAX)
@@ -306,8 +313,8 @@ static int parse_args(int argc, char **argv, gen_args *a)
             a->dir = o;
         }
     }
-    if (!a->dir || !(a->nprompt || a->nsource) || a->max_new < 0)
-        return bad("needs DIR, --prompt (or --source) and --max-new-tokens (usage: spyre %s)%s", generate_usage, "");
+    if (!a->dir || !(a->nprompt || a->nsource || a->source_file) || a->max_new < 0)
+        return bad("needs DIR, --prompt (or --source or --source-file) and --max-new-tokens (usage: spyre %s)%s", generate_usage, "");
     if (!a->values && a->needs_values)
         return bad("%s needs the tokens, which --no-values does not compute (it simulates timing only)%s",
                    a->needs_values, "");
@@ -361,6 +368,13 @@ static int is_ids(const gr_value *v)
     return v->type.dtype == GR_I64 && v->type.rank == 2 && v->type.shape[0] == 1;
 }
 
+/* Is v features: a float tensor [1, ...]? */
+static int is_features(const gr_value *v)
+{
+    const gr_dtype d = v->type.dtype;
+    return (d == GR_F32 || d == GR_F16 || d == GR_BF16) && v->type.rank >= 1 && v->type.shape[0] == 1;
+}
+
 /* Is the step a plain causal LM's (tools/export.py --generate): one input,
  * the ids i64[1, CONTEXT], the logits f32[1, CONTEXT, V] first, no state
  * (its positions are the module's own, 0..CONTEXT-1)? */
@@ -380,14 +394,23 @@ static int plain_shape(gen_step *s, const char *path)
 }
 
 /* Does the step take the source, its ids i64[1, S] as its first input and
- * optionally its mask [1, S] as the second, of `inputs` before the rest?
- * Sets the source's tensors and length. */
+ * optionally its mask [1, S] as the second, or features (a float tensor
+ * [1, ...], no mask), of `inputs` before the rest?  Sets the source's
+ * tensors and length (its elements, for features). */
 static int source_inputs(gen_step *s, int inputs)
 {
     const gr_graph *g = s->g;
     if (inputs < 1 || inputs > 2)
         return -1;
     const gr_value *src = &g->values[g->inputs[0]], *mask = inputs == 2 ? &g->values[g->inputs[1]] : NULL;
+    s->features = !mask && is_features(src);
+    if (s->features) {
+        s->source_len = 1;
+        for (int r = 0; r < src->type.rank; r++)
+            s->source_len *= src->type.shape[r];
+        gr_tensor_name(src->name, s->source);
+        return 0;
+    }
     if (!is_ids(src) ||
         (mask && (mask->type.rank != 2 || mask->type.shape[0] != 1 || mask->type.shape[1] != src->type.shape[1])))
         return -1;
@@ -421,8 +444,8 @@ static int seq2seq_shape(gen_step *s, const char *path)
 {
     const gr_graph *g = s->g;
     if (g->ninputs < 2 || source_inputs(s, g->ninputs - 1) || !is_ids(&g->values[g->inputs[g->ninputs - 1]]))
-        return bad("%s: needs inputs the source ids i64[1, S], optionally its mask [1, S], and the decoder ids "
-                   "i64[1, CONTEXT] (tools/export.py --generate)%s", path, "");
+        return bad("%s: needs inputs the source ids i64[1, S], optionally its mask [1, S] (or features, a float "
+                   "[1, ...]), and the decoder ids i64[1, CONTEXT] (tools/export.py --generate)%s", path, "");
     return decoder_outputs(s, path);
 }
 
@@ -432,8 +455,8 @@ static int seq2seq_shape(gen_step *s, const char *path)
 static int encoder_shape(gen_step *s, const char *path)
 {
     if (source_inputs(s, s->g->ninputs))
-        return bad("%s: needs inputs the source ids i64[1, S], optionally its mask [1, S] (tools/export.py "
-                   "--generate --encoder-once)%s", path, "");
+        return bad("%s: needs inputs the source ids i64[1, S], optionally its mask [1, S] (or features, a float "
+                   "[1, ...]; tools/export.py --generate --encoder-once)%s", path, "");
     return s->g->nupdates ? bad("%s: an encoder keeps no state%s", path, "") : 0;
 }
 
@@ -615,9 +638,9 @@ static int context_fits(const gen_args *a, int64_t context, const char *fmt)
 /* The options of an encoder-decoder refused for a decoder-only model. */
 static int decoder_only(const gen_args *a)
 {
-    if (a->nsource || a->decoder_start >= 0)
+    if (a->nsource || a->source_file || a->decoder_start >= 0)
         return bad("%s is for an encoder-decoder (DIR/seq2seq); %s holds a decoder-only model",
-                   a->nsource ? "--source" : "--decoder-start", a->dir);
+                   a->nsource ? "--source" : a->source_file ? "--source-file" : "--decoder-start", a->dir);
     return a->nprompt ? 0 : bad("needs --prompt (the model is decoder-only)%s%s", "", "");
 }
 
@@ -672,22 +695,44 @@ static int64_t model_decoder_start(const gen_step *s)
     return id;
 }
 
-/* Does the source fit the step src that takes it (exactly its length
- * without a mask)?  The decoder's tokens become the start token (default
- * dec's), then --prompt's; they and the tokens fed back must fit dec's
- * context.  The source's ids are checked against the logits' vocabulary
- * (shared, as BART's, Marian's and T5's). */
-static int source_fits(gen_args *a, const gen_step *src, const gen_step *dec)
+/* Do --source's ids fit the step src that takes ids (at most its length,
+ * exactly without a mask)? */
+static int ids_fit(const gen_args *a, const gen_step *src)
 {
     char n[64], m[64];
     snprintf(n, sizeof n, "%d", a->nsource);
     snprintf(m, sizeof m, "%lld", (long long)src->source_len);
+    if (a->source_file)
+        return bad("--source-file is for a features source; %s takes the source ids: give --source T1,T2,...%s",
+                   src->g->path, "");
     if (!a->nsource)
         return bad("%s: an encoder-decoder needs --source T1,T2,... (the source ids)%s", src->g->path, "");
     if (a->nsource > src->source_len)
         return bad("--source has %s tokens, more than the step's source length %s", n, m);
     if (!src->mask[0] && a->nsource != src->source_len)
         return bad("--source has %s tokens; the step takes no source mask, so it needs exactly %s", n, m);
+    return 0;
+}
+
+/* Is a features source given as --source-file (its size is checked as
+ * it is read, against the step's shape: set_source)? */
+static int features_fits(const gen_args *a, const gen_step *src)
+{
+    if (a->nsource)
+        return bad("%s: the source is features, not ids: give --source-file FILE (raw little-endian fp32)%s",
+                   src->g->path, " instead of --source");
+    return a->source_file ? 0 : bad("%s: the source is features: give --source-file FILE (raw little-endian fp32)%s",
+                                    src->g->path, "");
+}
+
+/* Does the source fit the step src that takes it?  The decoder's tokens
+ * become the start token (default dec's), then --prompt's; they and the
+ * tokens fed back must fit dec's context.  The source's ids are checked
+ * against the logits' vocabulary (shared, as BART's, Marian's and T5's). */
+static int source_fits(gen_args *a, const gen_step *src, const gen_step *dec)
+{
+    if (src->features ? features_fits(a, src) : ids_fit(a, src))
+        return GEN_USAGE;
     if (a->decoder_start < 0)
         a->decoder_start = model_decoder_start(dec);
     if (a->decoder_start < 0)
@@ -853,10 +898,25 @@ static int generate_plain(const gen_args *a, const gen_cards *k, gen_step *s)
     return rerun_context(a, k, s, 0);
 }
 
+/* The features of --source-file, as spyre run --input reads them, set on
+ * every card. */
+static int set_features(const gen_args *a, const gen_cards *k, gen_step *s)
+{
+    char err[1024];
+    for (int c = 0; c < k->n; c++)
+        if (rt_load_input_file(s->cards[c], s->source, a->source_file, err, sizeof err))
+            return bad("--source-file: %s%s", err, "");
+    printf("source=%s (%lld features) decoder_start=%" PRId64 "\n", a->source_file, (long long)s->source_len,
+           a->decoder_start);
+    return 0;
+}
+
 /* The source, padded with token 0 to step s's length (its mask 1 over
- * the tokens, 0 after), set on every card. */
+ * the tokens, 0 after), set on every card; or its features. */
 static int set_source(const gen_args *a, const gen_cards *k, gen_step *s)
 {
+    if (s->features)
+        return set_features(a, k, s);
     char err[1024];
     float *in = calloc((size_t)s->source_len * 2, sizeof *in);
     int rc = in ? 0 : bad("out of host memory%s%s", "", "");

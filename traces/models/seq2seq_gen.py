@@ -34,11 +34,13 @@ VOCAB, D_MODEL, N_HEAD, FFN, N_LAYER, SOURCE_LEN, CONTEXT = 256, 64, 4, 128, 2, 
 DECODER_START = 2
 SOURCE = [165, 236, 25, 234, 244, 245, 94, 96, 248, 179]
 NEW_TOKENS = 32
+MELS, FRAMES, WHISPER_START, WHISPER_TOKENS = 16, 64, 1, 16
 
 
 class Attention(nn.Module):
     """Multi-head attention of queries x over keys and values kv; mask
-    [1 or T, 1 or S] broadcast over heads, True where attention is allowed."""
+    [1 or T, 1 or S] broadcast over heads, True where attention is allowed
+    (None: everywhere)."""
 
     def __init__(self):
         super().__init__()
@@ -54,7 +56,8 @@ class Attention(nn.Module):
         k = self.k_proj(kv).view(B, S, N_HEAD, C // N_HEAD).transpose(1, 2)
         v = self.v_proj(kv).view(B, S, N_HEAD, C // N_HEAD).transpose(1, 2)
         att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(C // N_HEAD))
-        att = att.masked_fill(~mask, float("-inf"))
+        if mask is not None:
+            att = att.masked_fill(~mask, float("-inf"))
         y = (F.softmax(att, dim=-1) @ v).transpose(1, 2).contiguous().view(B, T, C)
         return self.out_proj(y)
 
@@ -137,6 +140,49 @@ class Seq2Seq(nn.Module):
         return self.lm_head(self.decoder_layer_norm(x))
 
 
+class Whisper(nn.Module):
+    """A tiny Whisper: log-mel features [1, MELS, FRAMES] through a conv1d
+    stem (two GELU convolutions, the second of stride 2), sinusoidal
+    positions and the encoder layers (no mask: the features are not padded);
+    the decoder as Seq2Seq's, cross-attending to every frame."""
+
+    def __init__(self):
+        super().__init__()
+        self.config = SimpleNamespace(decoder_start_token_id=WHISPER_START)
+        self.conv1 = nn.Conv1d(MELS, D_MODEL, kernel_size=3, padding=1)
+        self.conv2 = nn.Conv1d(D_MODEL, D_MODEL, kernel_size=3, stride=2, padding=1)
+        self.register_buffer("enc_pos", sinusoids(FRAMES // 2, D_MODEL))
+        self.shared = nn.Embedding(VOCAB, D_MODEL)
+        self.dec_pos = nn.Embedding(CONTEXT, D_MODEL)
+        self.encoder = nn.ModuleList([EncoderLayer() for _ in range(N_LAYER)])
+        self.decoder = nn.ModuleList([DecoderLayer() for _ in range(N_LAYER)])
+        self.encoder_layer_norm = nn.LayerNorm(D_MODEL)
+        self.decoder_layer_norm = nn.LayerNorm(D_MODEL)
+        self.lm_head = nn.Linear(D_MODEL, VOCAB, bias=False)
+        self.register_buffer("bias", torch.tril(torch.ones(CONTEXT, CONTEXT, dtype=torch.bool)))
+        for name, p in self.named_parameters():
+            if p.dim() == 2:
+                nn.init.normal_(p, 0.0, 1.0 if name.startswith(("shared", "dec_pos", "lm_head")) else 0.2)
+
+    def forward(self, input_features, decoder_input_ids):
+        x = F.gelu(self.conv2(F.gelu(self.conv1(input_features)))).permute(0, 2, 1) + self.enc_pos
+        for layer in self.encoder:
+            x = layer(x, None)
+        memory = self.encoder_layer_norm(x)
+        t = decoder_input_ids.size(1)
+        x = self.shared(decoder_input_ids) + self.dec_pos(torch.arange(t, device=decoder_input_ids.device))
+        for layer in self.decoder:
+            x = layer(x, self.bias[:t, :t], memory, None)
+        return self.lm_head(self.decoder_layer_norm(x))
+
+
+def sinusoids(length, channels):
+    """Whisper's sinusoidal positions [length, channels]: sines then cosines."""
+    inv = torch.exp(-math.log(10000) / (channels // 2 - 1) * torch.arange(channels // 2))
+    t = torch.arange(length)[:, None] * inv[None, :]
+    return torch.cat([torch.sin(t), torch.cos(t)], dim=1)
+
+
 def build():
     torch.manual_seed(0)
     return Seq2Seq().eval()
@@ -147,15 +193,30 @@ def seq2seq_gen():
     return build(), (src, torch.ones_like(src), torch.tensor([[DECODER_START]]))
 
 
+def build_whisper():
+    torch.manual_seed(0)
+    return Whisper().eval()
+
+
+def features():
+    """The example's log-mel features, f32[1, MELS, FRAMES]."""
+    return torch.randn(1, MELS, FRAMES, generator=torch.Generator().manual_seed(1))
+
+
+def whisper_gen():
+    return build_whisper(), (features(), torch.tensor([[WHISPER_START]]))
+
+
 @torch.no_grad()
 def generate(model, source, n):
     """PyTorch's greedy generation: (tokens, gaps), gaps[i] the top-two
-    logit gap of token i."""
-    src = torch.tensor([source])
+    logit gap of token i; source the ids, or a features tensor."""
+    src = source if torch.is_tensor(source) else torch.tensor([source])
+    srcs = (src,) if torch.is_tensor(source) else (src, torch.ones_like(src))
     ids = torch.tensor([[model.config.decoder_start_token_id]])
     tokens, gaps = [], []
     for _ in range(n):
-        row = model(src, torch.ones_like(src), ids)[0, -1]
+        row = model(*srcs, ids)[0, -1]
         top = torch.topk(row, 2).values
         tokens.append(int(row.argmax()))
         gaps.append(float(top[0] - top[1]))
@@ -173,7 +234,22 @@ def write_tokens(path):
         f.write("gaps " + ",".join(f"{g:.6g}" for g in gaps) + "\n")
 
 
+def write_whisper(features_path, tokens_path):
+    """The example's features as raw little-endian fp32 (spyre generate
+    --source-file) and PyTorch's greedy tokens for them."""
+    x = features()
+    with open(features_path, "wb") as f:
+        f.write(x.numpy().astype("<f4").tobytes())
+    tokens, gaps = generate(build_whisper(), x, WHISPER_TOKENS)
+    with open(tokens_path, "w") as f:
+        f.write("tokens " + ",".join(map(str, tokens)) + "\n")
+        f.write("gaps " + ",".join(f"{g:.6g}" for g in gaps) + "\n")
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] != "tokens":
-        sys.exit("usage: seq2seq_gen.py tokens FILE")
-    write_tokens(sys.argv[2])
+    if len(sys.argv) == 3 and sys.argv[1] == "tokens":
+        write_tokens(sys.argv[2])
+    elif len(sys.argv) == 4 and sys.argv[1] == "whisper":
+        write_whisper(sys.argv[2], sys.argv[3])
+    else:
+        sys.exit("usage: seq2seq_gen.py tokens FILE | whisper FEATURES_FILE TOKENS_FILE")
