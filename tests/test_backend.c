@@ -7747,6 +7747,23 @@ static void test_an_nchw_residual_of_a_conv_product_stays_out_of_its_epilogue(vo
     expect_text_runs_natively_and_validates_on_both_chips(text);
 }
 
+/* A value returned twice, an input returned, and a no-op view (a flip of
+ * a size-1 dimension) returned beside its source: each output is read back
+ * from a tensor of its own and checked against the reference. */
+static void test_duplicate_and_aliased_outputs_are_each_read_back(void)
+{
+    expect_text_validates_on_both_chips("graph twice\ninput %x: f32[4, 8]\n%y: f32[4, 8] = aten.exp.default(%x)\n"
+                                        "output %y, %y\n");
+    expect_text_validates_on_both_chips("graph input_out\ninput %x: f32[4, 8]\n"
+                                        "%y: f32[4, 8] = aten.exp.default(%x)\noutput %y, %x\n");
+    expect_text_validates_on_both_chips("graph input_twice\ninput %x: f32[4, 8]\noutput %x, %x\n");
+    expect_text_validates_on_both_chips("graph flip1\ninput %x: f32[4, 1]\n%y: f32[4, 1] = aten.exp.default(%x)\n"
+                                        "%z: f32[4, 1] = aten.flip.default(%y, [1])\noutput %y, %z\n");
+    expect_text_validates_on_both_chips("graph flip1_first\ninput %x: f32[4, 1]\n"
+                                        "%y: f32[4, 1] = aten.exp.default(%x)\n"
+                                        "%z: f32[4, 1] = aten.flip.default(%y, [1])\noutput %z, %y, %z\n");
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -8137,6 +8154,7 @@ int main(void)
          test_gqa_decode_reads_kv_heads_through_the_broadcast},
         {"a table every core reads alike is read once and shared over the ring",
          test_a_table_every_core_reads_alike_is_read_once_and_shared_over_the_ring},
+        {"duplicate and aliased outputs are each read back", test_duplicate_and_aliased_outputs_are_each_read_back},
         {NULL, NULL},
     };
     return tu_run("backend", tests);

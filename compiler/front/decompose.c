@@ -3262,16 +3262,19 @@ static void decompose_node(dctx *c, int id)
 }
 
 /* The program's name of graph output i: its value's, unless that value is
- * an input or a parameter (an identity graph, x.contiguous()): the output
- * is then a copy and needs a tensor of its own, "outputN" as in PyTorch's
- * expected outputs (the runtime's check maps that name to output N), when
- * no value of the graph has that name. */
+ * an input or a parameter (an identity graph, x.contiguous()) or an earlier
+ * output too: the output is then a copy and needs a tensor of its own,
+ * "outputN" as in PyTorch's expected outputs (the runtime's check maps that
+ * name to output N), when no value of the graph has that name. */
 static char *output_name(const gr_graph *g, int i)
 {
     const gr_value *v = &g->values[g->outputs[i]];
+    int again = 0;
+    for (int j = 0; j < i; j++)
+        again |= g->outputs[j] == g->outputs[i];
     char name[32];
     snprintf(name, sizeof name, "output%d", i);
-    if (v->kind == GR_VAL_NODE || gr_graph_find_tensor(g, name) >= 0)
+    if ((v->kind == GR_VAL_NODE && !again) || gr_graph_find_tensor(g, name) >= 0)
         return ir_xstrdup(v->name);
     return ir_xstrdup(name);
 }

@@ -2104,8 +2104,18 @@ static void lower_node(lctx *c, int id)
         realize_for_reuse(c, n->out);
 }
 
+/* Whether buf holds an output before o: a value returned twice, or a no-op
+ * view of another output, each needs a tensor of its own to be read back. */
+static int earlier_output(const ir_prog *p, const ir_output *o, int buf)
+{
+    for (const ir_output *e = p->outputs; e < o; e++)
+        if (e->buf == buf)
+            return 1;
+    return 0;
+}
+
 /* Graph output v (named o->name): a computed buffer holding exactly v (a
- * contiguous view of all of it), else a copy. */
+ * contiguous view of all of it) and no earlier output, else a copy. */
 static void lower_output(lctx *c, int v, ir_output *o)
 {
     lval *V = val(c, v);
@@ -2141,7 +2151,7 @@ static void lower_output(lctx *c, int v, ir_output *o)
     int bn = c->p->bufs[buf].node;
     int host_alias = bn >= 0 && c->p->nodes[bn].kind == IR_HOST && strcmp(c->p->bufs[buf].name, o->name);
     if (c->p->bufs[buf].kind != IR_BUF_COMPUTED || !ir_idx_equal(&V->map[0], &want) ||
-        gr_ttype_numel(&V->type) != gr_ttype_numel(bt) || regroups || host_alias) {
+        gr_ttype_numel(&V->type) != gr_ttype_numel(bt) || regroups || host_alias || earlier_output(c->p, o, buf)) {
         realize_copy(c, v, o->name);
         buf = c->bases[val(c, v)->base].buf;
     }
