@@ -381,6 +381,19 @@ static void test_index_values_come_from_sfp_iota_and_validate_on_both_chips(void
     expect_text_validates_on_both_chips(g);
 }
 
+/* tanh-GELU of activations in the thousands: 0.044715 x^3 leaves DL16's
+ * range (NaN on the device) from |x| ~ 5,800 unless the cube's x is
+ * clamped where tanh has saturated; the reference computes it unclamped */
+static void test_tanh_gelu_of_large_activations_validates_on_both_chips(void)
+{
+    const char *g = "graph gt\n"
+                    "input %x: f32[8, 64]\n"
+                    "%y: f32[8, 64] = aten.mul.Tensor(%x, 8000.0)\n"
+                    "%g: f32[8, 64] = aten.gelu.default(%y, approximate=\"tanh\")\n"
+                    "output %g\n";
+    expect_text_validates_on_both_chips(g);
+}
+
 static void test_index_values_beyond_dl16_exactness_are_a_clear_error(void)
 {
     char err[512];
@@ -8006,6 +8019,7 @@ int main(void)
          test_a_matmul_out_of_sync_tokens_is_an_error_without_a_leak},
         {"index values come from sfp.iota and validate on both chips",
          test_index_values_come_from_sfp_iota_and_validate_on_both_chips},
+        {"tanh-GELU of large activations validates on both chips", test_tanh_gelu_of_large_activations_validates_on_both_chips},
         {"index values beyond DL16 exactness are a clear error",
          test_index_values_beyond_dl16_exactness_are_a_clear_error},
         {"a llama block with rope cat, GQA and SwiGLU validates on both chips",

@@ -824,9 +824,12 @@ static int r_gelu(dctx *c, const gr_node *n, int *out)
     int half = dc_bins(c, "aten.mul.Tensor", x, 0.5);
     int inner;
     if (tanh_form) { /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
-        /* the constant before the last factor: x^3 itself leaves DL16's range from |x| = 2048 */
-        int x2c = dc_bins(c, "aten.mul.Tensor", dc_bin(c, "aten.mul.Tensor", x, x), 0.044715);
-        int s = dc_bin(c, "aten.add.Tensor", x, dc_bin(c, "aten.mul.Tensor", x2c, x));
+        /* the cube of x clamped to +-64: 0.044715 x^3 leaves DL16's range (NaN) from
+         * |x| ~ 5,800, and from |x| = 64 on tanh's argument passes 9,000, where tanh is
+         * +-1 in fp32 either way (NaN stays NaN through the clamps) */
+        int xc = dc_bins(c, "aten.clamp_max.default", dc_bins(c, "aten.clamp_min.default", x, -64), 64);
+        int x2c = dc_bins(c, "aten.mul.Tensor", dc_bin(c, "aten.mul.Tensor", xc, xc), 0.044715);
+        int s = dc_bin(c, "aten.add.Tensor", x, dc_bin(c, "aten.mul.Tensor", x2c, xc));
         inner = dc_un(c, "aten.tanh.default", dc_bins(c, "aten.mul.Tensor", s, 0.7978845608028654));
     } else { /* 0.5 x (1 + erf(x / sqrt(2))) */
         inner = dc_un(c, "aten.erf.default", dc_bins(c, "aten.mul.Tensor", x, 0.7071067811865476));
@@ -2813,7 +2816,7 @@ static const struct {
     {"_log_softmax", r_softmax, "amax, sub, exp, sum, log, sub"},
     {"log_softmax", r_softmax, "amax, sub, exp, sum, log, sub"},
     {"gelu", r_gelu, "x*0.5 * (1 + erf(x*0.70710678)); approximate=\"tanh\": "
-                     "x*0.5 * (1 + tanh(0.79788456 * (x + x*x*0.044715*x)))"},
+                     "x*0.5 * (1 + tanh(0.79788456 * (x + c*c*0.044715*c))), c = clamp(x, -64, 64)"},
     {"silu", r_silu, "x * sigmoid(x)"},
     {"square", r_square, "x * x"},
     {"linear", r_linear, "t(weight), mm (inputs of rank > 2 reshaped to 2-D and back), add bias"},
