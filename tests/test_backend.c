@@ -4502,6 +4502,48 @@ static void test_remainder_and_fmod_by_an_infinity_are_as_pytorch(void)
                                                           "output %a, %b, %c, %d\n");
 }
 
+/* fmod and remainder by an infinity of a finite a beyond the stand-in 2^30
+ * (DL16 holds 2e9) are a as in PyTorch, not a - trunc(a / 2^30) 2^30; of an
+ * infinite a (the stand-in, as uploaded) NaN, and so is the reference's. */
+static void test_fmod_and_remainder_by_an_infinity_of_big_and_infinite_values_are_as_pytorch(void)
+{
+    const char *text = "graph remb\n"
+                       "input %x: f32[8]\n"
+                       "%a: f32[8] = aten.fmod.Scalar(%x, inf)\n"
+                       "%b: f32[8] = aten.remainder.Scalar(%x, inf)\n"
+                       "%c: f32[8] = aten.remainder.Scalar(%x, -inf)\n"
+                       "%d: f32[8] = aten.fmod.Scalar(%x, -inf)\n"
+                       "output %a, %b, %c, %d\n";
+    const float I = INFINITY, N = NAN;
+    float x[8] = {2e9f, -2e9f, 1.5e9f, 7e9f, I, -I, 3, -3};
+    const float want[4][8] = {{2e9f, -2e9f, 1.5e9f, 7e9f, N, N, 3, -3}, /* torch 1.13 */
+                              {2e9f, I, 1.5e9f, 7e9f, N, N, 3, I},
+                              {-I, -2e9f, -I, -I, N, N, -I, -3},
+                              {2e9f, -2e9f, 1.5e9f, 7e9f, N, N, 3, -3}};
+    rt_st_entry e[1] = {{.name = "x", .dtype = RT_ST_F32, .rank = 1, .shape = {8}, .data = x}};
+    char path[1024], err[256];
+    tu_tmpfile(".safetensors", path, sizeof path);
+    CU_ASSERT_EQUAL_FATAL(rt_st_write(path, e, 1, err, sizeof err), 0);
+    const char *names[] = {"a", "b", "c", "d"};
+    for (int c = 0; c < 2; c++) {
+        float *v[4] = {0};
+        int64_t n[4] = {0};
+        CU_ASSERT_EQUAL(run_and_read_from(text, "remb.txt", both_chips[c], path, 4, names, v, n), 0);
+        for (int o = 0; o < 4; o++) {
+            int same = 0;
+            for (int k = 0; k < 8 && v[o]; k++) {
+                float y = v[o][k], w = want[o][k];
+                same += isnan(w)   ? isnan(y)
+                        : isinf(w) ? (y < 0) == (w < 0) && fabsf(y) >= ISA_DL16_INF
+                                   : fabsf(y - w) <= 0x1p-10f * fabsf(w);
+            }
+            CU_ASSERT_EQUAL(same, 8);
+            free(v[o]);
+        }
+    }
+    remove(path);
+}
+
 /* F.interpolate(mode="nearest-exact") (_upsample_nearest_exact1d/2d/3d)
  * faulted: neither the compiler nor the host had it.  It is nearest's
  * slices from the pixel centre's source, floor((i + 0.5) * scale). */
@@ -7796,6 +7838,8 @@ int main(void)
         {"softmax masked with finfo.min is PyTorch's", test_softmax_masked_with_finfo_min_is_pytorchs},
         {"clamp with min above max or a NaN bound is as PyTorch", test_clamp_with_min_above_max_or_a_nan_bound_is_as_pytorch},
         {"remainder and fmod by an infinity are as PyTorch", test_remainder_and_fmod_by_an_infinity_are_as_pytorch},
+        {"fmod and remainder by an infinity of big and infinite values are as PyTorch",
+         test_fmod_and_remainder_by_an_infinity_of_big_and_infinite_values_are_as_pytorch},
         {"a mask constant beyond DL16 is the stand-in", test_a_mask_constant_beyond_dl16_is_the_stand_in},
         {"finite inputs DL16 holds are not stand-ins", test_finite_inputs_dl16_holds_are_not_stand_ins},
         {"softmax of a row masked whole with a finite value is uniform",
