@@ -355,7 +355,8 @@ static int op_rem(ex *E, int fm)
             int64_t r = y == -1 ? 0 : x % y;
             o->i[k] = !fm && r != 0 && (r < 0) != (y < 0) ? r + y : r;
         } else {
-            double x = ldd(a, it.off[0]), y = ldd(b, it.off[1]), r = fmod(x, y);
+            double x = ldd(a, it.off[0]), y = ldd(b, it.off[1]);
+            double r = isinf(y) && fabs(x) == ISA_DL16_INF ? NAN : fmod(x, y); /* an input's inf as uploaded */
             o->f[k] = (float)(!fm && r != 0 && (r < 0) != (y < 0) ? r + y : r);
         }
         for (int w = 0; o->eb[0] && w < 2; w++)

@@ -347,6 +347,7 @@ typedef struct {
     int64_t nans;            /* NaN (or NINF) elements in the output */
     int64_t vacuous;         /* elements whose tolerance is infinite: the check proves nothing of them */
     int64_t differ;          /* of those, an integer or bool output's that differ from the reference */
+    int64_t beyond;          /* a reference DL16 cannot hold, the device's value of its sign from 2^30 on, no stand-in */
     double max_abs_err;      /* over non-NaN elements */
     double max_rel_err;      /* |y - ref| / max(|ref|, RT_REL_TINY) */
     int64_t worst;           /* flat index of the largest err / tol, -1 if none */

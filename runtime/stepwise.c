@@ -130,7 +130,7 @@ static int compare_cut(rt_stepper *s, rt_ref *r, int v, int ti, char *err, size_
     rt_compare_values(ISA_HT_F32, y, &rv, n, &res);
     free(tol);
     s->cuts++;
-    if (!res.ok || res.vacuous)
+    if (!res.ok || res.vacuous || res.beyond)
         note_cut(s, &res);
     return rt_ref_reseed(r, v, y, n, err, errlen);
 }

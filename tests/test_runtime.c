@@ -1642,6 +1642,36 @@ static void test_an_integer_output_differing_where_vacuous_is_not_ok(void)
     }
 }
 
+/* A reference DL16 cannot hold (lgamma(1e10) = 2.2e11 on the host, held as
+ * the stand-in 2^29): the stand-ins themselves (2^29, nan_to_num's
+ * ISA_DL16_TOP) are it, a value computed on from them from 2^30 on
+ * (maximum(2^29, 2e9) = 2e9) is no "ok" but beyond=N vacuous; a small
+ * one or of the other sign is a MISMATCH as before. */
+static void test_a_value_beyond_dl16_not_held_as_its_stand_in_is_not_ok(void)
+{
+    const float ref[4] = {2.2e11f, -1e10f, -3.4e38f, 2.2e11f};
+    double tol[4] = {1e8, 1e7, 1e35, 1e8};
+    rt_refval v = {.rank = 1, .shape = {4}, .val = ref, .tol = tol};
+    const float held[4] = {ISA_DL16_BIG, -ISA_DL16_TOP, -ISA_DL16_BIG, ISA_DL16_BIG};
+    const float computed[4] = {2e9f, -ISA_DL16_BIG, -ISA_DL16_INF, ISA_DL16_BIG};
+    const float wrong[4] = {2e9f, 5.0f, -ISA_DL16_BIG, ISA_DL16_BIG};
+    const float *y[3] = {held, computed, wrong};
+    const int beyond[3] = {0, 2, 1}, ok[3] = {1, 1, 0};
+    const char *ends[3] = {" ok", " beyond=2 vacuous", " MISMATCH"};
+    char line[512];
+    for (int k = 0; k < 3; k++) {
+        rt_check_result r = {0};
+        snprintf(r.name, sizeof r.name, "m");
+        rt_compare_values(ISA_HT_F32, y[k], &v, 4, &r);
+        rt_check_format(&r, line, sizeof line);
+        CU_ASSERT_EQUAL(r.ok, ok[k]);
+        CU_ASSERT_EQUAL(r.beyond, beyond[k]);
+        CU_ASSERT(ends_with(line, ends[k]));
+        if (!ends_with(line, ends[k]))
+            fprintf(stderr, "%s\n", line);
+    }
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -1649,6 +1679,7 @@ int main(void)
         {"alloc aligns every block to dram_align", test_alloc_aligns_every_block_to_dram_align},
         {"a check with infinite tolerances says it is vacuous", test_a_check_with_infinite_tolerances_says_it_is_vacuous},
         {"an integer output differing where vacuous is not ok", test_an_integer_output_differing_where_vacuous_is_not_ok},
+        {"a value beyond DL16 not held as its stand-in is not ok", test_a_value_beyond_dl16_not_held_as_its_stand_in_is_not_ok},
         {"a timing-only launch counts the inputs it does not write",
          test_a_timing_only_launch_counts_the_inputs_it_does_not_write},
         {"alloc reuses a freed block", test_alloc_reuses_a_freed_block},

@@ -1511,10 +1511,13 @@ static int r_remainder(dctx *c, const gr_node *n, int *out)
     if (!dc_is_float(dc_T(c, a).dtype))
         dc_fail(c, "the compiler lowers %s of a float tensor or of integers by integers", n->base);
     int q, p;
-    if (!fm && dc_is_number(o) && isinf(dc_num(c, n, 1, "other", 1))) {
-        /* b where a's sign differs from b's, else a (a / b underflows in DL16: floor gave 0, not -1) */
+    if (dc_is_number(o) && isinf(dc_num(c, n, 1, "other", 1))) {
+        /* fmod: a; remainder: b where a's sign differs from b's, else a (a / b underflows in DL16:
+         * floor gave 0, not -1); NaN where a is the stand-in 2^30 itself, an infinity (a finite
+         * a beyond it, which DL16 holds, stays a: a - trunc(a / 2^30) 2^30 was not) */
         double b = dc_num(c, n, 1, "other", 1);
-        out[0] = dc_where_s(c, dc_cmps(c, b > 0 ? "aten.lt.Scalar" : "aten.gt.Scalar", a, 0), a, b, 1);
+        int r = fm ? a : dc_where_s(c, dc_cmps(c, b > 0 ? "aten.lt.Scalar" : "aten.gt.Scalar", a, 0), a, b, 1);
+        out[0] = dc_where_s(c, dc_cmps(c, "aten.eq.Scalar", dc_un(c, "aten.abs.default", a), DL16_INF), r, NAN, 1);
         return 1;
     }
     if (dc_is_number(o)) {
