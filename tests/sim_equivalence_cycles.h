@@ -128,19 +128,22 @@
  * softmax mask is NaN-rowed by the runtime at upload (ISA_TF_NANROW), with
  * no device guard: gpt2_small_block_tiny 12,613 -> 12,979 on spyre-4core
  * and transformer_small 66,809 -> 67,541 on spyre-4core (its padding
- * mask); bert_handwritten_small and the rest as before. */
+ * mask); bert_handwritten_small and the rest as before.
+ * Session 40: tanh-GELU cubes x clamped to +-64 (no NaN past |x| ~ 5,800):
+ * gpt2_small_block_tiny 12,979 -> 13,712 on spyre-4core, gpt2_gen's and
+ * gpt2_small_block_tiny's other programs changed with the same cycles. */
 {"bert_handwritten_small", "spyre", 0x7ff34f3d4c1573f6ull, 11148.1875, 11148.1875},
 {"bert_handwritten_small", "spyre-4core", 0xdef120ffcf3a3c72ull, 11148.1875, 11148.1875},
-{"gpt2_gen/prefill", "spyre", 0x1e43ba269e07ce94ull, 25188.375, 24877.125},
-{"gpt2_gen/prefill", "spyre-4core", 0x03be246b84c70710ull, 26070.699999999997, 25620.75},
-{"gpt2_gen/decode", "spyre", 0x3a2f04bf990249d5ull, 22570.887500000001, 22390.887500000001},
-{"gpt2_gen/decode", "spyre-4core", 0x0478dbfd2fb65a41ull, 24232.512500000001, 24392.512500000001},
+{"gpt2_gen/prefill", "spyre", 0xd3eaa02ea79efff0ull, 25188.375, 24877.125},
+{"gpt2_gen/prefill", "spyre-4core", 0x4bf9b987a8c1bc9cull, 26070.699999999997, 25620.75},
+{"gpt2_gen/decode", "spyre", 0x2fde4d2690893e31ull, 22570.887500000001, 22390.887500000001},
+{"gpt2_gen/decode", "spyre-4core", 0x06423f6e63011d35ull, 24232.512500000001, 24392.512500000001},
 {"llama_gen/prefill", "spyre", 0x6d8bb0327dfed32eull, 32112.512499999997, 31834.6875},
 {"llama_gen/prefill", "spyre-4core", 0x61da196b0f5b6097ull, 32109.0625, 31834.6875},
 {"llama_gen/decode", "spyre", 0xb89d94af49e9a186ull, 21971.200000000001, 21911.200000000001},
 {"llama_gen/decode", "spyre-4core", 0x438b562faad41062ull, 21971.200000000001, 21911.200000000001},
-{"gpt2_small_block_tiny", "spyre", 0x63e66e3972ca0df9ull, 12979.125, 12979.125},
-{"gpt2_small_block_tiny", "spyre-4core", 0x3b3a5ab8c1bc80f6ull, 12979.125, 12979.125},
+{"gpt2_small_block_tiny", "spyre", 0x2a3d90305ee43e61ull, 12979.125, 12979.125},
+{"gpt2_small_block_tiny", "spyre-4core", 0x9a071cd372537b17ull, 13711.5, 13711.5},
 {"encoder_small", "spyre", 0x825376074ee34d08ull, 13015.4375, 13015.4375},
 {"encoder_small", "spyre-4core", 0xab96d044d15f9ebaull, 12612.9375, 12612.9375},
 {"mlp", "spyre", 0x2c86f3245bd09860ull, 3458.25, 3458.25},
