@@ -1435,7 +1435,7 @@ static void cg_walk_begin(cg_walk *w, be_ctx *c, bd_state *bd, int roll)
     for (int core = 0; core < ncores; core++)
         c->em[core].hooks = roll ? &w->own.hooks : NULL;
     c->cgw = w;
-    w->dv = be_derive_new(c->p->opts.derive_check || be_check_derive());
+    w->dv = be_derive_new(c->p->opts.derive_check);
     w->threads = be_threads(c->p);
     w->par = roll && w->threads != 1;
 }
@@ -1485,11 +1485,6 @@ static void cg_walk_end(cg_walk *w)
     be_derive_counts(w->dv, &nd[0], &nd[1], &nd[2]);
     for (int i = 0; i < 3; i++)
         w->c->p->derived[i] += nd[i];
-    if (be_check_derive()) {
-        fprintf(stderr, "check_derive: derived=%ld checked=%ld mismatched=%ld\n", nd[0], nd[1], nd[2]);
-        if (nd[2])
-            abort();
-    }
     be_derive_free(w->dv);
     free(w->from);
     free(w->busy);

@@ -219,9 +219,6 @@ void be_derive_capture(be_derive *d, const char *name, const isa_insn *in, long 
 /* Core emitted on e: what its code showed recorded for its signature. */
 void be_derive_emitted(be_derive *d, const cc_emit *e, int core);
 void be_derive_counts(const be_derive *d, long *derived, long *checked, long *mismatched);
-/* SPYRE_CHECK_DERIVE=1: every compile checks as derive_check does, prints
- * each core that differs and the counts, and aborts where any differ. */
-int be_check_derive(void);
 /* The threads codegen uses (cc_compile_opts.threads, else
  * SPYRE_THREADS): 1 or 2, or 0 when neither says (the host has two
  * processors or more): two while one is free (be_cpu_free). */

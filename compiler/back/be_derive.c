@@ -16,7 +16,6 @@
  * of its field refuses the core (emitted: the emitter's error is its). */
 #include "backend.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -239,16 +238,10 @@ static dv_post post_of(const cc_emit *e)
     return p;
 }
 
-/* tok_fit is a cache of the chip's answers (cc_emit): cores that ran
- * different earlier kernels know different parts of it, which agree
- * where both know (else a kernel after one on fewer cores derives none). */
 static int same_post(const dv_post *a, const dv_post *b)
 {
-    const int16_t *x = &a->tok_fit[0][0], *y = &b->tok_fit[0][0];
-    for (size_t i = 0; i < sizeof a->tok_fit / sizeof *x; i++)
-        if (x[i] && y[i] && x[i] != y[i])
-            return 0;
-    return a->lx_top == b->lx_top && a->ntokens == b->ntokens && a->nregs == b->nregs;
+    return a->lx_top == b->lx_top && a->ntokens == b->ntokens && a->nregs == b->nregs &&
+           !memcmp(a->tok_fit, b->tok_fit, sizeof a->tok_fit);
 }
 
 /* Core's class, and its distance from the first in steps (*m): NULL
@@ -306,11 +299,7 @@ int be_derive_core(be_derive *d, cc_emit *e, int core)
     e->lx_top = k->post.lx_top;
     e->ntokens = k->post.ntokens;
     e->nregs = k->post.nregs;
-    const int16_t *known = &k->post.tok_fit[0][0];
-    int16_t *fit = &e->tok_fit[0][0];
-    for (size_t i = 0; i < sizeof e->tok_fit / sizeof *fit; i++)
-        if (known[i])
-            fit[i] = known[i]; /* (same_post's cache: what the class knows, the core's own else) */
+    memcpy(e->tok_fit, k->post.tok_fit, sizeof e->tok_fit);
     cc_kernel_end(e);
     d->cap = NULL;
     d->derived++;
@@ -343,24 +332,13 @@ static int keeps(be_derive *d, dv_class *k, int64_t m)
            (k->state == DV_BASE || moves_times(k, d, m));
 }
 
-int be_check_derive(void)
-{
-    static int check = -1;
-    if (check < 0)
-        check = getenv("SPYRE_CHECK_DERIVE") && !strcmp(getenv("SPYRE_CHECK_DERIVE"), "1");
-    return check;
-}
-
 /* The check: the derived code and state against what emission gave. */
-static void check(be_derive *d, const dv_class *k, const dv_post *p, int core)
+static void check(be_derive *d, const dv_class *k, const dv_post *p)
 {
     d->checked++;
     if (d->nchk != d->ncap || memcmp(d->chk, d->cap, (size_t)d->ncap * sizeof *d->chk) || !same_post(&k->post, p) ||
-        strcmp(k->name, d->capname)) {
+        strcmp(k->name, d->capname))
         d->mismatched++;
-        if (be_check_derive())
-            fprintf(stderr, "be_derive: kernel %s: core %d derived differs from its emission\n", d->capname, core);
-    }
 }
 
 void be_derive_emitted(be_derive *d, const cc_emit *e, int core)
@@ -373,7 +351,7 @@ void be_derive_emitted(be_derive *d, const cc_emit *e, int core)
     }
     const dv_post p = post_of(e);
     if (d->nchk >= 0)
-        check(d, k, &p, core);
+        check(d, k, &p);
     d->nchk = -1;
     const int kept = keeps(d, k, m);
     d->cap = NULL;

@@ -3383,8 +3383,7 @@ static int mm_core_emit(be_ctx *c, void *arg, int core)
 
 /* A core of a grid's signature: its tile's sizes (rows, sticks, columns
  * of the last sticks, K, batch), its place in K (split-K's last reduces
- * apart), whether it ends the rows, the sticks, the batch, and its column
- * when rows and columns are both split (the first
+ * apart) and whether it ends the rows, the sticks, the batch (the first
  * core of a class is its base: the moves from it show whether it is
  * unlike the others, be_derive.c).  None with
  * B broadcast (its route goes by the core), an operand restickified or
@@ -3398,11 +3397,8 @@ static int mm_grid_sig(be_ctx *c, const mm_plan *m, int core, uint64_t *sig)
         mm_core_tile(m, w, core, &t))
         return 0;
     const int64_t lanes = c->t.lanes16, at = core % (w->gm * w->gn * w->gk), ik = at % w->gk;
-    /* a class's cores on one line of the grid: with rows and columns both
-     * split, its column too (a row's step is no multiple of a column's) */
-    const int64_t col = w->gm > 1 && w->gn > 1 ? at / w->gk % w->gn : -1;
     const int64_t v[] = {t.mt, t.ns, cc_min(t.ns * lanes, m->N - t.g0 * lanes), t.ksn, cc_min(t.ksn * lanes, m->Kd - t.ks0 * lanes),
-                         t.bt, ik, ik == w->gk - 1, t.m0 + t.mt == m->M, t.g0 + t.ns == m->GN, t.b0 + t.bt == m->nbatch, col};
+                         t.bt, ik, ik == w->gk - 1, t.m0 + t.mt == m->M, t.g0 + t.ns == m->GN, t.b0 + t.bt == m->nbatch};
     uint64_t h = MM_SIG_SEED;
     for (size_t i = 0; i < sizeof v / sizeof *v; i++)
         h = mm_sig_mix(h, v[i]);
