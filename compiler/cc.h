@@ -139,10 +139,6 @@ typedef struct {
      * kept, as it is after a failed codegen, which no test graph meets:
      * the program must be the same. */
     int replan;
-    /* Tests: every core codegen would derive from earlier cores' code
-     * (docs/compiler.md, "Cores derived from earlier cores' code") is emitted as
-     * well and compared (cc_result_derived): the program is the emitted one. */
-    int derive_check;
 } cc_compile_opts;
 enum { CC_SIBLINGS_ESTIMATE, CC_SIBLINGS_NEVER, CC_SIBLINGS_ALWAYS };
 enum { CC_PLACE_FREE, CC_PLACE_INDEPENDENT, CC_PLACE_NONE };
@@ -183,10 +179,6 @@ double cc_result_estimate(const cc_result *r, const char *name);
  * memory; -1: no such buffer (or removed as dead). */
 int cc_result_buffer_internal(const cc_result *r, const char *name);
 /* Estimated bytes moved through memory (every non-internal buffer). */
-/* Cores whose kernel codegen derived from earlier cores' code instead of
- * emitting it; with derive_check, those compared with their emission and
- * those that differed (code or emitter state). */
-void cc_result_derived(const cc_result *r, long *derived, long *checked, long *mismatched);
 void cc_result_traffic(const cc_result *r, int64_t *bytes_read, int64_t *bytes_written);
 /* The decomposition table: one line per composite op and what it becomes. */
 void cc_decompositions_print(FILE *f);

@@ -91,7 +91,7 @@ static void copy_ir(ir_prog *q, const ir_prog *p)
  * is not copied: nothing after lower reads it.  A field added to
  * cc_result must be copied here too (or left out with a reason), and
  * freed in cc_result_free: the size check stops the build until it is. */
-_Static_assert(sizeof(struct cc_result) == 488, "compile.c's prog_copy copies every cc_result field: add the new one");
+_Static_assert(sizeof(struct cc_result) == 464, "compile.c's prog_copy copies every cc_result field: add the new one");
 static ir_prog *prog_copy(const ir_prog *p)
 {
     assert(!p->be && !p->program && !p->order && !p->ndconsts == !p->dconsts && !p->dnan);
@@ -699,13 +699,6 @@ static void print_bufs(const ir_prog *p, const char *what, const int *b, int n, 
         fprintf(f, "%s %s %s%s", i ? "," : "", p->bufs[b[i]].name, ty, p->bufs[b[i]].internal ? " (internal)" : "");
     }
     fputs(n ? "\n" : " none\n", f);
-}
-
-void cc_result_derived(const cc_result *r, long *derived, long *checked, long *mismatched)
-{
-    *derived = r->derived[0];
-    *checked = r->derived[1];
-    *mismatched = r->derived[2];
 }
 
 void cc_result_traffic(const cc_result *p, int64_t *bytes_read, int64_t *bytes_written)

@@ -880,7 +880,6 @@ typedef struct cg_walk {
     int wfail;
     struct be_rstmemo *wrst;
     struct be_tmemo *wtmemo;
-    be_derive *dv;     /* cores derived from earlier ones' code (be_derive.c) */
 } cg_walk;
 
 /* What instruction in of kernel ki, of DMA or ring class cls, moves
@@ -1087,8 +1086,6 @@ static void cg_end(void *ctx, int core, const char *name, isa_stream *s)
     cg_lane *l = ctx;
     if (name) {
         cg_core_done(l, core);
-        if (l == &l->w->own) /* (the derivation runs on this thread alone) */
-            be_derive_capture(l->w->dv, name, s->insns, (long)s->n);
         walk_kernel(l, core, s);
         be_reroll_append(l->w->c, l->rr, core, name, s->insns, (long)s->n);
         l->emitted += (long)s->n;
@@ -1261,43 +1258,11 @@ static int par_rest(be_ctx *c, int n, be_core_fn fn, void *arg, size_t size, voi
     return par_result(c, w, &p, fail0);
 }
 
-/* Each of kernel c->pos's n cores' signature (be_kind.core_sig, of fn's
- * plan arg), when codegen rolls on this thread (the cores derived from
- * earlier ones then: derive_or_emit). */
-static void derive_sigs(be_ctx *c, int n, void *arg)
-{
-    cg_walk *w = c->cgw;
-    int (*sig_of)(be_ctx *, const void *, int, uint64_t *) = be_kind_of(c, c->pos)->core_sig;
-    if (!w)
-        return;
-    be_derive_begin(w->dv, n);
-    uint64_t sig;
-    for (int core = 0; w->roll && sig_of && core < n; core++)
-        if (sig_of(c, arg, core, &sig))
-            be_derive_sig(w->dv, core, sig);
-}
-
-/* Core's code: derived from earlier cores' (be_derive_core), else
- * emitted and shown to them. */
-static int derive_or_emit(be_ctx *c, be_core_fn fn, void *arg, int core)
-{
-    cg_walk *w = c->cgw;
-    if (!w)
-        return fn(c, arg, core);
-    if (be_derive_core(w->dv, &c->em[core], core))
-        return 0;
-    const int rc = fn(c, arg, core);
-    if (!rc)
-        be_derive_emitted(w->dv, &c->em[core], core);
-    return rc;
-}
-
 int be_par_cores(be_ctx *c, int n, be_core_fn fn, void *arg, size_t size, void (*view)(be_ctx *c, void *arg),
                  int (*side)(const void *arg, int core))
 {
     cg_walk *w = c->cgw;
     const long emitted = w ? w->own.emitted : 0;
-    derive_sigs(c, n, arg);
     int rc = n ? fn(c, arg, 0) : 0;
     /* core 0 on this thread, in the pass's lane: what it emitted says
      * whether the rest pay for the worker's wake-up and the joins; and
@@ -1308,13 +1273,8 @@ int be_par_cores(be_ctx *c, int n, be_core_fn fn, void *arg, size_t size, void (
     if (!rc && n > 1 && w && w->par && (w->own.emitted - emitted) * (n - 1) >= par_min(c->p) &&
         (w->threads == 2 || be_cpu_free()) && par_start(w))
         return par_rest(c, n, fn, arg, size, view, side);
-    /* (core 0 shown to the derivation once the worker takes no share: the
-     * kernel's first core a class may keep, a copy of the whole kernel's
-     * code, which a shared kernel would not use) */
-    if (!rc && n && w)
-        be_derive_emitted(w->dv, &c->em[0], 0);
     for (int core = 1; core < n && !rc; core++)
-        rc = derive_or_emit(c, fn, arg, core);
+        rc = fn(c, arg, core);
     return rc;
 }
 
@@ -1435,7 +1395,6 @@ static void cg_walk_begin(cg_walk *w, be_ctx *c, bd_state *bd, int roll)
     for (int core = 0; core < ncores; core++)
         c->em[core].hooks = roll ? &w->own.hooks : NULL;
     c->cgw = w;
-    w->dv = be_derive_new(c->p->opts.derive_check);
     w->threads = be_threads(c->p);
     w->par = roll && w->threads != 1;
 }
@@ -1481,11 +1440,6 @@ static void cg_walk_end(cg_walk *w)
         be_tmemo_free(&w->wtmemo);
         free(w->werr);
     }
-    long nd[3];
-    be_derive_counts(w->dv, &nd[0], &nd[1], &nd[2]);
-    for (int i = 0; i < 3; i++)
-        w->c->p->derived[i] += nd[i];
-    be_derive_free(w->dv);
     free(w->from);
     free(w->busy);
     for (int i = 0; i < 2; i++) {

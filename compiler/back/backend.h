@@ -196,29 +196,6 @@ typedef int (*be_core_fn)(be_ctx *c, void *arg, int core);
  * allows, so that each thread's reroll templates fit more of them. */
 int be_par_cores(be_ctx *c, int n, be_core_fn fn, void *arg, size_t size, void (*view)(be_ctx *c, void *arg),
                  int (*side)(const void *arg, int core));
-
-/* ---- A core's kernel derived from an earlier core's (be_derive.c) ----
- * On one thread, rolling, be_par_cores asks the kernel's kind for each
- * core's signature (be_kind.core_sig) and writes a core from the last
- * ones of its signature when their code moved alike (be_derive_core),
- * else emits it and records its code (cg_end's capture, then
- * be_derive_emitted).  check: derive, emit anyway and count the cores
- * whose code or emitter state differ (cc_compile_opts.derive_check). */
-typedef struct be_derive be_derive;
-be_derive *be_derive_new(int check);
-void be_derive_free(be_derive *d);
-/* A kernel's ncores cores begin: no signatures yet; then each core's
- * that has one (be_derive_sig), before any is emitted. */
-void be_derive_begin(be_derive *d, int ncores);
-void be_derive_sig(be_derive *d, int core, uint64_t sig);
-/* 1 when core's kernel was written through e's hooks. */
-int be_derive_core(be_derive *d, cc_emit *e, int core);
-/* A kernel's code complete (cg_end): seen by be_derive_emitted, which
- * must come before another kernel begins. */
-void be_derive_capture(be_derive *d, const char *name, const isa_insn *in, long n);
-/* Core emitted on e: what its code showed recorded for its signature. */
-void be_derive_emitted(be_derive *d, const cc_emit *e, int core);
-void be_derive_counts(const be_derive *d, long *derived, long *checked, long *mismatched);
 /* The threads codegen uses (cc_compile_opts.threads, else
  * SPYRE_THREADS): 1 or 2, or 0 when neither says (the host has two
  * processors or more): two while one is free (be_cpu_free). */
@@ -344,10 +321,6 @@ int64_t be_view_group(const be_view *v, int64_t g);
  * with e NULL it emits nothing, for the cost models to count them. */
 int64_t be_dma_rows(const be_ctx *c, cc_emit *e, int op, int64_t lx, int64_t lx_gs, const be_view *v, const be_rowspace *rsp,
                     int64_t r0, int64_t n, int64_t ng);
-/* Are view v's rows of row space rsp one stride apart (its levels join
- * into one, be_level_join) and its groups not wrapped: its DRAM address
- * affine in the row and the group? */
-int be_view_linear(const be_view *v, const be_rowspace *rsp);
 /* Row-major coordinates of a flat offset (or of a coefficient: the
  * coordinates one step of the variable moves). */
 void be_coords_of(const gr_ttype *t, int64_t flat, int64_t *co);
@@ -969,13 +942,6 @@ typedef struct {
      * writes that row of an aligned result, chunk by chunk, so the result
      * may take the LX region of a kept tensor whose last reader it is */
     int in_place;
-    /* codegen, optional (NULL: every core emitted): core's signature of
-     * the kernel whose plan be_par_cores' arg is, into *sig; 0 refuses
-     * (emit it).  Cores of one signature must differ in their code only
-     * by addresses, ring targets and li values that move alike from core
-     * to core spaced alike (be_derive.c), and leave the emitter alike:
-     * it covers everything the emitter reads per core. */
-    int (*core_sig)(be_ctx *c, const void *arg, int core, uint64_t *sig);
 } be_kind;
 
 const be_kind *be_kind_of(const be_ctx *c, int pos);
@@ -1039,7 +1005,6 @@ void be_matmul_align(be_ctx *c, int pos, const int *writer);
 double be_matmul_estimate(be_ctx *c, int pos);
 int64_t be_matmul_need(be_ctx *c, int pos);
 int be_matmul_emit(be_ctx *c, int pos);
-int be_matmul_core_sig(be_ctx *c, const void *arg, int core, uint64_t *sig);
 int be_matmul_prefetch(be_ctx *c, int pos, int64_t above);
 int be_matmul_prefetch_far(be_ctx *c, int pos, int from, int64_t above);
 /* The host fallback's kernels (be_host.c). */

@@ -186,8 +186,7 @@ static const be_kind kinds[] = {
     [IR_POINTWISE] = ROWS_KIND,
     [IR_REDUCTION] = ROWS_KIND,
     [IR_MATMUL] = {"matmul template", be_matmul_plan, be_matmul_align, NULL, be_matmul_access, be_matmul_estimate, be_matmul_need,
-                   be_matmul_emit, be_matmul_prefetch, be_matmul_prefetch_far, mm_split, MM_SYNTAX, be_matmul_groups, mm_print_work, mm_print_report, MM_FILL_DRAIN, 0,
-                   be_matmul_core_sig},
+                   be_matmul_emit, be_matmul_prefetch, be_matmul_prefetch_far, mm_split, MM_SYNTAX, be_matmul_groups, mm_print_work, mm_print_report, MM_FILL_DRAIN, 0},
     [IR_HOST] = {"host fallback", be_host_plan, NULL, NULL, be_host_access, be_host_estimate, be_host_need, be_host_emit,
                  NULL, NULL, be_host_split, "a host op takes no work_div", NULL, be_host_print_work, be_host_print_report, 0, 0},
 };

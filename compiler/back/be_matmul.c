@@ -3381,39 +3381,6 @@ static int mm_core_emit(be_ctx *c, void *arg, int core)
     return w->bcast && w->gn > 1 ? mm_rg_core(c, m, core) : mm_grid_core(c, m, core);
 }
 
-/* A core of a grid's signature: its tile's sizes (rows, sticks, columns
- * of the last sticks, K, batch), its place in K (split-K's last reduces
- * apart) and whether it ends the rows, the sticks, the batch (the first
- * core of a class is its base: the moves from it show whether it is
- * unlike the others, be_derive.c).  None with
- * B broadcast (its route goes by the core), an operand restickified or
- * staged whole (they read the tile's place), a hand-off by stick group,
- * or a DRAM view not affine in the tile's place (mm_views_linear). */
-static int mm_grid_sig(be_ctx *c, const mm_plan *m, int core, uint64_t *sig)
-{
-    const be_work *w = &c->work[m->ep.pos];
-    mm_tile t;
-    if (w->bcast || m->ag || m->bg || m->aw || m->bw || mm_heads_any(c, m, m->ep.pos) || !mm_views_linear(m) ||
-        mm_core_tile(m, w, core, &t))
-        return 0;
-    const int64_t lanes = c->t.lanes16, at = core % (w->gm * w->gn * w->gk), ik = at % w->gk;
-    const int64_t v[] = {t.mt, t.ns, cc_min(t.ns * lanes, m->N - t.g0 * lanes), t.ksn, cc_min(t.ksn * lanes, m->Kd - t.ks0 * lanes),
-                         t.bt, ik, ik == w->gk - 1, t.m0 + t.mt == m->M, t.g0 + t.ns == m->GN, t.b0 + t.bt == m->nbatch};
-    uint64_t h = MM_SIG_SEED;
-    for (size_t i = 0; i < sizeof v / sizeof *v; i++)
-        h = mm_sig_mix(h, v[i]);
-    *sig = h;
-    return 1;
-}
-
-/* be_kind.core_sig of a product: its grid's kind's. */
-int be_matmul_core_sig(be_ctx *c, const void *arg, int core, uint64_t *sig)
-{
-    const mm_plan *m = arg;
-    const be_work *w = &c->work[m->ep.pos];
-    return w->bcast && w->gn > 1 ? mm_rg_sig(c, m, core, sig) : mm_grid_sig(c, m, core, sig);
-}
-
 /* A copy of the plan on another view of the back half (be_par_cores). */
 static void mm_view(be_ctx *c, void *arg)
 {

@@ -321,22 +321,6 @@ void bc_release(mm_core *mc, int64_t step);
 void mm_splitk_reduce(mm_core *mc);
 void mm_core_ring(mm_core *mc);
 int mm_rg_core(be_ctx *c, mm_plan *m, int core);
-/* Does kernel pos hand a buffer off by stick group, or read one so?  Its
- * cores' code then routes by the core that holds each group: the cores
- * that hold its hand-offs' groups (n: cores 0 .. n - 1; 0 none), and
- * whether it reads one. */
-int mm_heads_any(const be_ctx *c, const mm_plan *m, int pos);
-int mm_heads_cores(const be_ctx *c, const mm_plan *m, int pos);
-int mm_heads_read(const be_ctx *c, const mm_plan *m, int pos);
-/* Is every DRAM view the product reads or writes affine in its rows and
- * groups (be_view_linear; no batch, no staged, gathered or shared load)?
- * Then its cores' addresses move with their tiles' origins alone. */
-int mm_views_linear(const mm_plan *m);
-/* A signature's words mixed (FNV-1a's step), from MM_SIG_SEED. */
-#define MM_SIG_SEED 0xcbf29ce484222325ull
-static inline uint64_t mm_sig_mix(uint64_t h, int64_t v) { return (h ^ (uint64_t)v) * 0x100000001b3ull; }
-/* A core of the grid over the ring's signature (be_kind.core_sig): 0 refuses. */
-int mm_rg_sig(be_ctx *c, const mm_plan *m, int core, uint64_t *sig);
 /* The grid over the ring's tiling, searched once for the plan (m->rg_tl;
  * its rc, 0 when one fits), and the cycles its last chunk's way down a
  * column and last epilogue take after its last DRAM load (c->drain). */

@@ -526,15 +526,6 @@ static void dma_rows_group(const be_ctx *c, cc_emit *e, int op, const be_view *v
     dma_rows_piece(c, e, op, da, la, run, nl, ln, ld, ll);
 }
 
-int be_view_linear(const be_view *v, const be_rowspace *rsp)
-{
-    int64_t mext[IR_MAX_VARS + 1], mstr[IR_MAX_VARS + 1];
-    int nm = 0;
-    for (int i = rsp->nv - 1; i >= 0; i--)
-        nm = be_level_join(nm, mext, mstr, rsp->ext[i], v->rs[rsp->var[i]]);
-    return nm <= 1 && !v->gper;
-}
-
 int64_t be_dma_rows(const be_ctx *c, cc_emit *e, int op, int64_t lx, int64_t lx_gs, const be_view *v, const be_rowspace *rsp,
                     int64_t r0, int64_t n, int64_t ng)
 {

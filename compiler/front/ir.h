@@ -438,7 +438,6 @@ struct cc_result {
     int nsrc;
     char *host;        /* per source node: its IR_SRC_* marks (the host fallback, docs/compiler.md) */
     int fail_src;      /* the source node a pass failed on (the fallback's candidate), -1 none */
-    long derived[3];   /* codegen's cores derived, checked and mismatched (cc_result_derived) */
     int fail_kernel;   /* the kernel the back half refused (its source ops are the candidates), -1 none */
     int fail_epilogue; /* the source op of an epilogue node whose operand a matmul kernel could not
                           load (kept apart and compiled again, before any host op), -1 none */
