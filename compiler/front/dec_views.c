@@ -31,6 +31,21 @@ static int arange(dctx *c, int64_t n)
     return DC_EMIT(c, "aten.arange.default", t, da_int(n), da_kw("dtype", da_dtype(GR_I64)));
 }
 
+/* A scan by doubling along d: for k = 1, 2, 4, ..: y = op(y, cat(k
+ * elements of `fill`, y[:n-k])), log2 n ops (cumsum's add of zeros,
+ * cumprod's product with ones). */
+static int scan(dctx *c, int y, int d, const char *op, double fill)
+{
+    const int64_t len = dc_T(c, y).shape[d];
+    for (int64_t k = 1; k < len; k *= 2) {
+        gr_ttype head = dc_T(c, y);
+        head.shape[d] = k;
+        int shifted_in = dc_full(c, head.rank, head.shape, fill, head.dtype);
+        y = dc_bin(c, op, y, cat2(c, shifted_in, dc_slice(c, y, d, 0, len - k, 1), d));
+    }
+    return y;
+}
+
 /* An integer cumsum along d, in the result's dtype.  A short last dim's is
  * y[.., i] = sum_k where(k <= i, x[.., k], 0), one kernel reading n^2
  * elements per row; a long one's, or along another dim, a scan by doubling
@@ -53,10 +68,7 @@ static int int_cumsum(dctx *c, int x, int d, gr_dtype dt)
     gr_ttype t = dc_T(c, x);
     int64_t len = t.shape[d], k = d + 1;
     if (d != t.rank - 1 || len > CUMSUM_SCAN_LEN || dc_numel(&t) * len > CUMSUM_SCAN_READS) {
-        int y = dc_cast(c, x, dt);
-        for (int64_t s = 1; s < len; s *= 2)
-            y = dc_bin(c, "aten.add.Tensor", y, cat2(c, zeros_like_dim(c, y, d, s), dc_slice(c, y, d, 0, len - s, 1), d));
-        return y;
+        return scan(c, dc_cast(c, x, dt), d, "aten.add.Tensor", 0);
     }
     if (t.rank + 1 > GR_MAX_RANK)
         return -1;
@@ -458,15 +470,7 @@ int dc_r_cumprod(dctx *c, const gr_node *n, int *out)
         out[0] = x;
         return 1;
     }
-    int d = dc_normdim(c, (int64_t)dc_num(c, n, 1, "dim", 0), t.rank);
-    int64_t len = t.shape[d];
-    for (int64_t k = 1; k < len; k *= 2) {
-        gr_ttype to = t;
-        to.shape[d] = k;
-        int ones = dc_full(c, t.rank, to.shape, 1, t.dtype);
-        x = dc_bin(c, "aten.mul.Tensor", x, cat2(c, ones, dc_slice(c, x, d, 0, len - k, 1), d));
-    }
-    out[0] = x;
+    out[0] = scan(c, x, dc_normdim(c, (int64_t)dc_num(c, n, 1, "dim", 0), t.rank), "aten.mul.Tensor", 1);
     return 1;
 }
 
