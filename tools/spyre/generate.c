@@ -405,9 +405,7 @@ static int source_inputs(gen_step *s, int inputs)
     const gr_value *src = &g->values[g->inputs[0]], *mask = inputs == 2 ? &g->values[g->inputs[1]] : NULL;
     s->features = !mask && is_features(src);
     if (s->features) {
-        s->source_len = 1;
-        for (int r = 0; r < src->type.rank; r++)
-            s->source_len *= src->type.shape[r];
+        s->source_len = gr_ttype_numel(&src->type);
         gr_tensor_name(src->name, s->source);
         return 0;
     }
@@ -952,9 +950,7 @@ static int pass_output(const gen_step *e, const gen_step *d, const gen_cards *k,
     char err[1024], out[GR_TENSOR_NAME_MAX], in[GR_TENSOR_NAME_MAX];
     int ov = e->g->outputs[i], iv = d->g->inputs[i];
     const gr_value *v = &e->g->values[ov];
-    int64_t n = 1;
-    for (int r = 0; r < v->type.rank; r++)
-        n *= v->type.shape[r];
+    int64_t n = gr_ttype_numel(&v->type);
     gr_tensor_name(v->name, out);
     gr_tensor_name(d->g->values[iv].name, in);
     float *whole = malloc((size_t)(n ? n : 1) * sizeof *whole), *part = malloc((size_t)(n ? n : 1) * sizeof *part);
