@@ -19,7 +19,7 @@ struct rt_fallback {
     rt_ref *ref;
     int values; /* the run computes values (else only timing: the host op moves and computes nothing) */
     int failed; /* a host op failed: the run stops, the op refused */
-    char why[400]; /* its message, located by fb->res->refused_line */
+    char why[512]; /* its message (the op and a reason of up to 400 bytes), located by fb->res->refused_line */
 };
 
 int rt_fallback_failed(const rt_fallback *fb, char *why, size_t len)
@@ -33,11 +33,8 @@ int rt_fallback_failed(const rt_fallback *fb, char *why, size_t len)
  * the launch reports why at the op's graph line, as a user error. */
 static int refuse(rt_fallback *fb, const gr_node *n, const char *msg, int located, char *err, size_t errlen)
 {
-    /* the reference's own messages begin "PATH:LINE: " */
-    char at[64];
-    snprintf(at, sizeof at, "%s:%d: ", fb->g->path, n->line);
-    if (located && strncmp(msg, at, strlen(at)) == 0)
-        snprintf(fb->why, sizeof fb->why, "%s", msg + strlen(at));
+    if (located) /* the reference's own messages name the op after the line */
+        snprintf(fb->why, sizeof fb->why, "%s", rt_ref_reason(fb->g, (int)(n - fb->g->nodes), msg));
     else
         snprintf(fb->why, sizeof fb->why, "%s: %s", n->op, msg);
     fb->failed = 1;

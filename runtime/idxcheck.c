@@ -89,11 +89,9 @@ static int uncheckable(const rt_program *prog, int u, int *line, char *err, size
  * with *line its line and the message after it, as check_one's. */
 static int refused_inner(const gr_graph *g, int k, int *line, char *err)
 {
-    char head[256];
     *line = g->nodes[k].line;
-    const int n = snprintf(head, sizeof head, "%s:%d: ", g->path, *line);
-    if (n > 0 && (size_t)n < sizeof head && !strncmp(err, head, (size_t)n))
-        memmove(err, err + n, strlen(err + n) + 1);
+    const char *why = rt_ref_reason(g, k, err);
+    memmove(err, why, strlen(why) + 1);
     return -1;
 }
 

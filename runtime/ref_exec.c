@@ -398,6 +398,13 @@ int rt_ref_run_node(rt_ref *r, int n, char *err, size_t errlen)
     return rc;
 }
 
+const char *rt_ref_reason(const gr_graph *g, int n, const char *msg)
+{
+    char head[4200];
+    const int k = snprintf(head, sizeof head, "%s:%d: ", g->path, g->nodes[n].line);
+    return k > 0 && (size_t)k < sizeof head && !strncmp(msg, head, (size_t)k) ? msg + k : msg;
+}
+
 int rt_ref_run(rt_ref *r, char *err, size_t errlen)
 {
     const gr_graph *g = r->g;

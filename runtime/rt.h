@@ -574,6 +574,10 @@ rt_ref *rt_ref_new_partial(const gr_graph *g, char *err, size_t errlen);
 int rt_ref_supports(const gr_node *n);
 int rt_ref_set_value(rt_ref *r, int v, const float *data, int64_t count, char *err, size_t errlen);
 int rt_ref_run_node(rt_ref *r, int n, char *err, size_t errlen);
+/* The reason in rt_ref_run_node's message msg for graph g's node n: msg
+ * past the "PATH:LINE: " it begins with (the caller names the line its
+ * own way), or msg whole. */
+const char *rt_ref_reason(const gr_graph *g, int n, const char *msg);
 /* The bounds (track 0 or 1) of a value that is still held (see
  * rt_ref_value), as fp32, or NULL (tracking off, a tuple, a value freed). */
 const float *rt_ref_error(rt_ref *r, int v, int track);
