@@ -882,9 +882,7 @@ static void collect_gather(rk_walk *w, const ir_expr *x)
             return;
     const ir_buf *W = &p->bufs[x->buf];
     const be_layout *L = &c->lay[x->buf];
-    int ids = x->a;
-    while (ids >= 0 && p->A.e[ids].kind == IR_E_CAST && !ir_dtype_is_float(p->A.e[ids].dtype))
-        ids = p->A.e[ids].a;
+    const int ids = ir_gather_ids(&p->A, x);
     const ir_expr *ix = ids >= 0 ? &p->A.e[ids] : NULL;
     int has_row = 0;
     for (int i = 0; i < k->rsp.nv; i++)
@@ -920,9 +918,7 @@ static int reads_plain(const ir_arena *A, int x, int e, char *seen)
         return 0;
     seen[x] = 1;
     const ir_expr *X = &A->e[x];
-    int ids = X->kind == IR_E_ILOAD ? X->a : -1;
-    while (ids >= 0 && A->e[ids].kind == IR_E_CAST && !ir_dtype_is_float(A->e[ids].dtype))
-        ids = A->e[ids].a;
+    const int ids = X->kind == IR_E_ILOAD ? ir_gather_ids(A, X) : -1;
     return x == e || (ids != e && reads_plain(A, X->a, e, seen)) || reads_plain(A, X->b, e, seen) ||
            reads_plain(A, X->c, e, seen);
 }

@@ -383,6 +383,14 @@ int ir_check_int_exact(ir_prog *p)
     return rc;
 }
 
+int ir_gather_ids(const ir_arena *A, const ir_expr *x)
+{
+    int ids = x->a;
+    while (ids >= 0 && A->e[ids].kind == IR_E_CAST && !ir_dtype_is_float(A->e[ids].dtype))
+        ids = A->e[ids].a;
+    return ids;
+}
+
 /* Whether e reads buffer b as a gather's row numbers (through casts).
  * Its own marks, not ir_expr_walk's: be_collect_load asks in the middle of
  * a walk, and a nested walk restarted that walk's marks (LayoutLM's box
@@ -394,9 +402,7 @@ static int reads_rows(const ir_arena *A, int e, int b, char *seen)
     seen[e] = 1;
     const ir_expr *x = &A->e[e];
     if (x->kind == IR_E_ILOAD) {
-        int ids = x->a;
-        while (ids >= 0 && A->e[ids].kind == IR_E_CAST && !ir_dtype_is_float(A->e[ids].dtype))
-            ids = A->e[ids].a;
+        const int ids = ir_gather_ids(A, x);
         if (ids >= 0 && A->e[ids].kind == IR_E_LOAD && A->e[ids].buf == b)
             return 1;
     }

@@ -510,6 +510,9 @@ int ir_check_int_exact(ir_prog *p);              /* intexact.c: run by ir_lower 
 /* Does buffer b hold the row numbers of a gather (an ILOAD's index is a
  * load of b, through integer casts)?  intexact.c */
 int ir_gather_rows(const ir_prog *p, int b);
+/* The row numbers gather (ILOAD) x reads: its index expression past any
+ * integer casts (an expression of A, or -1). */
+int ir_gather_ids(const ir_arena *A, const ir_expr *x);
 int ir_deps(ir_prog *p);                         /* schedule.c */
 int ir_dce(ir_prog *p);
 int ir_fuse_siblings(ir_prog *p);               /* siblings.c */
